@@ -1,0 +1,2 @@
+"""Covalt sidecar."""
+__version__ = "0.1.0"

@@ -1,0 +1,25 @@
+"""The wire contract: every method as a ``MethodSpec`` over msgspec Structs.
+
+``scripts/gen_protocol.py`` turns this package into ``protocol/``. Imports only msgspec.
+"""
+
+from __future__ import annotations
+
+from . import debug, lifecycle
+from .base import MethodSpec
+
+SPECS: tuple[MethodSpec, ...] = (*lifecycle.SPECS, *debug.SPECS)
+
+# The endpoints of seed 000 §7, in its order; protocol/README.md maps each to the method serving it.
+SEED_ENDPOINTS: tuple[str, ...] = (
+    "list_toolsets", "get_toolset", "import_toolset", "export_toolset", "enable_toolset",
+    "uninstall_toolset", "list_tools", "get_tool", "get_workspace_files", "get_workspace_file",
+    "get_workspace_manifest", "stream", "get_available_tools",
+)
+
+
+def spec(name: str) -> MethodSpec:
+    for s in SPECS:
+        if s.name == name:
+            return s
+    raise KeyError(name)

@@ -1,0 +1,59 @@
+"""Diagnostics for the UI's about page, the REPL, benchmarks and tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import MethodSpec, Model
+
+
+class DebugInfo(Model):
+    pid: int
+    version: str
+    python: str
+    data_dir: str
+    uptime_ms: int
+    rss_bytes: int
+    inflight_requests: int
+    # Heavy optional modules already imported: start-up must not pay for them.
+    heavy_modules_loaded: list[str]
+
+
+class SleepParams(Model):
+    ms: int
+    work_done_token: int | str | None = None
+
+
+class SleepResult(Model):
+    slept_ms: int
+
+
+class RaiseParams(Model):
+    message: str = "debug/raise was called"
+
+
+class RoundTripParams(Model):
+    method: str
+    params: dict[str, Any] = {}
+
+
+class RoundTripResult(Model):
+    result: Any
+
+
+SPECS = (
+    MethodSpec("debug/info", "clientToServer", "request",
+               "Process facts: pid, memory, uptime, which heavy modules are loaded.",
+               result=DebugInfo, inline=True),
+    MethodSpec("debug/sleep", "clientToServer", "request",
+               "Wait ms milliseconds (reporting $/progress when given a workDoneToken); "
+               "cancellable. For exercising cancellation and progress.",
+               params=SleepParams, result=SleepResult),
+    MethodSpec("debug/raise", "clientToServer", "request",
+               "Raise an unexpected exception, to see InternalError and its errorId in the log.",
+               params=RaiseParams, result=None),
+    MethodSpec("debug/roundTrip", "clientToServer", "request",
+               "Send a ui/ request to the client and return its answer, to exercise "
+               "server-to-client requests.",
+               params=RoundTripParams, result=RoundTripResult),
+)

@@ -1,0 +1,113 @@
+"""The error table of the wire contract and the exceptions that carry it.
+
+Services raise these; the engine turns any exception with ``__rpc_error__`` into that wire error.
+Codes -32000, -32001, -32096..-32099 and -32801..-32899 belong to other protocols: never use them.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import Any
+
+
+class ErrorCode(IntEnum):
+    PARSE_ERROR = -32700
+    INVALID_REQUEST = -32600
+    METHOD_NOT_FOUND = -32601
+    INVALID_PARAMS = -32602
+    INTERNAL_ERROR = -32603
+    REQUEST_CANCELLED = -32800
+    SERVER_NOT_INITIALIZED = -32002
+    NOT_FOUND = -32010
+    CONFLICT = -32011
+    PERMISSION_DENIED = -32012
+    INVALID_BUNDLE = -32013
+    UPSTREAM_ERROR = -32020
+    TOOL_FAILED = -32021
+    TIMEOUT = -32022
+    STORAGE_ERROR = -32030
+    INSTANCE_LOCKED = -32031
+
+
+# name, code, when it is sent, shape of data (for openrpc.json and protocol/README.md)
+ERROR_TABLE: tuple[tuple[str, ErrorCode, str, str], ...] = (
+    ("ParseError", ErrorCode.PARSE_ERROR, "the line is not JSON (id null)", ""),
+    ("InvalidRequest", ErrorCode.INVALID_REQUEST,
+     "bad envelope, batch, duplicate in-flight id, line too long, request after shutdown", ""),
+    ("MethodNotFound", ErrorCode.METHOD_NOT_FOUND, "unknown method", ""),
+    ("InvalidParams", ErrorCode.INVALID_PARAMS, "params fail validation", "{path, reason}"),
+    ("InternalError", ErrorCode.INTERNAL_ERROR,
+     "unexpected exception; the traceback is only in the log", "{errorId}"),
+    ("RequestCancelled", ErrorCode.REQUEST_CANCELLED, "cancelled by the client or by shutdown", ""),
+    ("ServerNotInitialized", ErrorCode.SERVER_NOT_INITIALIZED, "request before initialize", ""),
+    ("NotFound", ErrorCode.NOT_FOUND, "no such object", "{kind, id}"),
+    ("Conflict", ErrorCode.CONFLICT, "duplicate id, turn already running, ...", "{reason}"),
+    ("PermissionDenied", ErrorCode.PERMISSION_DENIED,
+     "user denied a tool call, path outside its root, host not allowed", ""),
+    ("InvalidBundle", ErrorCode.INVALID_BUNDLE,
+     "a toolset bundle or manifest is rejected", "{path, reason}"),
+    ("UpstreamError", ErrorCode.UPSTREAM_ERROR,
+     "an MCP server or model provider failed", "{source, server?, message}"),
+    ("ToolFailed", ErrorCode.TOOL_FAILED, "a tool ran and failed", "{toolCallId}"),
+    ("Timeout", ErrorCode.TIMEOUT, "a tool, MCP server or provider took longer than its limit", ""),
+    ("StorageError", ErrorCode.STORAGE_ERROR, "SQLite or disk failure", ""),
+    ("InstanceLocked", ErrorCode.INSTANCE_LOCKED,
+     "another sidecar holds the data directory", "{lockPath, holderPid}"),
+)
+
+
+class ApiError(Exception):
+    code: ErrorCode = ErrorCode.INTERNAL_ERROR
+
+    def __init__(self, message: str, data: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+
+    def __rpc_error__(self) -> tuple[int, str, Any]:
+        return int(self.code), self.message, self.data
+
+
+class InvalidParams(ApiError):
+    code = ErrorCode.INVALID_PARAMS
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"invalid params: {path}: {reason}", {"path": path, "reason": reason})
+
+
+class NotFound(ApiError):
+    code = ErrorCode.NOT_FOUND
+
+    def __init__(self, kind: str, id: str, message: str | None = None) -> None:
+        super().__init__(message or f"no {kind} with id {id!r}", {"kind": kind, "id": id})
+
+
+class Conflict(ApiError):
+    code = ErrorCode.CONFLICT
+
+    def __init__(self, reason: str, message: str | None = None) -> None:
+        super().__init__(message or reason, {"reason": reason})
+
+
+class PermissionDenied(ApiError):
+    code = ErrorCode.PERMISSION_DENIED
+
+
+class StorageError(ApiError):
+    code = ErrorCode.STORAGE_ERROR
+
+
+class Timeout(ApiError):
+    code = ErrorCode.TIMEOUT
+
+
+class InstanceLocked(ApiError):
+    code = ErrorCode.INSTANCE_LOCKED
+
+    def __init__(self, lock_path: str, holder_pid: int | None) -> None:
+        holder = f"process {holder_pid}" if holder_pid else "another process"
+        super().__init__(
+            f"the data directory is in use by {holder} (lock {lock_path}); "
+            "close the other instance or start with a different --data-dir",
+            {"lockPath": lock_path, "holderPid": holder_pid},
+        )

@@ -1,0 +1,89 @@
+"""Lifecycle: initialize, ping, shutdown, exit, cancellation and progress."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from .base import Empty, MethodSpec, Model
+from .errors import ErrorCode
+
+PROTOCOL_VERSION = "2026-11-22"
+
+
+class ClientInfo(Model):
+    name: str
+    version: str = ""
+
+
+class InitializeParams(Model):
+    client_info: ClientInfo | None = None
+    # The client's pid: when given, the sidecar shuts down once that process is gone, as with
+    # --parent-pid.
+    process_id: int | None = None
+    # What the client can do; free-form so new UIs can announce features old sidecars ignore.
+    capabilities: dict[str, Any] = {}
+
+
+class ServerInfo(Model):
+    name: str
+    version: str
+
+
+class ServerCapabilities(Model):
+    max_line_bytes: int
+    cancellation: list[str]
+    progress: bool = True
+    server_requests: list[str] = []
+    experimental: dict[str, Any] = {}
+
+
+class InitializeResult(Model):
+    protocol_version: str
+    server_info: ServerInfo
+    capabilities: ServerCapabilities
+    data_dir: str
+
+
+class CancelParams(Model):
+    id: int | str
+
+
+class ProgressValue(Model):
+    kind: Literal["begin", "report", "end"]
+    message: str | None = None
+    percentage: int | None = None
+    title: str | None = None
+
+
+class ProgressParams(Model):
+    token: int | str
+    value: ProgressValue
+
+
+SPECS = (
+    MethodSpec(
+        "initialize", "clientToServer", "request",
+        "First request of a session: exchange capabilities. Every other request before it fails "
+        "with ServerNotInitialized.",
+        params=InitializeParams, result=InitializeResult, inline=True,
+        errors=(ErrorCode.CONFLICT, ErrorCode.INSTANCE_LOCKED, ErrorCode.STORAGE_ERROR),
+    ),
+    MethodSpec("ping", "clientToServer", "request", "Liveness check; answers {}.",
+               result=Empty, inline=True),
+    MethodSpec(
+        "shutdown", "clientToServer", "request",
+        "Stop taking requests, cancel and answer in-flight work, stop MCP servers, close the "
+        "database. Then send exit.",
+        result=None,
+    ),
+    MethodSpec("exit", "clientToServer", "notification",
+               "Exit the process: code 0 after shutdown, 1 without it.", inline=True),
+    MethodSpec(
+        "$/cancelRequest", "both", "notification",
+        "Cancel a request by id. Interrupt-mode requests answer RequestCancelled; signal-mode "
+        "requests (chat turns) wind down and return their normal result. Unknown ids are ignored.",
+        params=CancelParams, inline=True,
+    ),
+    MethodSpec("$/progress", "serverToClient", "notification",
+               "Progress of a long request that was given a workDoneToken.", params=ProgressParams),
+)

@@ -1,0 +1,202 @@
+"""Composition root: argv/env -> claim stdio -> logging -> lock -> database -> serve.
+
+Every way out (``shutdown`` + ``exit``, stdin EOF, SIGTERM/SIGINT, parent death) goes through
+``Sidecar.run``'s one teardown: refuse new requests, cancel and answer in-flight work, close the
+services, flush what is queued, exit; all bounded by ``settings.shutdown_timeout``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from . import process
+from .api import SPECS
+from .api.errors import ApiError, InstanceLocked, StorageError
+from .rpc import Connection, MethodTable, RequestContext, StdioTransport, Transport
+from .settings import Settings
+from .store import Database
+
+log = logging.getLogger("sidecar")
+
+
+class Sidecar:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.started_at = time.monotonic()
+        self.db: Database | None = None
+        self.connection: Connection | None = None
+        self.exit_code = process.EXIT_OK
+        self.shutdown_requested = False
+        self.shutdown_done = False
+        self._stop = anyio.Event()
+        self._stop_reason = ""
+        self._tg: TaskGroup | None = None
+        self._closers: list[tuple[str, Callable[[], Awaitable[None]]]] = []
+        self._shutdown_lock = anyio.Lock()
+
+    # -- wiring ------------------------------------------------------------------------------
+
+    def on_close(self, name: str, closer: Callable[[], Awaitable[None]]) -> None:
+        """Register a service's teardown; they run in reverse order of registration."""
+        self._closers.append((name, closer))
+
+    def server_requests(self) -> list[str]:
+        return [s.name for s in SPECS if s.direction == "serverToClient" and s.kind == "request"]
+
+    def watch_parent(self, pid: int) -> None:
+        if self._tg is not None:
+            self._tg.start_soon(self._watch_parent, pid)
+
+    async def _watch_parent(self, pid: int) -> None:
+        await process.watch_parent(pid, self.settings.parent_poll_interval)
+        self.request_stop(f"parent process {pid} exited", process.EXIT_OK)
+
+    # -- stopping ----------------------------------------------------------------------------
+
+    def request_stop(self, reason: str, code: int) -> None:
+        if not self._stop.is_set():
+            self._stop_reason = reason
+            self.exit_code = code
+            self._stop.set()
+
+    async def shutdown(self, exclude: Any = None) -> None:
+        """Refuse new requests, cancel and answer the running ones, close every service.
+        Idempotent: the ``shutdown`` request and the final teardown share it."""
+        self.shutdown_requested = True
+        async with self._shutdown_lock:
+            if self.shutdown_done:
+                return
+            conn = self.connection
+            if conn is not None:
+                conn.refuse_requests()
+                left = await conn.cancel_inflight(
+                    "the server is shutting down", self.settings.shutdown_timeout / 2, exclude
+                )
+                if left:
+                    log.warning("%d requests did not finish before the shutdown deadline", left)
+            for name, closer in reversed(self._closers):
+                try:
+                    with anyio.CancelScope(shield=True):
+                        await closer()
+                except Exception:
+                    log.exception("closing %s failed", name)
+            self._closers.clear()
+            self.shutdown_done = True
+
+    async def _watch_signals(self) -> None:
+        if sys.platform == "win32":
+            return
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+            async for signum in signals:
+                self.request_stop(f"signal {signal.Signals(signum).name}", process.EXIT_OK)
+                return
+
+    # -- running -----------------------------------------------------------------------------
+
+    async def run(self, transport: Transport, methods: MethodTable) -> int:
+        conn = Connection(
+            transport,
+            methods,
+            max_line_bytes=self.settings.max_line_bytes,
+            on_eof=lambda: self.request_stop("stdin closed", process.EXIT_OK),
+        )
+        self.connection = conn
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            await tg.start(conn.serve)
+            tg.start_soon(self._watch_signals)
+            if self.settings.parent_pid:
+                self.watch_parent(self.settings.parent_pid)
+            await self._stop.wait()
+            log.info("stopping: %s", self._stop_reason)
+            with anyio.move_on_after(self.settings.shutdown_timeout, shield=True) as deadline:
+                await self.shutdown()
+                await conn.wait_idle()  # the answer to a ``shutdown`` request may still be on its way
+                await conn.flush(self.settings.shutdown_timeout)
+            if deadline.cancelled_caught:
+                log.error("shutdown took longer than %.1fs; exiting anyway",
+                          self.settings.shutdown_timeout)
+            conn.close()
+            tg.cancel_scope.cancel()
+        return self.exit_code
+
+
+def _refusing_table(error: ApiError, code: int, app: Sidecar) -> MethodTable:
+    """A sidecar that cannot serve still answers ``initialize`` with why, then exits."""
+
+    async def initialize(params: Any, ctx: RequestContext) -> None:
+        ctx.after_answer(lambda: app.request_stop(error.message, code))
+        raise error
+
+    table = MethodTable()
+    table.add("initialize", initialize, inline=True)
+    return table
+
+
+async def serve(settings: Settings, transport: Transport) -> int:
+    from .handlers import build_method_table
+
+    app = Sidecar(settings)
+    lock = process.InstanceLock(settings.lock_path)
+    try:
+        lock.acquire()
+    except process.InstanceLocked as exc:
+        log.error("another sidecar (pid %s) holds %s", exc.holder_pid, exc.path)
+        failure = InstanceLocked(str(exc.path), exc.holder_pid)
+        app.exit_code = process.EXIT_LOCKED
+        return await app.run(transport, _refusing_table(failure, process.EXIT_LOCKED, app))
+    except OSError as exc:
+        failure = StorageError(f"cannot create the data directory lock {settings.lock_path}: {exc}")
+        app.exit_code = process.EXIT_STORAGE
+        return await app.run(transport, _refusing_table(failure, process.EXIT_STORAGE, app))
+    try:
+        try:
+            app.db = await Database.open(settings.db_path)
+        except StorageError as exc:
+            log.error("%s", exc.message)
+            app.exit_code = process.EXIT_STORAGE
+            return await app.run(transport, _refusing_table(exc, process.EXIT_STORAGE, app))
+        app.on_close("database", app.db.close)
+        return await app.run(transport, build_method_table(app))
+    finally:
+        lock.release()
+
+
+def main(argv: list[str] | None = None) -> int:
+    from . import logs, settings as settings_mod
+
+    settings = settings_mod.parse(argv)
+    wire_in, wire_out = process.claim_stdio()
+    listener = logs.setup(settings.log_level)
+    log.info("sidecar %s starting (pid %d, data dir %s)", _version(), os.getpid(), settings.data_dir)
+
+    async def _amain() -> int:
+        transport = StdioTransport(wire_in, wire_out, settings.max_line_bytes)
+        transport.start()
+        return await serve(settings, transport)
+
+    try:
+        code = anyio.run(_amain)
+    except BaseException:
+        log.exception("the sidecar crashed")
+        code = process.EXIT_WITHOUT_SHUTDOWN
+    log.info("exiting with code %d", code)
+    listener.stop()
+    sys.stderr.flush()
+    # The stdin feeder thread may still sit in a blocking read; nothing is left to clean up.
+    os._exit(code)
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__

@@ -1,0 +1,135 @@
+"""Process hygiene: the stdout claim, the instance lock, the parent watchdog and exit codes."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+
+import anyio
+
+log = logging.getLogger("sidecar.process")
+
+EXIT_OK = 0
+EXIT_WITHOUT_SHUTDOWN = 1
+EXIT_USAGE = 2
+EXIT_LOCKED = 3
+EXIT_STORAGE = 4
+
+
+def claim_stdio() -> tuple[int, int]:
+    """Take private copies of fd 0 and fd 1 for the protocol, then point fd 1 at stderr and fd 0
+    at /dev/null. A stray ``print``, a C library or a child process inheriting our descriptors
+    can then never write into (or read from) the wire. Returns (wire_in, wire_out)."""
+    wire_in = os.dup(0)
+    wire_out = os.dup(1)  # os.dup makes these non-inheritable: children never get the wire
+    os.dup2(2, 1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    sys.stdout = sys.stderr
+    sys.stdin = open(os.devnull)  # noqa: SIM115 - lives as long as the process
+    return wire_in, wire_out
+
+
+class InstanceLocked(Exception):
+    def __init__(self, path: Path, holder_pid: int | None) -> None:
+        super().__init__(f"{path} is held by pid {holder_pid}")
+        self.path = path
+        self.holder_pid = holder_pid
+
+
+class InstanceLock:
+    """An exclusive OS lock on ``<data dir>/sidecar.lock`` holding our pid; the OS drops it when
+    the process dies, however it dies, so a stale file never blocks a restart."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            _lock(fd)
+        except OSError:
+            holder = _read_pid(fd)
+            os.close(fd)
+            raise InstanceLocked(self.path, holder) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing drops the lock
+            self._fd = None
+
+
+if sys.platform == "win32":
+    import msvcrt
+
+    def _lock(fd: int) -> None:
+        os.lseek(fd, 0, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+
+    def _read_pid(fd: int) -> int | None:
+        return None  # the holder's byte range is locked against reads on Windows
+
+    def pid_alive(pid: int) -> bool:
+        import ctypes
+
+        kernel32 = ctypes.windll.kernel32
+        handle = kernel32.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
+        if not handle:
+            return False
+        code = ctypes.c_ulong()
+        kernel32.GetExitCodeProcess(handle, ctypes.byref(code))
+        kernel32.CloseHandle(handle)
+        return code.value == 259  # STILL_ACTIVE
+
+else:
+    import fcntl
+
+    def _lock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+    def _read_pid(fd: int) -> int | None:
+        try:
+            os.lseek(fd, 0, os.SEEK_SET)
+            return int(os.read(fd, 32).decode().strip() or 0) or None
+        except (OSError, ValueError):
+            return None
+
+    def pid_alive(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True  # exists, owned by someone else
+        return True
+
+
+async def watch_parent(pid: int, interval: float) -> None:
+    """Return once process ``pid`` is gone (or, on POSIX, once we were re-parented away from it)."""
+    while True:
+        if not pid_alive(pid) or (sys.platform != "win32" and pid == _original_ppid and os.getppid() != pid):
+            log.info("parent process %d is gone", pid)
+            return
+        await anyio.sleep(interval)
+
+
+_original_ppid = os.getppid()
+
+
+def rss_bytes() -> int:
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, AttributeError):
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak if sys.platform == "darwin" else peak * 1024

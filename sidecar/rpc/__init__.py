@@ -1,0 +1,27 @@
+"""The JSON-RPC 2.0 engine: NDJSON framing, dispatch, cancellation, server-to-client requests.
+
+This package knows method names only as strings and params only as ``msgspec.Raw`` until a
+registered decoder types them. It imports nothing else from ``sidecar`` so it can be tested alone
+over in-memory streams.
+"""
+
+from .connection import Connection, RequestContext
+from .errors import ConnectionClosed, RemoteError, RpcError
+from .framing import LineSplitter, LineTooLong
+from .methods import MethodTable
+from .transport import MemoryTransport, StdioTransport, Transport, memory_pair
+
+__all__ = [
+    "Connection",
+    "ConnectionClosed",
+    "LineSplitter",
+    "LineTooLong",
+    "MemoryTransport",
+    "MethodTable",
+    "RemoteError",
+    "RequestContext",
+    "RpcError",
+    "StdioTransport",
+    "Transport",
+    "memory_pair",
+]

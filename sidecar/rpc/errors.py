@@ -1,0 +1,49 @@
+"""Errors the engine itself raises or turns into wire errors.
+
+Any exception with a ``__rpc_error__()`` method returning ``(code, message, data)`` becomes that wire
+error; this is how domain errors defined outside the engine reach the wire without the engine
+importing them. Everything else is an internal error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+SERVER_NOT_INITIALIZED = -32002
+REQUEST_CANCELLED = -32800
+
+
+class RpcError(Exception):
+    """An error to send as is: code, message, optional data."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def __rpc_error__(self) -> tuple[int, str, Any]:
+        return self.code, self.message, self.data
+
+
+class RemoteError(RpcError):
+    """The peer answered one of our requests with an error."""
+
+
+class ConnectionClosed(RpcError):
+    """The peer went away before answering."""
+
+    def __init__(self, message: str = "the client closed the connection") -> None:
+        super().__init__(INTERNAL_ERROR, message)
+
+
+def wire_error(exc: BaseException) -> tuple[int, str, Any] | None:
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    to_wire = getattr(exc, "__rpc_error__", None)
+    return to_wire() if to_wire is not None else None

@@ -1,0 +1,81 @@
+"""NDJSON framing: bytes in, complete lines out, with a cap on line length.
+
+An over-long line is not buffered: the splitter drops its bytes up to the next newline and emits a
+``LineTooLong`` marker in its place, so a hostile peer cannot make the reader hold more than the cap
+and the stream stays in sync for the next line.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class LineTooLong(NamedTuple):
+    size: int  # bytes seen before the newline (at least the cap + 1)
+
+
+Frame = bytes | LineTooLong
+
+
+class LineSplitter:
+    __slots__ = ("_buf", "_max", "_skipped", "_skipping")
+
+    def __init__(self, max_line_bytes: int) -> None:
+        self._max = max_line_bytes
+        self._buf = bytearray()
+        self._skipping = False
+        self._skipped = 0
+
+    def feed(self, chunk: bytes) -> list[Frame]:
+        out: list[Frame] = []
+        start = 0
+        if self._skipping:
+            nl = chunk.find(b"\n")
+            if nl < 0:
+                self._skipped += len(chunk)
+                return out
+            out.append(LineTooLong(self._skipped + nl))
+            self._skipping = False
+            self._skipped = 0
+            start = nl + 1
+        while True:
+            nl = chunk.find(b"\n", start)
+            if nl < 0:
+                break
+            if self._buf:
+                self._buf += chunk[start:nl]
+                line = bytes(self._buf)
+                self._buf.clear()
+            else:
+                line = chunk[start:nl]
+            self._emit(line, out)
+            start = nl + 1
+        rest = len(chunk) - start
+        if rest:
+            if len(self._buf) + rest > self._max:
+                self._skipping = True
+                self._skipped = len(self._buf) + rest
+                self._buf.clear()
+            else:
+                self._buf += chunk[start:]
+        return out
+
+    def finish(self) -> list[Frame]:
+        """End of input: a last line without its newline still counts."""
+        out: list[Frame] = []
+        if self._skipping:
+            out.append(LineTooLong(self._skipped))
+        elif self._buf:
+            self._emit(bytes(self._buf), out)
+        self._buf.clear()
+        self._skipping = False
+        return out
+
+    def _emit(self, line: bytes, out: list[Frame]) -> None:
+        if len(line) > self._max:
+            out.append(LineTooLong(len(line)))
+            return
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        if line and not line.isspace():
+            out.append(line)

@@ -1,0 +1,65 @@
+"""The method table: name -> handler, with how to decode its params and how to run it."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import msgspec
+
+if TYPE_CHECKING:
+    from .connection import RequestContext
+
+Handler = Callable[[Any, "RequestContext"], Awaitable[Any]]
+CancelMode = Literal["interrupt", "signal"]
+
+
+@dataclass(slots=True)
+class Method:
+    name: str
+    handler: Handler
+    params_type: Any | None
+    notification: bool
+    inline: bool
+    cancel: CancelMode
+    _decoder: msgspec.json.Decoder | None = field(default=None, repr=False)
+
+    def decode_params(self, raw: bytes) -> Any:
+        if self.params_type is None:
+            return None
+        if self._decoder is None:
+            self._decoder = msgspec.json.Decoder(self.params_type)
+        return self._decoder.decode(raw)
+
+
+class MethodTable:
+    def __init__(self) -> None:
+        self._methods: dict[str, Method] = {}
+
+    def add(
+        self,
+        name: str,
+        handler: Handler,
+        *,
+        params_type: Any | None = None,
+        notification: bool = False,
+        inline: bool = False,
+        cancel: CancelMode = "interrupt",
+    ) -> None:
+        """Register ``handler(params, ctx)``.
+
+        ``inline`` runs it in the reader in receive order, with no task of its own: only for
+        handlers that never wait. ``cancel="signal"`` makes ``$/cancelRequest`` set
+        ``ctx.cancel_requested`` instead of interrupting, for handlers that wind down on their own
+        and still return a normal result.
+        """
+        if name in self._methods:
+            raise ValueError(f"method {name!r} registered twice")
+        self._methods[name] = Method(name, handler, params_type, notification, inline, cancel)
+
+    def get(self, name: str) -> Method | None:
+        return self._methods.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._methods)

@@ -1,0 +1,167 @@
+"""Byte transports under a connection: stdio for the real process, memory pipes for tests.
+
+A transport hands the connection batches of complete lines and takes joined writes. Reading stdin
+happens on a dedicated feeder thread (the same code on every platform, and a blocking read never
+stalls the event loop); it hands over everything one ``read`` produced in one hop, and blocks while
+the connection is behind, so a fast client cannot grow our memory.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+import sys
+import threading
+from typing import Protocol
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from .framing import Frame, LineSplitter
+
+log = logging.getLogger("sidecar.rpc")
+
+READ_CHUNK = 1 << 16
+
+
+class Transport(Protocol):
+    async def receive(self) -> list[Frame]:
+        """Next batch of frames; raises ``anyio.EndOfStream`` at end of input."""
+        ...
+
+    async def send(self, data: bytes) -> None:
+        """Write all of ``data``; raises ``anyio.BrokenResourceError`` when the peer is gone."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+class StdioTransport:
+    """Reads NDJSON from ``read_fd`` on a feeder thread and writes to ``write_fd``."""
+
+    def __init__(self, read_fd: int, write_fd: int, max_line_bytes: int, queue_batches: int = 8):
+        self._read_fd = read_fd
+        self._write_fd = write_fd
+        self._splitter = LineSplitter(max_line_bytes)
+        send, recv = anyio.create_memory_object_stream[list[Frame]](queue_batches)
+        self._batches_in: MemoryObjectSendStream[list[Frame]] = send
+        self._batches_out: MemoryObjectReceiveStream[list[Frame]] = recv
+        self._thread: threading.Thread | None = None
+        # A pipe or socket can be written without blocking from the loop itself; a tty or file
+        # is shared with other processes, so flipping it to non-blocking would surprise them.
+        mode = os.fstat(write_fd).st_mode
+        self._nonblocking = sys.platform != "win32" and (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode))
+        if self._nonblocking:
+            os.set_blocking(write_fd, False)
+
+    def start(self) -> None:
+        token = anyio.lowlevel.current_token()
+        self._thread = threading.Thread(
+            target=self._feed, args=(token,), name="sidecar-stdin", daemon=True
+        )
+        self._thread.start()
+
+    def _feed(self, token: object) -> None:
+        try:
+            while True:
+                try:
+                    chunk = os.read(self._read_fd, READ_CHUNK)
+                except OSError as exc:
+                    log.warning("reading stdin failed: %s", exc)
+                    chunk = b""
+                frames = self._splitter.feed(chunk) if chunk else self._splitter.finish()
+                if frames:
+                    anyio.from_thread.run(self._batches_in.send, frames, token=token)
+                if not chunk:
+                    break
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, RuntimeError):
+            return  # the loop is gone or stopped listening: nothing left to feed
+        try:
+            anyio.from_thread.run_sync(self._batches_in.close, token=token)
+        except RuntimeError:
+            pass
+
+    async def receive(self) -> list[Frame]:
+        return await self._batches_out.receive()
+
+    async def send(self, data: bytes) -> None:
+        if not self._nonblocking:
+            await anyio.to_thread.run_sync(_write_all, self._write_fd, data)
+            return
+        view = memoryview(data)
+        while view:
+            try:
+                n = os.write(self._write_fd, view)
+            except BlockingIOError:
+                await anyio.wait_writable(self._write_fd)
+                continue
+            except (BrokenPipeError, ConnectionResetError) as exc:
+                raise anyio.BrokenResourceError from exc
+            view = view[n:]
+
+    async def aclose(self) -> None:
+        self._batches_out.close()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    try:
+        while view:
+            view = view[os.write(fd, view) :]
+    except (BrokenPipeError, ConnectionResetError) as exc:
+        raise anyio.BrokenResourceError from exc
+
+
+class MemoryTransport:
+    """One end of an in-memory pipe; bytes are split into lines exactly as on stdio."""
+
+    def __init__(
+        self,
+        incoming: MemoryObjectReceiveStream[bytes],
+        outgoing: MemoryObjectSendStream[bytes],
+        max_line_bytes: int,
+    ) -> None:
+        self._incoming = incoming
+        self._outgoing = outgoing
+        self._splitter = LineSplitter(max_line_bytes)
+        self._eof = False
+
+    async def receive(self) -> list[Frame]:
+        while not self._eof:
+            try:
+                chunk = await self._incoming.receive()
+            except (anyio.EndOfStream, anyio.ClosedResourceError):
+                self._eof = True
+                frames = self._splitter.finish()
+                if frames:
+                    return frames
+                break
+            frames = self._splitter.feed(chunk)
+            if frames:
+                return frames
+        raise anyio.EndOfStream
+
+    async def send(self, data: bytes) -> None:
+        try:
+            await self._outgoing.send(data)
+        except anyio.ClosedResourceError as exc:
+            raise anyio.BrokenResourceError from exc
+
+    async def aclose(self) -> None:
+        self._outgoing.close()
+        self._incoming.close()
+
+
+def memory_pair(
+    max_line_bytes: int = 1 << 20, buffer: int = 64
+) -> tuple[MemoryTransport, MemoryTransport]:
+    """Two transports wired to each other: what one sends, the other receives."""
+    a_send, b_recv = anyio.create_memory_object_stream[bytes](buffer)
+    b_send, a_recv = anyio.create_memory_object_stream[bytes](buffer)
+    return (
+        MemoryTransport(a_recv, a_send, max_line_bytes),
+        MemoryTransport(b_recv, b_send, max_line_bytes),
+    )

@@ -1,0 +1,71 @@
+"""Settings from the command line and the environment (the command line wins)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+import msgspec
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+class Settings(msgspec.Struct, frozen=True, kw_only=True):
+    data_dir: Path
+    log_level: str = "info"
+    parent_pid: int | None = None
+    max_line_bytes: int = 64 << 20
+    shutdown_timeout: float = 5.0  # seconds for the whole shutdown path before we exit anyway
+    parent_poll_interval: float = 1.0
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "sidecar.db"
+
+    @property
+    def lock_path(self) -> Path:
+        return self.data_dir / "sidecar.lock"
+
+
+def default_data_dir() -> Path:
+    import platformdirs  # only needed when neither --data-dir nor SIDECAR_DATA_DIR is given
+
+    return Path(platformdirs.user_data_dir("covalt-sidecar", appauthor=False))
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def parse(argv: list[str] | None = None, environ: dict[str, str] | None = None) -> Settings:
+    env = os.environ if environ is None else environ
+    parser = argparse.ArgumentParser(
+        prog="python -m sidecar",
+        description="Tool host sidecar: JSON-RPC 2.0 over stdio (one JSON object per line).",
+    )
+    parser.add_argument("--data-dir", default=env.get("SIDECAR_DATA_DIR"),
+                        help="where the database, workspaces and toolsets live "
+                             "(env SIDECAR_DATA_DIR; default: the per-user data directory)")
+    parser.add_argument("--log-level", choices=LOG_LEVELS,
+                        default=env.get("SIDECAR_LOG_LEVEL", "info").lower(),
+                        help="stderr log level (env SIDECAR_LOG_LEVEL)")
+    parser.add_argument("--parent-pid", type=_positive_int,
+                        default=env.get("SIDECAR_PARENT_PID") or None,
+                        help="shut down when this process exits (env SIDECAR_PARENT_PID)")
+    parser.add_argument("--max-line-bytes", type=_positive_int,
+                        default=env.get("SIDECAR_MAX_LINE_BYTES") or 64 << 20,
+                        help="longest accepted message line (default 64 MiB)")
+    args = parser.parse_args(argv)
+    if args.log_level not in LOG_LEVELS:
+        parser.error(f"--log-level must be one of {', '.join(LOG_LEVELS)}")
+    data_dir = Path(args.data_dir).expanduser() if args.data_dir else default_data_dir()
+    return Settings(
+        data_dir=data_dir.absolute(),
+        log_level=args.log_level,
+        parent_pid=int(args.parent_pid) if args.parent_pid else None,
+        max_line_bytes=int(args.max_line_bytes),
+    )

@@ -1,0 +1,151 @@
+"""Open the database with our pragmas, migrate it, and serialise writes.
+
+Every aiosqlite await is a thread hand-off (50-250 µs), so callers batch: one ``write()`` block
+per unit of work, ``executemany`` for rows, never a write per streamed token.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sqlite3
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+import anyio
+
+from ..api.errors import StorageError
+
+log = logging.getLogger("sidecar.store")
+
+PRAGMAS = (
+    "PRAGMA journal_mode=WAL",
+    "PRAGMA synchronous=NORMAL",
+    "PRAGMA foreign_keys=ON",
+    "PRAGMA busy_timeout=5000",
+    "PRAGMA temp_store=MEMORY",
+)
+
+_MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+
+
+def migrations() -> list[tuple[int, str, str]]:
+    """(version, file name, sql) for every file in ``migrations/``, in order; gaps are a bug."""
+    found = []
+    for entry in resources.files(__package__ + ".migrations").iterdir():
+        m = _MIGRATION_NAME.match(entry.name)
+        if m:
+            found.append((int(m.group(1)), entry.name, entry.read_text(encoding="utf-8")))
+    found.sort()
+    for expected, (version, name, _) in enumerate(found, start=1):
+        if version != expected:
+            raise RuntimeError(f"migration {name} is out of sequence (expected {expected:04d})")
+    return found
+
+
+class Database:
+    def __init__(self, conn: aiosqlite.Connection, path: Path) -> None:
+        self._conn = conn
+        self.path = path
+        self._write_lock = anyio.Lock()
+
+    @classmethod
+    async def open(cls, path: Path) -> Database:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            conn = await aiosqlite.connect(path, isolation_level=None)
+        except (OSError, sqlite3.Error) as exc:
+            raise StorageError(f"cannot open the database {path}: {exc}") from exc
+        db = cls(conn, path)
+        try:
+            conn.row_factory = aiosqlite.Row
+            for pragma in PRAGMAS:
+                await conn.execute(pragma)
+            await db._migrate()
+        except BaseException as exc:
+            await conn.close()
+            if isinstance(exc, sqlite3.DatabaseError):
+                raise StorageError(
+                    f"the database {path} cannot be used: {exc}. Move it aside to start fresh."
+                ) from exc
+            raise
+        return db
+
+    @property
+    def schema_version(self) -> int:
+        return self._version
+
+    async def _migrate(self) -> None:
+        (version,) = await (await self._conn.execute("PRAGMA user_version")).fetchone()
+        steps = migrations()
+        latest = steps[-1][0] if steps else 0
+        if version > latest:
+            raise StorageError(
+                f"the database {self.path} has schema version {version}, newer than this "
+                f"sidecar knows ({latest}); update the app or use another --data-dir"
+            )
+        for number, name, sql in steps:
+            if number <= version:
+                continue
+            log.info("applying migration %s", name)
+            # executescript commits anything pending first; BEGIN..COMMIT makes each step atomic.
+            try:
+                await self._conn.executescript(
+                    f"BEGIN IMMEDIATE;\n{sql}\nPRAGMA user_version={number};\nCOMMIT;"
+                )
+            except sqlite3.Error:
+                await self._conn.execute("ROLLBACK")
+                raise
+        self._version = max(version, latest)
+
+    async def close(self) -> None:
+        try:
+            await self._conn.execute("PRAGMA optimize")
+        except sqlite3.Error as exc:
+            log.warning("PRAGMA optimize failed: %s", exc)
+        await self._conn.close()
+
+    # -- reads -------------------------------------------------------------------------------
+
+    async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[aiosqlite.Row]:
+        try:
+            return list(await self._conn.execute_fetchall(sql, tuple(params)))
+        except sqlite3.Error as exc:
+            raise StorageError(f"database read failed: {exc}") from exc
+
+    async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> aiosqlite.Row | None:
+        rows = await self.fetchall(sql, params)
+        return rows[0] if rows else None
+
+    # -- writes ------------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[aiosqlite.Connection]:
+        """One transaction; writers queue here so exactly one is open at a time."""
+        async with self._write_lock:
+            conn = self._conn
+            try:
+                await conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise StorageError(f"cannot start a database transaction: {exc}") from exc
+            try:
+                yield conn
+            except BaseException as exc:
+                with anyio.CancelScope(shield=True):
+                    await conn.execute("ROLLBACK")
+                # Constraint violations are for the caller to interpret (a duplicate id is a
+                # Conflict); any other SQLite failure is a StorageError.
+                if isinstance(exc, sqlite3.Error) and not isinstance(exc, sqlite3.IntegrityError):
+                    raise StorageError(f"database write failed: {exc}") from exc
+                raise
+            try:
+                with anyio.CancelScope(shield=True):
+                    await conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                with anyio.CancelScope(shield=True):
+                    await conn.execute("ROLLBACK")
+                raise StorageError(f"database write failed: {exc}") from exc
