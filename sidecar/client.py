@@ -1,0 +1,295 @@
+"""A JSON-RPC client that spawns a sidecar and drives it over stdio.
+
+The test harness, ``scripts/repl``, ``scripts/replay``, ``scripts/demo`` and the benchmarks all talk
+to the real process through this. It is not used by the server itself.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+ServerRequestHandler = Callable[[dict[str, Any]], Awaitable[Any] | Any]
+
+
+class RemoteError(Exception):
+    def __init__(self, error: dict[str, Any]) -> None:
+        self.code: int = error.get("code", 0)
+        self.message: str = error.get("message", "")
+        self.data: Any = error.get("data")
+        super().__init__(f"{self.code}: {self.message}")
+
+
+class ProcessExited(Exception):
+    pass
+
+
+def sidecar_command(data_dir: str | os.PathLike[str], *extra: str) -> list[str]:
+    return [sys.executable, "-m", "sidecar", "--data-dir", str(data_dir), *extra]
+
+
+class SidecarClient:
+    def __init__(self, proc: anyio.abc.Process, stderr_path: Path) -> None:
+        self.proc = proc
+        self.stderr_path = stderr_path
+        self.notifications: list[dict[str, Any]] = []
+        self.server_requests: list[dict[str, Any]] = []  # unanswered ones, oldest first
+        self.orphan_responses: list[dict[str, Any]] = []  # responses with id null or unknown ids
+        self.on_notification: Callable[[dict[str, Any]], None] | None = None
+        self.on_server_request: Callable[[dict[str, Any]], None] | None = None
+        self._handlers: dict[str, ServerRequestHandler] = {}
+        self._ids = itertools.count(1)
+        self._waiting: dict[Any, tuple[anyio.Event, list[dict[str, Any]]]] = {}
+        self._changed = anyio.Event()
+        self._send_lock = anyio.Lock()
+        self._eof = anyio.Event()
+        self._tg: anyio.abc.TaskGroup | None = None
+
+    # -- spawning ----------------------------------------------------------------------------
+
+    @classmethod
+    @asynccontextmanager
+    async def spawn(
+        cls,
+        data_dir: str | os.PathLike[str] | None = None,
+        *,
+        args: tuple[str, ...] = (),
+        command: list[str] | None = None,
+        env: dict[str, str] | None = None,
+        initialize: bool = True,
+        client_name: str = "sidecar-client",
+    ) -> AsyncIterator[SidecarClient]:
+        """Start the sidecar (or ``command``), optionally initialize it, and on exit shut it down
+        gracefully (killing it if it does not stop in time)."""
+        with tempfile.TemporaryDirectory(prefix="sidecar-client-") as tmp:
+            if command is None:
+                command = sidecar_command(data_dir or Path(tmp) / "data", *args)
+            stderr_path = Path(tmp) / "stderr.log"
+            full_env = {**os.environ, **(env or {})}
+            with open(stderr_path, "wb") as stderr:
+                proc = await anyio.open_process(command, stderr=stderr, env=full_env)
+            client = cls(proc, stderr_path)
+            try:
+                async with anyio.create_task_group() as tg:
+                    client._tg = tg
+                    tg.start_soon(client._read_loop)
+                    if initialize:
+                        await client.request(
+                            "initialize", {"clientInfo": {"name": client_name, "version": "0"}}
+                        )
+                    yield client
+                    await client.close()
+                    tg.cancel_scope.cancel()
+            finally:
+                if proc.returncode is None:
+                    proc.kill()
+                    with anyio.CancelScope(shield=True):
+                        await proc.wait()
+                client._stderr_snapshot = stderr_path.read_text(errors="replace")
+
+    # -- sending -----------------------------------------------------------------------------
+
+    async def send_raw(self, line: bytes | str) -> None:
+        """Write bytes as they are (a newline is added when missing)."""
+        data = line.encode() if isinstance(line, str) else line
+        if not data.endswith(b"\n"):
+            data += b"\n"
+        async with self._send_lock:
+            assert self.proc.stdin is not None
+            await self.proc.stdin.send(data)
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.send_raw(json.dumps(message, separators=(",", ":")).encode())
+
+    async def notify(self, method: str, params: Any = None) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        await self.send(message)
+
+    def new_id(self) -> int:
+        return next(self._ids)
+
+    async def request_raw(
+        self, method: str, params: Any = None, *, id: Any = None, timeout: float = 30
+    ) -> dict[str, Any]:
+        """Send a request and return the whole response envelope."""
+        request_id = self.new_id() if id is None else id
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        waiter = self.expect(request_id)
+        await self.send(message)
+        return await waiter(timeout)
+
+    async def request(self, method: str, params: Any = None, *, timeout: float = 30) -> Any:
+        response = await self.request_raw(method, params, timeout=timeout)
+        if "error" in response:
+            raise RemoteError(response["error"])
+        return response.get("result")
+
+    def expect(self, request_id: Any) -> Callable[[float], Awaitable[dict[str, Any]]]:
+        """Register interest in the response to ``request_id`` before sending it."""
+        event, slot = anyio.Event(), []
+        self._waiting[request_id] = (event, slot)
+
+        async def wait(timeout: float = 30) -> dict[str, Any]:
+            try:
+                with anyio.fail_after(timeout):
+                    while not slot:
+                        if self._eof.is_set():
+                            raise ProcessExited(self._exit_text())
+                        await _first(event.wait(), self._eof.wait())
+                return slot[0]
+            finally:
+                self._waiting.pop(request_id, None)
+
+        return wait
+
+    async def respond(self, request_id: Any, result: Any = None, error: dict | None = None) -> None:
+        """Answer a server-to-client request."""
+        self.server_requests = [r for r in self.server_requests if r.get("id") != request_id]
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
+        if error is not None:
+            message["error"] = error
+        else:
+            message["result"] = result
+        await self.send(message)
+
+    def handle(self, method: str, handler: ServerRequestHandler) -> None:
+        """Answer every server request ``method`` with ``handler(params)``; raising
+        ``RemoteError`` answers with that error."""
+        self._handlers[method] = handler
+
+    # -- waiting -----------------------------------------------------------------------------
+
+    async def wait_for(self, predicate: Callable[[], Any], timeout: float = 10) -> Any:
+        with anyio.fail_after(timeout):
+            while True:
+                value = predicate()
+                if value:
+                    return value
+                if self._eof.is_set():
+                    raise ProcessExited(self._exit_text())
+                if self._changed.is_set():  # already seen by predicate(): wait for the next message
+                    self._changed = anyio.Event()
+                await _first(self._changed.wait(), self._eof.wait())
+
+    async def wait_notification(
+        self, method: str, where: Callable[[dict[str, Any]], bool] | None = None, timeout: float = 10
+    ) -> dict[str, Any]:
+        def find() -> dict[str, Any] | None:
+            for n in self.notifications:
+                if n.get("method") == method and (where is None or where(n.get("params"))):
+                    return n
+            return None
+
+        return await self.wait_for(find, timeout)
+
+    async def next_orphan(self, timeout: float = 10) -> dict[str, Any]:
+        """The next response that matched no request we are waiting for (e.g. id null)."""
+        await self.wait_for(lambda: self.orphan_responses, timeout)
+        return self.orphan_responses.pop(0)
+
+    # -- stopping ----------------------------------------------------------------------------
+
+    async def close(self, timeout: float = 10) -> int:
+        """shutdown + exit, then wait for the exit code."""
+        if self.proc.returncode is None and not self._eof.is_set():
+            try:
+                await self.request("shutdown", timeout=timeout)
+                await self.notify("exit")
+            except (RemoteError, ProcessExited, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass
+        return await self.wait_exit(timeout)
+
+    async def wait_exit(self, timeout: float = 10) -> int:
+        with anyio.fail_after(timeout):
+            return await self.proc.wait()
+
+    async def close_stdin(self) -> None:
+        assert self.proc.stdin is not None
+        await self.proc.stdin.aclose()
+
+    def stderr_text(self) -> str:
+        snapshot = getattr(self, "_stderr_snapshot", None)
+        return snapshot if snapshot is not None else self.stderr_path.read_text(errors="replace")
+
+    def _exit_text(self) -> str:
+        tail = "\n".join(self.stderr_text().splitlines()[-20:])
+        return f"the sidecar exited (code {self.proc.returncode}); stderr ends with:\n{tail}"
+
+    # -- reading -----------------------------------------------------------------------------
+
+    async def _read_loop(self) -> None:
+        assert self.proc.stdout is not None
+        reader = BufferedByteReceiveStream(self.proc.stdout)
+        try:
+            while True:
+                line = await reader.receive_until(b"\n", 1 << 30)
+                if line.strip():
+                    await self._on_message(json.loads(line))
+        except (anyio.EndOfStream, anyio.IncompleteRead, anyio.ClosedResourceError):
+            pass
+        finally:
+            self._eof.set()
+            self._changed.set()
+
+    async def _on_message(self, message: dict[str, Any]) -> None:
+        if "method" in message and "id" in message:
+            handler = self._handlers.get(message["method"])
+            if handler is not None:
+                assert self._tg is not None
+                self._tg.start_soon(self._answer, handler, message)
+            else:
+                self.server_requests.append(message)
+                if self.on_server_request:
+                    self.on_server_request(message)
+        elif "method" in message:
+            self.notifications.append(message)
+            if self.on_notification:
+                self.on_notification(message)
+        else:
+            waiting = self._waiting.get(message.get("id"))
+            if waiting is not None:
+                waiting[1].append(message)
+                waiting[0].set()
+            else:
+                self.orphan_responses.append(message)
+        self._changed.set()
+
+    async def _answer(self, handler: ServerRequestHandler, message: dict[str, Any]) -> None:
+        try:
+            result = handler(message.get("params") or {})
+            if isinstance(result, Awaitable):
+                result = await result
+        except RemoteError as exc:
+            error = {"code": exc.code, "message": exc.message}
+            if exc.data is not None:
+                error["data"] = exc.data
+            await self.respond(message["id"], error=error)
+        else:
+            await self.respond(message["id"], result)
+
+
+async def _first(*waits: Awaitable[Any]) -> None:
+    """Return as soon as any of ``waits`` completes."""
+    async with anyio.create_task_group() as tg:
+
+        async def run(w: Awaitable[Any]) -> None:
+            await w
+            tg.cancel_scope.cancel()
+
+        for w in waits:
+            tg.start_soon(run, w)
