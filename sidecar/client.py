@@ -48,6 +48,7 @@ class SidecarClient:
         self.orphan_responses: list[dict[str, Any]] = []  # responses with id null or unknown ids
         self.on_notification: Callable[[dict[str, Any]], None] | None = None
         self.on_server_request: Callable[[dict[str, Any]], None] | None = None
+        self.on_message: Callable[[dict[str, Any]], None] | None = None  # sees everything, in order
         self._handlers: dict[str, ServerRequestHandler] = {}
         self._ids = itertools.count(1)
         self._waiting: dict[Any, tuple[anyio.Event, list[dict[str, Any]]]] = {}
@@ -91,6 +92,10 @@ class SidecarClient:
                     yield client
                     await client.close()
                     tg.cancel_scope.cancel()
+            except BaseExceptionGroup as group:
+                if len(group.exceptions) == 1:  # the caller's own error, not a group of ours
+                    raise group.exceptions[0] from None
+                raise
             finally:
                 if proc.returncode is None:
                     proc.kill()
@@ -247,6 +252,8 @@ class SidecarClient:
             self._changed.set()
 
     async def _on_message(self, message: dict[str, Any]) -> None:
+        if self.on_message:
+            self.on_message(message)
         if "method" in message and "id" in message:
             handler = self._handlers.get(message["method"])
             if handler is not None:

@@ -1,0 +1,137 @@
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import anyio
+import pytest
+
+from sidecar.api.errors import StorageError
+from sidecar.store import Database
+from sidecar.store.db import migrations
+
+pytestmark = pytest.mark.anyio
+
+NOW = "2026-11-22T00:00:00Z"
+
+TABLES = {
+    "toolsets", "toolset_files", "tools", "tool_overrides", "toolset_mcp_servers", "chats",
+    "workspace_manifests", "messages", "tool_calls", "tool_permissions", "providers", "settings",
+}
+
+
+async def test_fresh_database_has_the_whole_schema_and_pragmas(tmp_path: Path):
+    db = await Database.open(tmp_path / "s.db")
+    try:
+        names = {r[0] for r in await db.fetchall("SELECT name FROM sqlite_master WHERE type='table'")}
+        assert TABLES <= names
+        assert (await db.fetchone("PRAGMA journal_mode"))[0] == "wal"
+        assert (await db.fetchone("PRAGMA foreign_keys"))[0] == 1
+        assert (await db.fetchone("PRAGMA synchronous"))[0] == 1  # NORMAL
+        assert (await db.fetchone("PRAGMA user_version"))[0] == migrations()[-1][0]
+        assert await db.fetchall("PRAGMA foreign_key_check") == []
+        cols = {r[1] for r in await db.fetchall("PRAGMA table_info(toolsets)")}
+        assert "user_mcp" in cols
+        cols = {r[1] for r in await db.fetchall("PRAGMA table_info(chats)")}
+        assert {"active_leaf_message_id", "active_manifest_id"} <= cols
+    finally:
+        await db.close()
+
+
+async def test_reopening_applies_nothing_and_keeps_data(tmp_path: Path):
+    db = await Database.open(tmp_path / "s.db")
+    async with db.write() as w:
+        await w.execute("INSERT INTO chats (id, title, created_at, updated_at) VALUES ('c1', 't', ?, ?)", (NOW, NOW))
+    await db.close()
+    db = await Database.open(tmp_path / "s.db")
+    try:
+        assert (await db.fetchone("SELECT title FROM chats WHERE id='c1'"))["title"] == "t"
+    finally:
+        await db.close()
+
+
+async def seed_chat(db: Database) -> None:
+    async with db.write() as w:
+        await w.execute("INSERT INTO chats (id, created_at, updated_at) VALUES ('c1', ?, ?)", (NOW, NOW))
+        await w.execute("INSERT INTO workspace_manifests (id, chat_id, files, created_at, source) "
+                        "VALUES ('m1', 'c1', '{}', ?, 'edit')", (NOW,))
+        await w.executemany(
+            "INSERT INTO messages (id, chat_id, parent_id, role, content, manifest_id, created_at) "
+            "VALUES (?, 'c1', ?, ?, ?, ?, ?)",
+            [("u1", None, "user", "hi", None, NOW), ("a1", "u1", "assistant", "yo", "m1", NOW),
+             ("a2", "u1", "assistant", "hey", None, NOW)],
+        )
+        await w.execute("UPDATE chats SET active_leaf_message_id='a1', active_manifest_id='m1' WHERE id='c1'")
+        await w.execute("INSERT INTO tool_calls (id, chat_id, message_id, tool_id, status, started_at, "
+                        "post_manifest_id) VALUES ('t1', 'c1', 'a1', 'write_file', 'success', ?, 'm1')", (NOW,))
+
+
+async def test_deleting_a_chat_cascades_to_its_tree(tmp_path: Path):
+    db = await Database.open(tmp_path / "s.db")
+    try:
+        await seed_chat(db)
+        siblings = await db.fetchall("SELECT id FROM messages WHERE parent_id='u1' ORDER BY id")
+        assert [r["id"] for r in siblings] == ["a1", "a2"]  # two branches from one question
+        async with db.write() as w:
+            await w.execute("DELETE FROM chats WHERE id='c1'")
+        for table in ("messages", "workspace_manifests", "tool_calls"):
+            assert (await db.fetchone(f"SELECT count(*) FROM {table}"))[0] == 0
+    finally:
+        await db.close()
+
+
+async def test_constraints_are_enforced_and_a_failed_write_leaves_nothing(tmp_path: Path):
+    db = await Database.open(tmp_path / "s.db")
+    try:
+        with pytest.raises(sqlite3.IntegrityError):
+            async with db.write() as w:
+                await w.execute("INSERT INTO chats (id, created_at, updated_at) VALUES ('c2', ?, ?)", (NOW, NOW))
+                await w.execute("INSERT INTO messages (id, chat_id, role, created_at) "
+                                "VALUES ('m', 'no-such-chat', 'user', ?)", (NOW,))
+        assert (await db.fetchone("SELECT count(*) FROM chats"))[0] == 0  # rolled back as a unit
+        with pytest.raises(sqlite3.IntegrityError):
+            async with db.write() as w:
+                await w.execute("INSERT INTO chats (id, created_at, updated_at) VALUES ('c3', ?, ?)", (NOW, NOW))
+                await w.execute("INSERT INTO messages (id, chat_id, role, created_at) "
+                                "VALUES ('m', 'c3', 'wizard', ?)", (NOW,))
+    finally:
+        await db.close()
+
+
+async def test_writers_are_serialised(tmp_path: Path):
+    db = await Database.open(tmp_path / "s.db")
+    try:
+        async def add(i: int) -> None:
+            async with db.write() as w:
+                await w.execute("INSERT INTO settings (key, value, updated_at) VALUES (?, '1', ?)", (f"k{i}", NOW))
+                await anyio.sleep(0)
+                await w.execute("UPDATE settings SET value='2' WHERE key=?", (f"k{i}",))
+
+        async with anyio.create_task_group() as tg:
+            for i in range(20):
+                tg.start_soon(add, i)
+        assert (await db.fetchone("SELECT count(*) FROM settings WHERE value='2'"))[0] == 20
+    finally:
+        await db.close()
+
+
+async def test_a_newer_schema_is_refused_without_touching_it(tmp_path: Path):
+    path = tmp_path / "s.db"
+    with sqlite3.connect(path) as raw:
+        raw.execute("PRAGMA user_version=999")
+    with pytest.raises(StorageError, match="newer than this sidecar"):
+        await Database.open(path)
+    with sqlite3.connect(path) as raw:
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == 999
+
+
+async def test_a_corrupt_file_is_a_storage_error(tmp_path: Path):
+    path = tmp_path / "s.db"
+    path.write_bytes(b"garbage" * 1000)
+    with pytest.raises(StorageError, match="cannot be used"):
+        await Database.open(path)
+
+
+def test_migrations_are_numbered_without_gaps():
+    numbers = [n for n, _, _ in migrations()]
+    assert numbers == list(range(1, len(numbers) + 1))

@@ -1,0 +1,53 @@
+"""The generated contract is current, and the golden transcripts still hold."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sidecar.api import SPECS
+from sidecar.handlers import build_method_table
+from sidecar.transcripts import Mismatch, mismatches, replay
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "protocol" / "examples").glob("*.jsonl"))
+
+
+def test_protocol_directory_is_generated_from_the_current_api():
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_protocol.py"), "--check"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+def test_every_client_method_has_a_handler_and_every_handler_a_spec():
+    class App:  # build_method_table only needs what handlers close over
+        settings = None
+
+    table = build_method_table(App())  # type: ignore[arg-type]
+    expected = {s.name for s in SPECS if s.direction != "serverToClient"} - {"$/cancelRequest"}
+    assert set(table.names()) == expected
+
+
+def test_wildcards_and_mismatch_reporting():
+    assert mismatches({"a": "<int>", "b": ["<any>"]}, {"a": 3, "b": [None]}) == []
+    assert mismatches({"a": "<int>"}, {"a": True}) == ["$.a: True is not <int>"]
+    assert mismatches({"a": 1}, {"a": 1, "b": 2}) == ["$.b: unexpected 2"]
+    assert mismatches({"a": 1.0}, {"a": 1}) == ["$.a: expected 1.0, got 1"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+async def test_golden_transcript(path: Path, tmp_path: Path):
+    await replay(path, tmp_path / "data")
+
+
+@pytest.mark.anyio
+async def test_a_wrong_transcript_fails(tmp_path: Path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"send": {"jsonrpc": "2.0", "id": 1, "method": "initialize"}}\n'
+                   '{"recv": {"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": 0}}}\n')
+    with pytest.raises(Mismatch, match=r"protocolVersion: expected 0"):
+        await replay(bad, tmp_path / "data")
