@@ -11,6 +11,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -42,6 +43,8 @@ class Sidecar:
         self._tg: TaskGroup | None = None
         self._closers: list[tuple[str, Callable[[], Awaitable[None]]]] = []
         self._shutdown_lock = anyio.Lock()
+        # Called once when stopping begins; main() uses it to arm the hard exit deadline.
+        self.on_stopping: Callable[[], None] | None = None
 
     # -- wiring ------------------------------------------------------------------------------
 
@@ -118,6 +121,8 @@ class Sidecar:
                 self.watch_parent(self.settings.parent_pid)
             await self._stop.wait()
             log.info("stopping: %s", self._stop_reason)
+            if self.on_stopping is not None:
+                self.on_stopping()
             with anyio.move_on_after(self.settings.shutdown_timeout, shield=True) as deadline:
                 await self.shutdown()
                 await conn.wait_idle()  # the answer to a ``shutdown`` request may still be on its way
@@ -142,10 +147,13 @@ def _refusing_table(error: ApiError, code: int, app: Sidecar) -> MethodTable:
     return table
 
 
-async def serve(settings: Settings, transport: Transport) -> int:
+async def serve(
+    settings: Settings, transport: Transport, on_stopping: Callable[[], None] | None = None
+) -> int:
     from .handlers import build_method_table
 
     app = Sidecar(settings)
+    app.on_stopping = on_stopping
     lock = process.InstanceLock(settings.lock_path)
     try:
         lock.acquire()
@@ -179,10 +187,22 @@ def main(argv: list[str] | None = None) -> int:
     listener = logs.setup(settings.log_level)
     log.info("sidecar %s starting (pid %d, data dir %s)", _version(), os.getpid(), settings.data_dir)
 
+    def arm_hard_deadline() -> None:
+        # Cancellation reaches only code that awaits; a handler stuck in a shielded or blocking
+        # call would hold the event loop open. Past the deadline (plus grace) we leave anyway.
+        def hard_exit() -> None:
+            log.error("shutdown is stuck past its deadline; exiting now")
+            listener.stop()
+            os._exit(process.EXIT_WITHOUT_SHUTDOWN)
+
+        timer = threading.Timer(settings.shutdown_timeout + 2.0, hard_exit)
+        timer.daemon = True
+        timer.start()
+
     async def _amain() -> int:
         transport = StdioTransport(wire_in, wire_out, settings.max_line_bytes)
         transport.start()
-        return await serve(settings, transport)
+        return await serve(settings, transport, arm_hard_deadline)
 
     try:
         code = anyio.run(_amain)

@@ -180,6 +180,8 @@ class SidecarClient:
     # -- waiting -----------------------------------------------------------------------------
 
     async def wait_for(self, predicate: Callable[[], Any], timeout: float = 10) -> Any:
+        """Wait until ``predicate()`` is truthy; it is re-checked on every message and at least
+        every 50 ms (for conditions outside the wire, such as the log)."""
         with anyio.fail_after(timeout):
             while True:
                 value = predicate()
@@ -189,7 +191,8 @@ class SidecarClient:
                     raise ProcessExited(self._exit_text())
                 if self._changed.is_set():  # already seen by predicate(): wait for the next message
                     self._changed = anyio.Event()
-                await _first(self._changed.wait(), self._eof.wait())
+                with anyio.move_on_after(0.05):
+                    await _first(self._changed.wait(), self._eof.wait())
 
     async def wait_notification(
         self, method: str, where: Callable[[dict[str, Any]], bool] | None = None, timeout: float = 10
