@@ -9,5 +9,7 @@ else
   python3 -m pip install --quiet --disable-pip-version-check uv >&2
   uv=(python3 -m uv)
 fi
-"${uv[@]}" sync --quiet --frozen --extra dev --project "$repo" >&2
+# Bytecode as a shipped app has it: without it every spawn recompiles ~1,500 modules (+85 ms).
+"${uv[@]}" sync --quiet --frozen --extra dev --compile-bytecode --project "$repo" >&2
 py="$repo/.venv/bin/python"
+"$py" -m compileall -q "$repo/sidecar" >&2

@@ -45,7 +45,9 @@ def handlers(app: Sidecar) -> dict[str, Any]:
         await app.shutdown(exclude=ctx.id)
 
     async def exit_(params: None, ctx: RequestContext) -> None:
-        # A client that pipelines exit right behind shutdown still asked for a clean stop.
-        app.request_stop("exit", EXIT_OK if app.shutdown_requested else EXIT_WITHOUT_SHUTDOWN)
+        # The engine stops accepting requests when it *receives* shutdown, so a client that
+        # pipelines exit right behind shutdown still gets the clean stop it asked for.
+        clean = app.shutdown_requested or not ctx.connection.accepting
+        app.request_stop("exit", EXIT_OK if clean else EXIT_WITHOUT_SHUTDOWN)
 
     return {"initialize": initialize, "ping": ping, "shutdown": shutdown, "exit": exit_}

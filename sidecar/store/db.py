@@ -11,7 +11,6 @@ import re
 import sqlite3
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +29,14 @@ PRAGMAS = (
     "PRAGMA temp_store=MEMORY",
 )
 
+MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 _MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 
 
 def migrations() -> list[tuple[int, str, str]]:
     """(version, file name, sql) for every file in ``migrations/``, in order; gaps are a bug."""
     found = []
-    for entry in resources.files(__package__ + ".migrations").iterdir():
+    for entry in MIGRATIONS_DIR.iterdir():  # a plain path: importlib.resources costs ~5 ms at start
         m = _MIGRATION_NAME.match(entry.name)
         if m:
             found.append((int(m.group(1)), entry.name, entry.read_text(encoding="utf-8")))

@@ -227,3 +227,15 @@ def test_data_dir_from_environment(tmp_path: Path):
     )
     assert b'"dataDir":"%s"' % str(tmp_path / "envdir").encode() in done.stdout
     assert done.returncode == 0
+
+
+def test_exit_pipelined_right_behind_shutdown_is_a_clean_stop(tmp_path: Path):
+    lines = [
+        b'{"jsonrpc":"2.0","id":1,"method":"initialize"}',
+        b'{"jsonrpc":"2.0","id":2,"method":"shutdown"}',
+        b'{"jsonrpc":"2.0","method":"exit"}',
+    ]
+    done = subprocess.run(sidecar_command(tmp_path / "d"), input=b"\n".join(lines) + b"\n",
+                          capture_output=True, timeout=30)
+    assert b'"id":2,"result":null' in done.stdout
+    assert done.returncode == 0, done.stderr.decode()
