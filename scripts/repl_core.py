@@ -379,7 +379,8 @@ def _parse_pairs(text: str, line: str | None = None, start: int = 0) -> dict[str
                 raise LineError(f"bad JSON value for {key}: {exc.msg}"
                                 + _pointer(text, exc.pos, line, start)) from None
             if end < len(text) and not text[end].isspace():
-                raise LineError(f"unexpected {text[end:].split()[0]!r} right after the value of {key}")
+                extra = text[end:].split()[0]
+                raise LineError(f"unexpected {extra!r} right after the value of {key}")
         else:
             end = pos
             while end < len(text) and not text[end].isspace():
@@ -412,10 +413,7 @@ def parse_id(text: str) -> RequestId:
     if _INT.fullmatch(text):
         return int(text)
     if text.startswith('"'):
-        value = _parse_json(text, "id")
-        if not isinstance(value, str):
-            raise LineError(f"an id is an integer or a string, got {text}")
-        return value
+        return _parse_json(text, "id")  # a JSON string, or an error
     return text
 
 
@@ -806,12 +804,13 @@ def format_help(contract: Contract, name: str | None = None) -> Fragments:
     if method.params:
         out.append(("head", "params\n"))
         width = max(len(p.name) for p in method.params)
+        type_width = max(len(p.type_text) for p in method.params)
         for p in method.params:
-            default = p.schema.get("default", ...) if isinstance(p.schema, dict) else ...
+            default = p.schema.get("default", ...)
             extra = "required" if p.required else (
                 "optional" + (f", default {compact_json(default)}" if default is not ... else ""))
             shape = object_shape(contract, p.schema)
-            out += [("key", f"  {p.name.ljust(width)}  "), ("", p.type_text),
+            out += [("key", f"  {p.name.ljust(width)}  "), ("", p.type_text.ljust(type_width)),
                     ("dim", f"  {extra}"), ("dim", f"\n  {' ' * width}  {shape}" if shape else ""),
                     ("", "\n")]
     else:
@@ -870,14 +869,14 @@ def format_methods(contract: Contract) -> Fragments:
 def format_pending(inflight: Iterable[tuple[RequestId, str, float]],
                    server_requests: Iterable[dict[str, Any]]) -> Fragments:
     """``inflight``: (id, method, seconds waited)."""
+    rows = [("dim", "waiting for the server", f"#{i}", m, ("dim", f"{waited:.1f} s"))
+            for i, m, waited in inflight]
+    rows += [("srv", "waiting for you", str(r.get("id")), str(r.get("method")),
+              ("hint", f":answer {r.get('id')} ...")) for r in server_requests]
+    id_width = max((len(row[2]) for row in rows), default=0)
+    method_width = max((len(row[3]) for row in rows), default=0)
     out: Fragments = []
-    for ident, method, waited in inflight:
-        out += [("dim", "  waiting for the server  "), ("id", f"#{ident}"),
-                ("", f" {method}"), ("dim", f"  {waited:.1f} s\n")]
-    for message in server_requests:
-        out += [("srv", "  waiting for you         "), ("id", str(message.get("id"))),
-                ("", f" {message.get('method')}"), ("hint", f"  :answer {message.get('id')} ...\n")]
-    if not out:
-        return [("dim", "nothing pending")]
-    out[-1] = (out[-1][0], out[-1][1].rstrip("\n"))
-    return out
+    for style, who, ident, method, tail in rows:
+        out += [(style, f"  {who:<22}  "), ("id", ident.ljust(id_width)),
+                ("", f"  {method.ljust(method_width)}  "), tail, ("", "\n")]
+    return out[:-1] or [("dim", "nothing pending")]

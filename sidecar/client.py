@@ -46,6 +46,7 @@ class SidecarClient:
         self.notifications: list[dict[str, Any]] = []
         self.server_requests: list[dict[str, Any]] = []  # unanswered ones, oldest first
         self.orphan_responses: list[dict[str, Any]] = []  # responses with id null or unknown ids
+        self.garbage: list[bytes] = []  # stdout lines that were not JSON
         self.on_notification: Callable[[dict[str, Any]], None] | None = None
         self.on_server_request: Callable[[dict[str, Any]], None] | None = None
         self.on_message: Callable[[dict[str, Any]], None] | None = None  # sees everything, in order
@@ -97,10 +98,10 @@ class SidecarClient:
                     raise group.exceptions[0] from None
                 raise
             finally:
-                if proc.returncode is None:
-                    proc.kill()
-                    with anyio.CancelScope(shield=True):
-                        await proc.wait()
+                with anyio.CancelScope(shield=True):
+                    if proc.returncode is None:
+                        proc.kill()
+                    await proc.aclose()
                 client._stderr_snapshot = stderr_path.read_text(errors="replace")
 
     # -- sending -----------------------------------------------------------------------------
@@ -215,10 +216,14 @@ class SidecarClient:
     async def close(self, timeout: float = 10) -> int:
         """shutdown + exit, then wait for the exit code."""
         if self.proc.returncode is None and not self._eof.is_set():
+            gone = (ProcessExited, anyio.BrokenResourceError, anyio.ClosedResourceError)
             try:
                 await self.request("shutdown", timeout=timeout)
+            except (RemoteError, *gone):
+                pass  # e.g. refused before initialize: exit still stops it
+            try:
                 await self.notify("exit")
-            except (RemoteError, ProcessExited, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            except gone:
                 pass
         return await self.wait_exit(timeout)
 
@@ -246,8 +251,16 @@ class SidecarClient:
         try:
             while True:
                 line = await reader.receive_until(b"\n", 1 << 30)
-                if line.strip():
-                    await self._on_message(json.loads(line))
+                if not line.strip():
+                    continue
+                try:
+                    message = json.loads(line)
+                except ValueError:
+                    # Not ours to crash on (an attached command may print anything): keep it.
+                    self.garbage.append(line)
+                    self._changed.set()
+                    continue
+                await self._on_message(message)
         except (anyio.EndOfStream, anyio.IncompleteRead, anyio.ClosedResourceError):
             pass
         finally:

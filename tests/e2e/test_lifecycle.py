@@ -239,3 +239,8 @@ def test_exit_pipelined_right_behind_shutdown_is_a_clean_stop(tmp_path: Path):
                           capture_output=True, timeout=30)
     assert b'"id":2,"result":null' in done.stdout
     assert done.returncode == 0, done.stderr.decode()
+
+
+async def test_client_close_before_initialize_still_stops_the_sidecar(data_dir):
+    async with SidecarClient.spawn(data_dir, initialize=False) as c:
+        assert await c.close(timeout=5) == 1  # exit without a successful shutdown
