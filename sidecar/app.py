@@ -24,7 +24,9 @@ from .api import SPECS
 from .api.errors import ApiError, InstanceLocked, StorageError
 from .rpc import Connection, MethodTable, RequestContext, StdioTransport, Transport
 from .settings import Settings
+from .chat.chats import ChatService
 from .store import Database
+from .workspace.service import WorkspaceService
 
 log = logging.getLogger("sidecar")
 
@@ -34,6 +36,8 @@ class Sidecar:
         self.settings = settings
         self.started_at = time.monotonic()
         self.db: Database | None = None
+        self.workspace: WorkspaceService = None  # type: ignore[assignment]  # set in serve()
+        self.chats: ChatService = None  # type: ignore[assignment]
         self.connection: Connection | None = None
         self.exit_code = process.EXIT_OK
         self.shutdown_requested = False
@@ -174,6 +178,8 @@ async def serve(
             app.exit_code = process.EXIT_STORAGE
             return await app.run(transport, _refusing_table(exc, process.EXIT_STORAGE, app))
         app.on_close("database", app.db.close)
+        app.workspace = WorkspaceService(app.db, settings.data_dir)
+        app.chats = ChatService(app.workspace)
         return await app.run(transport, build_method_table(app))
     finally:
         lock.release()

@@ -9,6 +9,32 @@ export interface ClientRequests {
   "ping": { params: undefined; result: T.Empty };
   /** Stop taking requests, cancel and answer in-flight work, stop MCP servers, close the database. Then send exit. */
   "shutdown": { params: undefined; result: null };
+  /** Create an empty chat. */
+  "chats/create": { params: T.CreateChatParams; result: T.ChatResult };
+  /** All chats, most recently active first. */
+  "chats/list": { params: undefined; result: T.ChatsResult };
+  /** A chat with every message of every branch (each with parentId and manifestId). */
+  "chats/get": { params: T.ChatIdParams; result: T.ChatWithMessages };
+  /** Delete a chat, its messages, manifests and workspace directory. */
+  "chats/delete": { params: T.ChatIdParams; result: T.Empty };
+  /** Make the branch through messageId active (down to its newest leaf) and materialise its files; outside edits are first saved to the branch being left. */
+  "chats/switchBranch": { params: T.SwitchBranchParams; result: T.ChatResult };
+  /** Append a message (imported history, a note) under parentId or the active leaf; it becomes the active leaf. */
+  "chats/addMessage": { params: T.AddMessageParams; result: T.MessageResult };
+  /** List the files of a workspace version (default: the current one). */
+  "workspace/files": { params: T.FilesParams; result: T.FilesResult };
+  /** Read one file as text or base64, up to maxBytes (InvalidParams past it). */
+  "workspace/readFile": { params: T.ReadFileParams; result: T.ReadFileResult };
+  /** Write one file (text or base64) into the current workspace: a new edit version. */
+  "workspace/writeFile": { params: T.WriteFileParams; result: T.ManifestIdResult };
+  /** Copy files or folders from this machine into the workspace: a user_upload version. */
+  "workspace/upload": { params: T.UploadParams; result: T.UploadResult };
+  /** A manifest by id, the one in effect after a message, or the active one. */
+  "workspace/manifest": { params: T.ManifestParams; result: T.ManifestResult };
+  /** Paths added, removed and modified between two manifests. */
+  "workspace/diff": { params: T.DiffParams; result: T.Changes };
+  /** Delete stored file contents that no version of the chat refers to. */
+  "workspace/gc": { params: T.GcParams; result: T.GcResult };
   /** Process facts: pid, memory, uptime, which heavy modules are loaded. */
   "debug/info": { params: undefined; result: T.DebugInfo };
   /** Wait ms milliseconds (reporting $/progress when given a workDoneToken); cancellable. For exercising cancellation and progress. */
@@ -37,6 +63,8 @@ export interface ServerNotifications {
   "$/cancelRequest": { params: T.CancelParams };
   /** Progress of a long request that was given a workDoneToken. */
   "$/progress": { params: T.ProgressParams };
+  /** Files of a chat's workspace changed from outside the sidecar (an editor); the change is saved as a new edit version. */
+  "workspace/changed": { params: T.ChangedParams };
 }
 
 export const ErrorCodes = {

@@ -50,6 +50,165 @@ export interface ProgressValue {
   title?: string | null;
 }
 
+export interface CreateChatParams {
+  title?: string;
+}
+
+export interface ChatResult {
+  chat: Chat;
+}
+
+export interface Chat {
+  id: string;
+  title: string;
+  createdAt: string;
+  updatedAt: string;
+  workspacePath: string;
+  activeLeafId?: string | null;
+  activeManifestId?: string | null;
+}
+
+export interface ChatsResult {
+  chats: Chat[];
+}
+
+export interface ChatIdParams {
+  id: string;
+}
+
+export interface ChatWithMessages {
+  chat: Chat;
+  messages: Message[];
+}
+
+export interface Message {
+  id: string;
+  role: "assistant" | "system" | "tool" | "user";
+  content: string;
+  createdAt: string;
+  status: string;
+  toolCalls: Record<string, unknown>[];
+  parentId?: string | null;
+  manifestId?: string | null;
+}
+
+export interface SwitchBranchParams {
+  chatId: string;
+  messageId: string;
+}
+
+export interface AddMessageParams {
+  chatId: string;
+  role: "assistant" | "system" | "user";
+  content: string;
+  parentId?: string | null;
+}
+
+export interface MessageResult {
+  message: Message;
+  chat: Chat;
+}
+
+export interface FilesParams {
+  chatId: string;
+  manifestId?: string | null;
+}
+
+export interface FilesResult {
+  files: FileEntry[];
+  manifestId?: string | null;
+}
+
+export interface FileEntry {
+  path: string;
+  size: number;
+  sha256: string;
+}
+
+export interface ReadFileParams {
+  chatId: string;
+  path: string;
+  manifestId?: string | null;
+  maxBytes?: number;
+}
+
+export interface ReadFileResult {
+  path: string;
+  size: number;
+  sha256: string;
+  text?: string | null;
+  base64?: string | null;
+}
+
+export interface WriteFileParams {
+  chatId: string;
+  path: string;
+  text?: string | null;
+  base64?: string | null;
+}
+
+export interface ManifestIdResult {
+  manifestId: string;
+}
+
+export interface UploadParams {
+  chatId: string;
+  paths: string[];
+  dest?: string;
+}
+
+export interface UploadResult {
+  manifestId?: string | null;
+  added?: string[];
+  modified?: string[];
+}
+
+export interface ManifestParams {
+  chatId: string;
+  messageId?: string | null;
+  manifestId?: string | null;
+}
+
+export interface ManifestResult {
+  manifest?: Manifest | null;
+}
+
+export interface Manifest {
+  id: string;
+  files: Record<string, string>;
+  source: "branch" | "edit" | "tool_run" | "user_upload";
+  createdAt: string;
+  parentId?: string | null;
+  sourceRef?: string | null;
+}
+
+export interface DiffParams {
+  chatId: string;
+  from: string;
+  to: string;
+}
+
+export interface Changes {
+  added: string[];
+  removed: string[];
+  modified: string[];
+}
+
+export interface GcParams {
+  chatId: string;
+}
+
+export interface GcResult {
+  removedBlobs: number;
+  freedBytes: number;
+}
+
+export interface ChangedParams {
+  chatId: string;
+  manifestId: string;
+  changed: Changes;
+}
+
 export interface DebugInfo {
   pid: number;
   version: string;

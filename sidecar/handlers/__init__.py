@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from ..api import SPECS
 from ..rpc import MethodTable
 from ..rpc.methods import Handler
-from . import debug, lifecycle
+from . import chats, debug, lifecycle, workspace
 
 if TYPE_CHECKING:
     from ..app import Sidecar
@@ -17,7 +17,9 @@ ENGINE_METHODS = {"$/cancelRequest"}  # answered by the engine itself
 
 def build_method_table(app: Sidecar) -> MethodTable:
     """Bind every client-to-server spec to its handler; refuse to start if one is missing."""
-    handlers: dict[str, Handler] = {**lifecycle.handlers(app), **debug.handlers(app)}
+    handlers: dict[str, Handler] = {}
+    for module in (lifecycle, chats, workspace, debug):
+        handlers.update(module.handlers(app))
     table = MethodTable()
     for spec in SPECS:
         if spec.direction == "serverToClient" or spec.name in ENGINE_METHODS:

@@ -1,0 +1,1 @@
+"""Chats: the message tree, branches, and (later) the turn engine."""

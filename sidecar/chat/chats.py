@@ -1,0 +1,103 @@
+"""The chat service: chats, their message tree, and moving between branches.
+
+A message records the manifest of the workspace after it; a message without one inherits its
+nearest ancestor's. Moving to a branch materialises that manifest, so a branch's files come back
+with its messages.
+"""
+
+from __future__ import annotations
+
+from ..api.errors import NotFound
+from ..store.chats import ChatRow, MessageRow
+from ..workspace.service import WorkspaceService
+
+
+def effective_manifest(by_id: dict[str, MessageRow], message_id: str | None) -> str | None:
+    seen: set[str] = set()
+    while message_id is not None and message_id not in seen:
+        seen.add(message_id)
+        msg = by_id.get(message_id)
+        if msg is None:
+            return None
+        if msg.manifest_id:
+            return msg.manifest_id
+        message_id = msg.parent_id
+    return None
+
+
+def latest_leaf(messages: list[MessageRow], message_id: str) -> str:
+    """Follow the newest child down from ``message_id`` (how a branch picker shows a branch)."""
+    newest: dict[str, MessageRow] = {}
+    for m in messages:  # ordered by creation: later children replace earlier ones
+        if m.parent_id is not None:
+            newest[m.parent_id] = m
+    while message_id in newest:
+        message_id = newest[message_id].id
+    return message_id
+
+
+class ChatService:
+    def __init__(self, workspace: WorkspaceService) -> None:
+        self.workspace = workspace
+        self.repo = workspace.chats
+
+    async def create(self, title: str) -> ChatRow:
+        return await self.repo.create(title)
+
+    async def list(self) -> list[ChatRow]:
+        return await self.repo.list()
+
+    async def get(self, chat_id: str) -> tuple[ChatRow, list[MessageRow]]:
+        chat = await self.workspace.require_chat(chat_id)
+        return chat, await self.repo.messages(chat_id)
+
+    async def manifest_after(self, chat_id: str, message_id: str) -> str | None:
+        await self.workspace.require_chat(chat_id)
+        messages = {m.id: m for m in await self.repo.messages(chat_id)}
+        if message_id not in messages:
+            raise NotFound("message", message_id)
+        return effective_manifest(messages, message_id)
+
+    async def delete(self, chat_id: str) -> None:
+        async with self.workspace.locked(chat_id):
+            await self.repo.delete(chat_id)
+            await self.workspace.forget(chat_id)
+
+    async def add_message(
+        self, chat_id: str, role: str, content: str, parent_id: str | None
+    ) -> MessageRow:
+        """Append a message under ``parent_id`` (default: the active leaf) and make it active.
+        Adding under an earlier message starts a new branch with that message's files."""
+        async with self.workspace.locked(chat_id) as (ws, chat):
+            messages = await self.repo.messages(chat_id)
+            by_id = {m.id: m for m in messages}
+            if parent_id is None:
+                parent_id = chat.active_leaf_message_id
+            elif parent_id not in by_id:
+                raise NotFound("message", parent_id)
+            await self.workspace.capture(ws, chat)  # outside edits stay with the branch they hit
+            inherited = effective_manifest(by_id, parent_id)
+            if parent_id != chat.active_leaf_message_id:
+                await self.workspace.materialize(ws, inherited)
+            own = ws.active_manifest_id if ws.active_manifest_id != inherited else None
+            msg = await self.repo.add_message(chat_id, parent_id, role, content, own)
+            await self.repo.set_position(chat_id, msg.id, ws.active_manifest_id)
+            return msg
+
+    async def switch_branch(self, chat_id: str, message_id: str) -> ChatRow:
+        async with self.workspace.locked(chat_id) as (ws, chat):
+            messages = await self.repo.messages(chat_id)
+            by_id = {m.id: m for m in messages}
+            if message_id not in by_id:
+                raise NotFound("message", message_id)
+            await self.workspace.capture(ws, chat)
+            messages = await self.repo.messages(chat_id)  # capture may have set a leaf's manifest
+            by_id = {m.id: m for m in messages}
+            leaf = latest_leaf(messages, message_id)
+            target = effective_manifest(by_id, leaf)
+            if target != ws.active_manifest_id:
+                await self.workspace.materialize(ws, target)
+            await self.repo.set_position(chat_id, leaf, target)
+            updated = await self.repo.get(chat_id)
+            assert updated is not None
+            return updated

@@ -1,0 +1,1 @@
+"""Per-chat workspaces: a content-addressed blob store, manifests, snapshot and materialise."""

@@ -1,0 +1,107 @@
+"""Content-addressed blobs: ``<chat>/blobs/ab/<sha256>``, written to a temp file and renamed in,
+hashed while streaming so a file of any size never sits in memory."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+CHUNK = 1 << 20
+
+
+class MissingBlob(Exception):
+    def __init__(self, sha256: str, path: Path) -> None:
+        super().__init__(f"blob {sha256} is missing from {path}")
+        self.sha256 = sha256
+        self.path = path
+
+
+class BlobStore:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._tmp = root / "tmp"
+        self._made: set[str] = set()
+
+    def path(self, sha256: str) -> Path:
+        return self.root / sha256[:2] / sha256
+
+    def exists(self, sha256: str) -> bool:
+        return os.path.exists(self.path(sha256))
+
+    def require(self, sha256: str) -> Path:
+        path = self.path(sha256)
+        if not os.path.exists(path):
+            raise MissingBlob(sha256, path)
+        return path
+
+    def _temp(self) -> tuple[int, str]:
+        self._tmp.mkdir(parents=True, exist_ok=True)
+        return tempfile.mkstemp(dir=self._tmp)
+
+    def _commit(self, tmp_name: str, sha256: str) -> None:
+        shard = sha256[:2]
+        if shard not in self._made:
+            (self.root / shard).mkdir(parents=True, exist_ok=True)
+            self._made.add(shard)
+        final = self.path(sha256)
+        if os.path.exists(final):
+            os.unlink(tmp_name)  # same content already stored
+        else:
+            os.chmod(tmp_name, 0o444)  # blobs never change; a stray write should fail
+            os.replace(tmp_name, final)
+
+    def put_file(self, source: Path | str) -> tuple[str, int]:
+        """Copy ``source`` in, hashing as it streams. Returns (sha256, size)."""
+        digest = hashlib.sha256()
+        size = 0
+        fd, tmp_name = self._temp()
+        try:
+            with open(source, "rb") as src, os.fdopen(fd, "wb") as dst:
+                while chunk := src.read(CHUNK):
+                    digest.update(chunk)
+                    dst.write(chunk)
+                    size += len(chunk)
+            sha = digest.hexdigest()
+            self._commit(tmp_name, sha)
+        except BaseException:
+            if os.path.exists(tmp_name):
+                os.unlink(tmp_name)
+            raise
+        return sha, size
+
+    def put_bytes(self, data: bytes) -> str:
+        sha = hashlib.sha256(data).hexdigest()
+        if not self.exists(sha):
+            fd, tmp_name = self._temp()
+            try:
+                with os.fdopen(fd, "wb") as dst:
+                    dst.write(data)
+                self._commit(tmp_name, sha)
+            except BaseException:
+                if os.path.exists(tmp_name):
+                    os.unlink(tmp_name)
+                raise
+        return sha
+
+    def size(self, sha256: str) -> int:
+        return os.stat(self.require(sha256)).st_size
+
+    def all(self) -> list[str]:
+        found = []
+        if not self.root.exists():
+            return found
+        for shard in os.scandir(self.root):
+            if shard.is_dir(follow_symlinks=False) and len(shard.name) == 2:
+                found += [e.name for e in os.scandir(shard.path) if len(e.name) == 64]
+        return found
+
+    def remove(self, sha256: str) -> int:
+        path = self.path(sha256)
+        try:
+            size = os.stat(path).st_size
+            os.unlink(path)
+        except FileNotFoundError:
+            return 0
+        return size
