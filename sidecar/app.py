@@ -59,6 +59,17 @@ class Sidecar:
     def server_requests(self) -> list[str]:
         return [s.name for s in SPECS if s.direction == "serverToClient" and s.kind == "request"]
 
+    async def _workspace_changed(
+        self, chat_id: str, manifest_id: str, changes: tuple[list[str], list[str], list[str]]
+    ) -> None:
+        from .api.workspace import Changes, ChangedParams
+
+        if self.connection is not None:
+            added, removed, modified = changes
+            await self.connection.notify(
+                "workspace/changed", ChangedParams(chat_id, manifest_id, Changes(added, removed, modified))
+            )
+
     def watch_parent(self, pid: int) -> None:
         if self._tg is not None:
             self._tg.start_soon(self._watch_parent, pid)
@@ -120,6 +131,8 @@ class Sidecar:
         async with anyio.create_task_group() as tg:
             self._tg = tg
             await tg.start(conn.serve)
+            if self.workspace is not None:
+                self.workspace.bind(tg, self._workspace_changed)
             tg.start_soon(self._watch_signals)
             if self.settings.parent_pid:
                 self.watch_parent(self.settings.parent_pid)
@@ -179,6 +192,7 @@ async def serve(
             return await app.run(transport, _refusing_table(exc, process.EXIT_STORAGE, app))
         app.on_close("database", app.db.close)
         app.workspace = WorkspaceService(app.db, settings.data_dir)
+        app.on_close("workspace watchers", app.workspace.aclose)
         app.chats = ChatService(app.workspace)
         return await app.run(transport, build_method_table(app))
     finally:

@@ -90,9 +90,9 @@ class ChatService:
             by_id = {m.id: m for m in messages}
             if message_id not in by_id:
                 raise NotFound("message", message_id)
-            await self.workspace.capture(ws, chat)
-            messages = await self.repo.messages(chat_id)  # capture may have set a leaf's manifest
-            by_id = {m.id: m for m in messages}
+            if await self.workspace.capture(ws, chat) is not None:
+                messages = await self.repo.messages(chat_id)  # the leaf's manifest just changed
+                by_id = {m.id: m for m in messages}
             leaf = latest_leaf(messages, message_id)
             target = effective_manifest(by_id, leaf)
             if target != ws.active_manifest_id:

@@ -7,17 +7,21 @@ anything else touches the directory. So nothing a user or tool wrote is ever ove
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import logging
 import os
 import shutil
-from collections.abc import AsyncIterator, Callable
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
 import anyio.to_thread
+from anyio.abc import TaskGroup
 
 from ..api.errors import InvalidParams, NotFound, StorageError
 from ..store import Database
@@ -25,9 +29,14 @@ from ..store.chats import ChatRepo, ChatRow
 from ..store.manifests import ManifestRepo, ManifestRow
 from . import paths
 from .blobs import BlobStore, MissingBlob
-from .tree import Files, Tree, diff
+from .tree import TMP_SUFFIX, Files, Tree, diff
+from .watcher import Journal
 
 log = logging.getLogger("sidecar.workspace")
+
+MAX_WATCHED = 16  # chats whose folders are watched at once (least recently used is dropped)
+EDIT_DEBOUNCE = 0.3  # seconds of quiet before outside edits are saved as a version
+ChangeListener = Callable[[str, str, tuple[list[str], list[str], list[str]]], Awaitable[None]]
 
 DEFAULT_READ_LIMIT = 8 << 20
 MAX_READ_LIMIT = 48 << 20  # base64 of this still fits the 64 MiB line cap
@@ -43,6 +52,15 @@ class ChatWorkspace:
     active_manifest_id: str | None = None
     active_files: Files = field(default_factory=dict)
     loaded: bool = False  # active_* read from the database
+    in_sync: bool = False  # the directory is known to hold active_files (else: walk it all)
+    journal: Journal | None = None
+    follower: anyio.CancelScope | None = None
+    activity: anyio.Event = field(default_factory=anyio.Event)
+    activity_at: float = 0.0
+
+    def poke(self) -> None:
+        self.activity_at = time.monotonic()
+        self.activity.set()
 
 
 @dataclass
@@ -61,12 +79,87 @@ class FileContent:
 
 
 class WorkspaceService:
-    def __init__(self, db: Database, data_dir: Path) -> None:
+    def __init__(self, db: Database, data_dir: Path, *, watch: bool = True) -> None:
         self.db = db
         self.chats = ChatRepo(db)
         self.manifests = ManifestRepo(db)
         self.root = data_dir / "chats"
         self._open: dict[str, ChatWorkspace] = {}
+        self._watch = watch
+        self._watched: OrderedDict[str, ChatWorkspace] = OrderedDict()  # least recently used first
+        self._tg: TaskGroup | None = None
+        self._on_change: ChangeListener | None = None
+
+    def bind(self, tg: TaskGroup, on_change: ChangeListener) -> None:
+        """Called once the app's task group runs: watchers need somewhere to live."""
+        self._tg, self._on_change = tg, on_change
+        # The watcher thread must never wait for the loop: the loop may itself be waiting (on a
+        # worker thread) for that watcher to report a sync cookie. So hand over without blocking.
+        self._loop = asyncio.get_running_loop()  # anyio runs on asyncio here (pinned)
+
+    async def aclose(self) -> None:
+        for ws in list(self._watched.values()):
+            self._unwatch(ws)
+        for ws in self._open.values():
+            try:
+                await self._run(ws.tree.save_cache)
+            except StorageError as exc:
+                log.warning("could not save the stat cache of chat %s: %s", ws.chat_id, exc)
+
+    # -- watching for outside edits ---------------------------------------------------------------
+
+    def _ensure_watched(self, ws: ChatWorkspace) -> None:
+        if not self._watch or self._tg is None:
+            return
+        if ws.journal is not None:
+            self._watched.move_to_end(ws.chat_id)
+            return
+        loop = self._loop
+
+        def on_activity() -> None:  # on the watcher's thread
+            try:
+                loop.call_soon_threadsafe(ws.poke)
+            except RuntimeError:
+                pass  # the loop is closed
+
+        journal = Journal(ws.tree.root, on_activity)
+        if not journal.start():
+            return
+        ws.journal = journal
+        self._watched[ws.chat_id] = ws
+        while len(self._watched) > MAX_WATCHED:
+            self._unwatch(next(iter(self._watched.values())))
+        ws.follower = anyio.CancelScope()
+        self._tg.start_soon(self._follow, ws, ws.follower)
+
+    def _unwatch(self, ws: ChatWorkspace) -> None:
+        self._watched.pop(ws.chat_id, None)
+        if ws.journal is not None:
+            ws.journal.stop()
+            ws.journal = None
+        if ws.follower is not None:
+            ws.follower.cancel()
+            ws.follower = None
+
+    async def _follow(self, ws: ChatWorkspace, scope: anyio.CancelScope) -> None:
+        """Save outside edits as ``edit`` versions once they settle, and announce them."""
+        with scope:
+            while True:
+                await ws.activity.wait()
+                ws.activity = anyio.Event()
+                while (quiet := ws.activity_at + EDIT_DEBOUNCE - time.monotonic()) > 0:
+                    await anyio.sleep(quiet)
+                try:
+                    async with self.locked(ws.chat_id) as (current, chat):
+                        before = current.active_files
+                        manifest = await self.capture(current, chat, "edit")
+                except NotFound:
+                    return  # the chat was deleted
+                except Exception:
+                    log.exception("saving outside edits of chat %s failed", ws.chat_id)
+                    continue
+                if manifest is not None and self._on_change is not None:
+                    await self._on_change(chat.id, manifest.id, diff(before, manifest.files))
 
     # -- chats and their directories ------------------------------------------------------------
 
@@ -100,7 +193,12 @@ class WorkspaceService:
             chat = await self.require_chat(chat_id)  # it may have been deleted while we waited
             if not ws.loaded or ws.active_manifest_id != chat.active_manifest_id:
                 await self._load_active(ws, chat)
-            yield ws, chat
+            self._ensure_watched(ws)
+            try:
+                yield ws, chat
+            except BaseException:
+                ws.in_sync = False  # an operation broke off: trust only a full walk next time
+                raise
 
     async def _load_active(self, ws: ChatWorkspace, chat: ChatRow) -> None:
         files: Files = {}
@@ -109,13 +207,16 @@ class WorkspaceService:
             files = m.files if m else {}
         first_time = not ws.loaded and not ws.tree.root.exists()
         ws.active_manifest_id, ws.active_files, ws.loaded = chat.active_manifest_id, files, True
+        ws.in_sync = False
         if first_time and files:
             # The directory was lost (or never made on this machine): rebuild it.
             await self._run(ws.tree.materialize, {}, files)
 
     async def forget(self, chat_id: str) -> None:
         """The chat was deleted: drop its state and directory (call with the lock held)."""
-        self._open.pop(chat_id, None)
+        ws = self._open.pop(chat_id, None)
+        if ws is not None:
+            self._unwatch(ws)
         await anyio.to_thread.run_sync(shutil.rmtree, self.chat_dir(chat_id), True)
 
     # -- capture and switch (lock held) ---------------------------------------------------------
@@ -125,10 +226,13 @@ class WorkspaceService:
     ) -> ManifestRow | None:
         """Snapshot the directory; when it differs from the active manifest, store a new manifest,
         make it active and record it as the state after the active leaf message."""
-        scan = await self._run(ws.tree.scan)
+        last = ws.active_files if ws.in_sync else None
+        scan = await self._run(ws.tree.scan, ws.journal, last)
+        ws.in_sync = True
         if scan.skipped:
             log.debug("snapshot of %s skipped links/special files: %s", chat.id, scan.skipped[:5])
-        await self._run(ws.tree.save_cache)
+        if scan.hashed:  # hashes are what is expensive to redo after a restart; the rest waits
+            await self._run(ws.tree.save_cache)  # for close
         if scan.files == ws.active_files:
             return None
         manifest = self.manifests.new(chat.id, ws.active_manifest_id, scan.files, source, source_ref)
@@ -156,9 +260,11 @@ class WorkspaceService:
             if m is None:
                 raise NotFound("manifest", manifest_id)
             target = m.files
+        if not ws.in_sync:
+            await self.capture(ws, await self.require_chat(ws.chat_id))
+        ws.in_sync = False
         await self._run(ws.tree.materialize, ws.active_files, target)
-        await self._run(ws.tree.save_cache)
-        ws.active_manifest_id, ws.active_files = manifest_id, target
+        ws.active_manifest_id, ws.active_files, ws.in_sync = manifest_id, target, True
         return target
 
     async def _run(self, fn: Callable[..., object], *args: object):  # type: ignore[no-untyped-def]
@@ -294,7 +400,7 @@ def _checked(path: str) -> str:
 
 def _write_atomic(root: Path, target: Path, data: bytes) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.sidecar-tmp")
+    tmp = target.with_name(f".{target.name}{TMP_SUFFIX}")
     tmp.write_bytes(data)
     os.replace(tmp, target)
 

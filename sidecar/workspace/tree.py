@@ -11,12 +11,18 @@ import logging
 import os
 import shutil
 import stat
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgspec
 
 from .blobs import BlobStore
+from .watcher import COOKIE_PREFIX, Journal
+
+TMP_SUFFIX = ".sidecar-tmp"
+PARALLEL_FROM = 32  # files; below this a thread pool costs more than it saves
+COPY_THREADS = 4
 
 log = logging.getLogger("sidecar.workspace")
 
@@ -52,6 +58,7 @@ class Tree:
         self.blobs = blobs
         self._cache_path = cache_path
         self._cache: dict[str, StatEntry] | None = None
+        self._cache_changed = False
 
     # -- the stat cache ------------------------------------------------------------------------
 
@@ -68,23 +75,76 @@ class Tree:
         return self._cache
 
     def save_cache(self) -> None:
+        if not self._cache_changed:
+            return
+        self._cache_changed = False
         tmp = self._cache_path.with_suffix(".tmp")
         tmp.write_bytes(_encode_cache(self.cache))
         os.replace(tmp, self._cache_path)
 
     def _remember(self, rel: str, st: os.stat_result, sha256: str) -> None:
         self.cache[rel] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, sha256)
+        self._cache_changed = True
 
     # -- reading the directory -----------------------------------------------------------------
 
-    def scan(self) -> ScanResult:
+    def scan(self, journal: Journal | None = None, last: Files | None = None) -> ScanResult:
+        """The directory as ``{path: sha256}``. With a journal and the files map of the last scan,
+        only the paths the journal names are looked at; otherwise the whole tree is walked."""
         self.root.mkdir(parents=True, exist_ok=True)
-        get_known = self.cache.get
-        fresh: dict[str, StatEntry] = {}
+        dirty = journal.take() if journal is not None and last is not None else None
+        if dirty is not None and "" not in dirty:
+            return self._rescan(last or {}, dirty)
+        if journal is not None:
+            journal.restart()
         result = ScanResult(files={})
-        files = result.files
-        put_file = self.blobs.put_file
-        stack = [("", str(self.root))]
+        fresh: dict[str, StatEntry] = {}
+        self._walk("", str(self.root), result, fresh)
+        self._cache = fresh
+        self._cache_changed = True
+        return result
+
+    def _rescan(self, last: Files, dirty: set[str]) -> ScanResult:
+        result = ScanResult(files=dict(last))
+        files, cache = result.files, self.cache
+        dirs: set[str] | None = None  # known directories, built only if a directory may be gone
+        for rel in sorted(dirty):
+            if _ignored(rel.rpartition("/")[2]):
+                continue
+            path = os.path.join(self.root, rel)
+            try:
+                st = os.lstat(path)
+            except OSError:  # gone (or unreadable): drop it and anything that was under it
+                if files.pop(rel, None) is not None:
+                    cache.pop(rel, None)
+                    continue
+                if dirs is None:
+                    dirs = _directories(files)
+                if rel in dirs:
+                    _drop(files, cache, rel)
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                under = rel + "/"
+                before = [k for k in files if k.startswith(under)]
+                for key in before:
+                    del files[key]
+                seen: dict[str, StatEntry] = {}
+                self._walk(under, path, result, seen)  # unchanged files still hit the cache
+                for key in before:
+                    if key not in seen:
+                        cache.pop(key, None)
+                cache.update(seen)
+            elif stat.S_ISREG(st.st_mode):
+                if not _ignored(rel.rpartition("/")[2]):
+                    self._visit(rel, path, st, result, cache)
+            else:
+                _drop(files, cache, rel)
+                result.skipped.append(rel)
+        self._cache_changed = self._cache_changed or bool(dirty)
+        return result
+
+    def _walk(self, prefix: str, directory: str, result: ScanResult, into: dict[str, StatEntry]) -> None:
+        stack = [(prefix, directory)]
         while stack:
             prefix, directory = stack.pop()
             try:
@@ -97,34 +157,38 @@ class Tree:
                     rel = prefix + entry.name
                     if entry.is_dir(follow_symlinks=False):
                         stack.append((rel + "/", entry.path))
-                        continue
-                    if not entry.is_file(follow_symlinks=False):
+                    elif not entry.is_file(follow_symlinks=False):
                         result.skipped.append(rel)  # symlinks, fifos, sockets: never followed
-                        continue
-                    try:
-                        st = entry.stat(follow_symlinks=False)
-                    except FileNotFoundError:
-                        continue  # removed while we looked
-                    known = get_known(rel)
-                    if (
-                        known is not None
-                        and known[1] == st.st_mtime_ns
-                        and known[0] == st.st_size
-                        and known[2] == st.st_ctime_ns
-                        and known[3] == st.st_ino
-                    ):
-                        fresh[rel] = known
-                        files[rel] = known[4]
-                        continue
-                    try:
-                        sha, _ = put_file(entry.path)
-                    except FileNotFoundError:
-                        continue
-                    result.hashed += 1
-                    files[rel] = sha
-                    fresh[rel] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, sha)
-        self._cache = fresh
-        return result
+                    elif not _ignored(entry.name):
+                        try:
+                            st = entry.stat(follow_symlinks=False)
+                        except FileNotFoundError:
+                            continue  # removed while we looked
+                        self._visit(rel, entry.path, st, result, into)
+
+    def _visit(
+        self, rel: str, path: str, st: os.stat_result, result: ScanResult, into: dict[str, StatEntry]
+    ) -> None:
+        known = self.cache.get(rel)
+        if (
+            known is not None
+            and known[1] == st.st_mtime_ns
+            and known[0] == st.st_size
+            and known[2] == st.st_ctime_ns
+            and known[3] == st.st_ino
+        ):
+            into[rel] = known
+            result.files[rel] = known[4]
+            return
+        try:
+            sha, _ = self.blobs.put_file(path)
+        except FileNotFoundError:
+            result.files.pop(rel, None)
+            return
+        result.hashed += 1
+        result.files[rel] = sha
+        into[rel] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, sha)
+        self._cache_changed = True
 
     # -- writing the directory -----------------------------------------------------------------
 
@@ -138,18 +202,42 @@ class Tree:
             cache.pop(rel, None)
             emptied.add(rel.rpartition("/")[0])
         self._prune(emptied)
-        for rel, sha in target.items():
-            if current.get(rel) == sha:
-                continue
-            source = self.blobs.require(sha)
-            dest = self.root / rel
-            self._make_parents(rel)
-            if dest.is_dir() and not dest.is_symlink():
-                shutil.rmtree(dest)
-            tmp = dest.with_name(f".{dest.name}.sidecar-tmp")
-            _copy(source, tmp)
-            os.replace(tmp, dest)
-            self._remember(rel, os.stat(dest), sha)
+        todo = [(rel, sha) for rel, sha in target.items() if current.get(rel) != sha]
+        if not todo and not emptied:
+            return
+        root = str(self.root)
+        for parent in sorted({rel.rpartition("/")[0] for rel, _ in todo} - {""}):
+            try:
+                os.makedirs(os.path.join(root, parent), exist_ok=True)
+            except (FileExistsError, NotADirectoryError):
+                self._make_parents(parent + "/x")
+        blob_path = self.blobs.require
+
+        def write(item: tuple[str, str]) -> tuple[str, os.stat_result, str]:
+            rel, sha = item
+            source = blob_path(sha)
+            dest = os.path.join(root, rel)
+            if rel in current or os.path.lexists(dest):
+                if os.path.isdir(dest) and not os.path.islink(dest):
+                    shutil.rmtree(dest)
+                # Replace, never rewrite in place: an editor holding the file sees old or new.
+                tmp = os.path.join(os.path.dirname(dest), f".{os.path.basename(dest)}{TMP_SUFFIX}")
+                _copy(source, tmp)
+                os.replace(tmp, dest)
+            else:
+                _copy(source, dest)
+            return rel, os.stat(dest), sha
+
+        # File system calls release the GIL: a few threads overlap their waits (git checks out
+        # one file at a time).
+        if len(todo) >= PARALLEL_FROM:
+            with ThreadPoolExecutor(COPY_THREADS, thread_name_prefix="materialize") as pool:
+                written = list(pool.map(write, todo))
+        else:
+            written = [write(item) for item in todo]
+        for rel, st, sha in written:
+            cache[rel] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, sha)
+        self._cache_changed = True
 
     def _make_parents(self, rel: str) -> None:
         parent = rel.rpartition("/")[0]
@@ -186,6 +274,30 @@ class Tree:
                     pass
 
 
+def _ignored(name: str) -> bool:
+    """Our own transient files: sync cookies and half-written temp files."""
+    return name.startswith(COOKIE_PREFIX) or name.endswith(TMP_SUFFIX)
+
+
+def _directories(files: Files) -> set[str]:
+    dirs: set[str] = set()
+    for path in files:
+        d = path.rpartition("/")[0]
+        while d and d not in dirs:
+            dirs.add(d)
+            d = d.rpartition("/")[0]
+    return dirs
+
+
+def _drop(files: Files, cache: dict[str, StatEntry], rel: str) -> None:
+    files.pop(rel, None)
+    cache.pop(rel, None)
+    under = rel + "/"
+    for key in [k for k in files if k.startswith(under)]:
+        del files[key]
+        cache.pop(key, None)
+
+
 def _unlink(path: Path) -> None:
     try:
         path.unlink()
@@ -195,7 +307,7 @@ def _unlink(path: Path) -> None:
         shutil.rmtree(path)
 
 
-def _copy(source: Path, dest: Path) -> None:
+def _copy(source: str | Path, dest: str | Path) -> None:
     """A real copy (never a hard link: a tool editing the file would edit the blob)."""
     with open(source, "rb") as src:
         fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -215,5 +327,3 @@ def _copy(source: Path, dest: Path) -> None:
                     shutil.copyfileobj(src, out, 1 << 20)
         finally:
             os.close(fd)
-    if stat.S_IMODE(os.stat(dest).st_mode) != 0o644:
-        os.chmod(dest, 0o644)
