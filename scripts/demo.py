@@ -60,6 +60,42 @@ async def run(data_dir: Path, verbose: bool) -> int:
         files = sorted(p.name for p in data_dir.iterdir())
         show("data dir", ", ".join(files))
 
+        step("a chat whose files branch with the conversation")
+        chat = (await sc.request("chats/create", {"title": "demo chat"}))["chat"]
+        cid, root = chat["id"], Path(chat["workspacePath"])
+        show("workspace", str(root))
+
+        async def say(role: str, content: str, parent: str | None = None) -> dict:
+            params = {"chatId": cid, "role": role, "content": content}
+            if parent:
+                params["parentId"] = parent
+            return (await sc.request("chats/addMessage", params))["message"]
+
+        async def files() -> str:
+            listed = (await sc.request("workspace/files", {"chatId": cid}))["files"]
+            return ", ".join(f"{f['path']} ({f['size']} B)" for f in listed) or "(empty)"
+
+        question = await say("user", "Write hello.py")
+        answer_a = await say("assistant", "Here it is, in English.")
+        await sc.request("workspace/writeFile", {"chatId": cid, "path": "hello.py", "text": "print('hello')\n"})
+        show("answer A wrote", await files())
+        answer_b = await say("assistant", "Here it is, in French.", question["id"])
+        show("answer B starts from", await files())
+        await sc.request("workspace/writeFile", {"chatId": cid, "path": "hello.py", "text": "print('bonjour')\n"})
+        await sc.request("workspace/writeFile", {"chatId": cid, "path": "README.md", "text": "# Bonjour\n"})
+        show("answer B wrote", await files())
+        await sc.request("chats/switchBranch", {"chatId": cid, "messageId": answer_a["id"]})
+        show("switch to A, on disk", f"{(root / 'hello.py').read_text().strip()}; README.md "
+                                     f"{'exists' if (root / 'README.md').exists() else 'is gone'}")
+        await sc.request("chats/switchBranch", {"chatId": cid, "messageId": answer_b["id"]})
+        show("switch to B, on disk", (root / "hello.py").read_text().strip())
+
+        (root / "hello.py").write_text("print('bonjour, le monde')\n")  # as an editor would
+        changed = await sc.wait_notification("workspace/changed", timeout=10)
+        show("edited in an editor", f"workspace/changed {changed['params']['changed']}")
+        history = (await sc.request("workspace/manifest", {"chatId": cid}))["manifest"]
+        show("saved as version", f"{history['source']} {history['id'][:13]}…, previous kept as {history['parentId'][:13]}…")
+
         step("a long request reports progress")
         await sc.request("debug/sleep", {"ms": 300, "workDoneToken": "demo"})
         progress = [n["params"]["value"] for n in sc.notifications if n["method"] == "$/progress"]

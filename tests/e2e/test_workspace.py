@@ -254,3 +254,30 @@ async def test_the_workspace_survives_a_restart(data_dir: Path):
         await write(c, cid, "kept.txt", "across restarts")
     async with SidecarClient.spawn(data_dir) as c:
         assert (await c.request("workspace/readFile", {"chatId": cid, "path": "kept.txt"}))["text"] == "across restarts"
+
+
+async def test_unknown_manifest_and_message_ids_are_not_found(sidecar: SidecarClient):
+    cid = (await new_chat(sidecar))["id"]
+    error = await expect_error(sidecar, -32010, "workspace/files", {"chatId": cid, "manifestId": "nope"})
+    assert error["data"] == {"kind": "manifest", "id": "nope"}
+    await expect_error(sidecar, -32010, "workspace/manifest", {"chatId": cid, "messageId": "nope"})
+    await expect_error(sidecar, -32010, "workspace/diff", {"chatId": cid, "from": "a", "to": "b"})
+    await expect_error(sidecar, -32010, "chats/addMessage",
+                       {"chatId": cid, "role": "user", "content": "x", "parentId": "nope"})
+
+
+async def test_a_large_file_is_streamed_not_loaded(sidecar: SidecarClient):
+    chat = await new_chat(sidecar)
+    cid, root = chat["id"], Path(chat["workspacePath"])
+    await write(sidecar, cid, "small.txt", "s")
+    size = 256 << 20
+    with open(root / "big.bin", "wb") as f:
+        f.truncate(size)  # sparse on disk, but read and hashed in full
+    files = (await sidecar.request("workspace/files", {"chatId": cid}))["files"]
+    big = next(f for f in files if f["path"] == "big.bin")
+    assert big["size"] == size
+    assert big["sha256"] == hashlib.sha256(bytes(size)).hexdigest()
+    info = await sidecar.request("debug/info")
+    assert info["rssBytes"] < 150 << 20, info["rssBytes"]
+    error = await expect_error(sidecar, -32602, "workspace/readFile", {"chatId": cid, "path": "big.bin"})
+    assert str(size) in error["message"]
