@@ -409,6 +409,8 @@ def _copy_in(sources: list[Path], base: Path) -> None:
     base.mkdir(parents=True, exist_ok=True)
     for source in sources:
         dest = base / source.name
+        if dest.is_symlink():
+            dest.unlink()  # replace a link placed in the workspace; never write through it
         if source.is_dir():
             # Links inside an uploaded folder are not followed: they could point anywhere.
             shutil.copytree(source, dest, symlinks=False, ignore=_skip_links, dirs_exist_ok=True)

@@ -206,11 +206,7 @@ class Tree:
         if not todo and not emptied:
             return
         root = str(self.root)
-        for parent in sorted({rel.rpartition("/")[0] for rel, _ in todo} - {""}):
-            try:
-                os.makedirs(os.path.join(root, parent), exist_ok=True)
-            except (FileExistsError, NotADirectoryError):
-                self._make_parents(parent + "/x")
+        self._make_dirs({rel.rpartition("/")[0] for rel, _ in todo} - {""})
         blob_path = self.blobs.require
 
         def write(item: tuple[str, str]) -> tuple[str, os.stat_result, str]:
@@ -239,20 +235,24 @@ class Tree:
             cache[rel] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, sha)
         self._cache_changed = True
 
-    def _make_parents(self, rel: str) -> None:
-        parent = rel.rpartition("/")[0]
-        if not parent:
-            return
-        path = self.root / parent
-        if path.is_dir() and not path.is_symlink():
-            return
-        # A file (or link) where the target needs a directory: the target wins.
-        walk = self.root
-        for part in parent.split("/"):
-            walk = walk / part
-            if walk.is_symlink() or (walk.exists() and not walk.is_dir()):
-                walk.unlink()
-        path.mkdir(parents=True, exist_ok=True)
+    def _make_dirs(self, dirs: set[str]) -> None:
+        """Create the directories files go into, one component at a time: a symlink or a file
+        standing where the target needs a directory is removed, never followed (a link placed in
+        the workspace must not make us write outside it)."""
+        root = str(self.root)
+        ready: set[str] = set()
+        for directory in sorted(dirs):
+            prefix = ""
+            for part in directory.split("/"):
+                prefix = f"{prefix}/{part}" if prefix else part
+                if prefix in ready:
+                    continue
+                path = os.path.join(root, prefix)
+                if os.path.islink(path) or (os.path.lexists(path) and not os.path.isdir(path)):
+                    os.unlink(path)
+                if not os.path.isdir(path):
+                    os.mkdir(path)
+                ready.add(prefix)
 
     def _prune(self, dirs: set[str]) -> None:
         """Remove directories left empty, walking up towards the root."""

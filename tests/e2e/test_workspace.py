@@ -281,3 +281,17 @@ async def test_a_large_file_is_streamed_not_loaded(sidecar: SidecarClient):
     assert info["rssBytes"] < 150 << 20, info["rssBytes"]
     error = await expect_error(sidecar, -32602, "workspace/readFile", {"chatId": cid, "path": "big.bin"})
     assert str(size) in error["message"]
+
+
+async def test_upload_never_writes_through_a_link_in_the_workspace(sidecar: SidecarClient, tmp_path: Path):
+    chat = await new_chat(sidecar)
+    cid, root = chat["id"], Path(chat["workspacePath"])
+    await write(sidecar, cid, "a.txt", "a")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("must stay")
+    os.symlink(victim, root / "report.csv")
+    src = tmp_path / "report.csv"
+    src.write_text("uploaded")
+    await sidecar.request("workspace/upload", {"chatId": cid, "paths": [str(src)]})
+    assert victim.read_text() == "must stay"
+    assert (root / "report.csv").read_text() == "uploaded" and not (root / "report.csv").is_symlink()

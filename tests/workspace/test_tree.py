@@ -152,3 +152,23 @@ def test_without_a_trusted_journal_the_tree_is_walked(tree: Tree):
     journal = Journal(tree.root)  # never started
     assert journal.take() is None
     assert set(tree.scan(journal, {}).files) == {"a.txt"}
+
+
+def test_a_symlink_in_the_way_is_replaced_never_written_through(tree: Tree, tmp_path: Path):
+    root = tree.root
+    write(root, "dir/file.txt", "inside")
+    write(root, "top.txt", "top")
+    target = tree.scan().files
+    for rel in ("dir/file.txt", "top.txt"):
+        (root / rel).unlink()
+    (root / "dir").rmdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.symlink(outside, root / "dir")  # a link where the target needs a folder
+    os.symlink(outside / "victim.txt", root / "top.txt")  # and one where it needs a file
+    current = tree.scan().files
+    assert current == {}
+    tree.materialize(current, target)
+    assert list(outside.iterdir()) == []
+    assert not (root / "dir").is_symlink() and (root / "dir/file.txt").read_text() == "inside"
+    assert not (root / "top.txt").is_symlink() and (root / "top.txt").read_text() == "top"
