@@ -17,7 +17,7 @@ from pathlib import Path
 
 import msgspec
 
-from .blobs import BlobStore
+from .blobs import BlobStore, MissingBlob
 from .watcher import COOKIE_PREFIX, Journal
 
 TMP_SUFFIX = ".sidecar-tmp"
@@ -206,41 +206,48 @@ class Tree:
         if not todo and not emptied:
             return
         root = str(self.root)
-        self._make_dirs({rel.rpartition("/")[0] for rel, _ in todo} - {""})
-        blob_path = self.blobs.require
+        root_was_empty = not current and not any(os.scandir(root))
+        fresh = self._make_dirs({rel.rpartition("/")[0] for rel, _ in todo} - {""})
+        blobs = self.blobs
 
-        def write(item: tuple[str, str]) -> tuple[str, os.stat_result, str]:
-            rel, sha = item
-            source = blob_path(sha)
-            dest = os.path.join(root, rel)
-            if rel in current or os.path.lexists(dest):
-                if os.path.isdir(dest) and not os.path.islink(dest):
-                    shutil.rmtree(dest)
-                # Replace, never rewrite in place: an editor holding the file sees old or new.
-                tmp = os.path.join(os.path.dirname(dest), f".{os.path.basename(dest)}{TMP_SUFFIX}")
-                _copy(source, tmp)
-                os.replace(tmp, dest)
-            else:
-                _copy(source, dest)
-            return rel, os.stat(dest), sha
+        def write(items: list[tuple[str, str]]) -> list[tuple[str, os.stat_result, str]]:
+            done = []
+            for rel, sha in items:
+                dest = os.path.join(root, rel)
+                parent = rel.rpartition("/")[0]
+                if parent in fresh if parent else root_was_empty:
+                    st = _copy(blobs, sha, dest)  # a folder we just made: nothing to replace
+                elif rel in current or os.path.lexists(dest):
+                    if os.path.isdir(dest) and not os.path.islink(dest):
+                        shutil.rmtree(dest)
+                    # Replace, never rewrite in place: an editor holding the file sees old or new.
+                    tmp = os.path.join(os.path.dirname(dest), f".{os.path.basename(dest)}{TMP_SUFFIX}")
+                    st = _copy(blobs, sha, tmp)
+                    os.replace(tmp, dest)
+                else:
+                    st = _copy(blobs, sha, dest)
+                done.append((rel, st, sha))
+            return done
 
         # File system calls release the GIL: a few threads overlap their waits (git checks out
-        # one file at a time).
+        # one file at a time). One chunk per thread keeps the pool's own overhead out of it.
         if len(todo) >= PARALLEL_FROM:
+            chunks = [todo[i::COPY_THREADS] for i in range(COPY_THREADS)]
             with ThreadPoolExecutor(COPY_THREADS, thread_name_prefix="materialize") as pool:
-                written = list(pool.map(write, todo))
+                written = [w for part in pool.map(write, chunks) for w in part]
         else:
-            written = [write(item) for item in todo]
+            written = write(todo)
         for rel, st, sha in written:
             cache[rel] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, sha)
         self._cache_changed = True
 
-    def _make_dirs(self, dirs: set[str]) -> None:
+    def _make_dirs(self, dirs: set[str]) -> set[str]:
         """Create the directories files go into, one component at a time: a symlink or a file
         standing where the target needs a directory is removed, never followed (a link placed in
-        the workspace must not make us write outside it)."""
+        the workspace must not make us write outside it). Returns the directories it created."""
         root = str(self.root)
         ready: set[str] = set()
+        created: set[str] = set()
         for directory in sorted(dirs):
             prefix = ""
             for part in directory.split("/"):
@@ -252,7 +259,9 @@ class Tree:
                     os.unlink(path)
                 if not os.path.isdir(path):
                     os.mkdir(path)
+                    created.add(prefix)
                 ready.add(prefix)
+        return created
 
     def _prune(self, dirs: set[str]) -> None:
         """Remove directories left empty, walking up towards the root."""
@@ -307,23 +316,31 @@ def _unlink(path: Path) -> None:
         shutil.rmtree(path)
 
 
-def _copy(source: str | Path, dest: str | Path) -> None:
-    """A real copy (never a hard link: a tool editing the file would edit the blob)."""
-    with open(source, "rb") as src:
+def _copy(blobs: BlobStore, sha256: str, dest: str) -> os.stat_result:
+    """Copy a blob to ``dest`` (a real copy, never a hard link: a tool editing the file would
+    edit the blob) and return the new file's stat."""
+    try:
+        src = os.open(blobs.path(sha256), os.O_RDONLY)
+    except FileNotFoundError:
+        raise MissingBlob(sha256, blobs.path(sha256)) from None
+    try:
         fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            remaining = os.fstat(src.fileno()).st_size
+            remaining = os.fstat(src).st_size
             try:
                 while remaining > 0:
-                    n = os.copy_file_range(src.fileno(), fd, remaining)
+                    n = os.copy_file_range(src, fd, remaining)
                     if n == 0:
                         break
                     remaining -= n
             except (AttributeError, OSError):  # no copy_file_range here: plain copy
-                src.seek(0)
+                os.lseek(src, 0, os.SEEK_SET)
                 os.lseek(fd, 0, os.SEEK_SET)
                 os.ftruncate(fd, 0)
-                with open(fd, "wb", closefd=False) as out:
-                    shutil.copyfileobj(src, out, 1 << 20)
+                while chunk := os.read(src, 1 << 20):
+                    os.write(fd, chunk)
+            return os.fstat(fd)
         finally:
             os.close(fd)
+    finally:
+        os.close(src)
