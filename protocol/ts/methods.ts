@@ -35,6 +35,8 @@ export interface ClientRequests {
   "workspace/diff": { params: T.DiffParams; result: T.Changes };
   /** Delete stored file contents that no version of the chat refers to. */
   "workspace/gc": { params: T.GcParams; result: T.GcResult };
+  /** Read a toolset bundle (ZIP or folder) and show what installing it would add, including the commands its MCP servers would run; installs and runs nothing. */
+  "toolsets/inspect": { params: T.InspectParams; result: T.InspectResult };
   /** Process facts: pid, memory, uptime, which heavy modules are loaded. */
   "debug/info": { params: undefined; result: T.DebugInfo };
   /** Wait ms milliseconds (reporting $/progress when given a workDoneToken); cancellable. For exercising cancellation and progress. */

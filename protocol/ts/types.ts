@@ -209,6 +209,53 @@ export interface ChangedParams {
   changed: Changes;
 }
 
+export interface InspectParams {
+  path: string;
+}
+
+export interface InspectResult {
+  manifest: ManifestInfo;
+  sourceType: "local" | "zip";
+  tools: InspectedTool[];
+  mcpServers: InspectedServer[];
+  files: BundleFile[];
+  warnings: string[];
+}
+
+export interface ManifestInfo {
+  id: string;
+  name: string;
+  version: string;
+  description: string;
+  manifestVersion: string;
+}
+
+export interface InspectedTool {
+  id: string;
+  name: string;
+  description: string;
+  entrypoint: string;
+  requiresConfirmation: boolean;
+  renderer?: string | null;
+  timeout?: number | null;
+}
+
+export interface InspectedServer {
+  id: string;
+  type: "sse" | "stdio" | "streamable-http";
+  command?: string[] | null;
+  url?: string | null;
+  cwd?: string | null;
+  env?: Record<string, string>;
+  headers?: Record<string, string>;
+}
+
+export interface BundleFile {
+  path: string;
+  kind: "artifact" | "asset" | "config" | "python";
+  size: number;
+}
+
 export interface DebugInfo {
   pid: number;
   version: string;

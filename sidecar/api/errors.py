@@ -93,6 +93,14 @@ class PermissionDenied(ApiError):
     code = ErrorCode.PERMISSION_DENIED
 
 
+class InvalidBundle(ApiError):
+    code = ErrorCode.INVALID_BUNDLE
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"invalid toolset bundle: {path}: {reason}" if path else f"invalid toolset bundle: {reason}",
+                         {"path": path, "reason": reason})
+
+
 class StorageError(ApiError):
     code = ErrorCode.STORAGE_ERROR
 

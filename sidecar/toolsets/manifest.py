@@ -1,0 +1,192 @@
+"""``toolset.yaml``, manifest_version "1": the model, and parsing that names the place of every
+mistake (``tools[2].entrypoint: ...``) and says what to fix."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+ENTRYPOINT_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
+RENDERERS = ("code", "document", "html", "frame")
+MAX_MANIFEST_BYTES = 1 << 20
+
+Id = Annotated[str, msgspec.Meta(pattern=ID_PATTERN)]
+Renderer = Literal["code", "document", "html", "frame"]
+
+
+class ManifestError(ValueError):
+    """``path`` is where in the manifest (``tools[2].entrypoint``); ``reason`` what to fix."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}" if path else reason)
+        self.path = path
+        self.reason = reason
+
+
+class _Decl(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    pass
+
+
+class ToolDecl(_Decl):
+    id: Id
+    entrypoint: Annotated[str, msgspec.Meta(pattern=ENTRYPOINT_PATTERN)]
+    name: str | None = None
+    description: str | None = None
+    input_schema: dict[str, Any] | None = None  # legacy plain functions (seed 000 §10)
+    renderer: dict[str, Any] | None = None  # legacy alias of a renderer override
+    requires_confirmation: bool = False
+    timeout: Annotated[float, msgspec.Meta(gt=0, le=3600)] | None = None  # seconds
+
+
+class OverrideDecl(_Decl):
+    tool_id: str
+    renderer: Renderer | None = None
+    renderer_config: dict[str, Any] | None = None
+    name_override: str | None = None
+    description_override: str | None = None
+    requires_confirmation: bool | None = None
+    enabled: bool | None = None
+
+
+class McpServerDecl(_Decl):
+    id: Id
+    type: Literal["stdio", "sse", "streamable-http"] = "stdio"
+    command: str | None = None
+    args: list[str] = []
+    env: dict[str, str] = {}
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = {}
+    requires_confirmation: bool = False
+    connect_timeout: Annotated[float, msgspec.Meta(gt=0, le=600)] | None = None
+    call_timeout: Annotated[float, msgspec.Meta(gt=0, le=3600)] | None = None
+
+
+class Manifest(_Decl):
+    manifest_version: Literal["1"]
+    id: Id
+    name: str
+    version: str = "0.0.0"
+    description: str = ""
+    tools: list[ToolDecl] = []
+    tool_overrides: list[OverrideDecl] = []
+    mcp_servers: list[McpServerDecl] = []
+
+
+@dataclass
+class Parsed:
+    manifest: Manifest
+    overrides: list[OverrideDecl]  # explicit ones plus those from legacy tools[].renderer
+    warnings: list[str] = field(default_factory=list)
+
+
+def _reject_aliases() -> type:
+    import yaml
+
+    class NoAliasLoader(yaml.SafeLoader):
+        # An alias bomb ("billion laughs") is a few lines that expand to gigabytes once walked;
+        # manifests have no need for anchors, so none are accepted.
+        def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                raise ManifestError(
+                    f"line {event.start_mark.line + 1}",
+                    "YAML anchors and aliases (*name) are not supported in toolset.yaml",
+                )
+            return super().compose_node(parent, index)
+
+    return NoAliasLoader
+
+
+def load_yaml(text: bytes) -> Any:
+    import yaml
+
+    if len(text) > MAX_MANIFEST_BYTES:
+        raise ManifestError("", f"the manifest is {len(text)} bytes; the limit is {MAX_MANIFEST_BYTES}")
+    try:
+        return yaml.load(text, Loader=_reject_aliases())  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else ""
+        raise ManifestError(where, f"not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
+
+
+def _path(msgspec_path: str) -> str:
+    return msgspec_path.removeprefix("$").removeprefix(".")
+
+
+_HINTS = {
+    "manifest_version": 'write manifest_version: "1" (quoted)',
+    "entrypoint": 'use "module.path:function", e.g. "tools.analyze:run"',
+    "id": "ids are 1-64 characters: letters, digits, '.', '_' and '-', starting with a letter "
+          "or digit (no '/', '~', ':' or '..')",
+}
+
+
+def parse(text: bytes) -> Parsed:
+    data = load_yaml(text)
+    if not isinstance(data, dict):
+        raise ManifestError("", f"toolset.yaml must be a mapping of keys, not {type(data).__name__}")
+    if data.get("manifest_version") == 1:
+        data["manifest_version"] = "1"  # the unquoted YAML gotcha; meaning is unambiguous
+    try:
+        manifest = msgspec.convert(data, Manifest)
+    except msgspec.ValidationError as exc:
+        text_ = str(exc)
+        reason, _, where = text_.rpartition(" - at `")
+        path = _path(where.rstrip("`")) if where else ""
+        reason = reason or text_
+        hint = _HINTS.get(path.rpartition(".")[2].split("[")[0])
+        if hint and "matching regex" in reason:
+            reason = f"not a valid value: {hint}"
+        raise ManifestError(path, reason) from None
+    return _check(manifest)
+
+
+def _check(m: Manifest) -> Parsed:
+    warnings: list[str] = []
+    seen: dict[str, int] = {}
+    for i, t in enumerate(m.tools):
+        if t.id in seen:
+            raise ManifestError(f"tools[{i}].id", f"{t.id!r} is declared twice (also tools[{seen[t.id]}])")
+        seen[t.id] = i
+    servers: dict[str, int] = {}
+    for i, s in enumerate(m.mcp_servers):
+        where = f"mcp_servers[{i}]"
+        if s.id in servers:
+            raise ManifestError(f"{where}.id", f"{s.id!r} is declared twice (also mcp_servers[{servers[s.id]}])")
+        servers[s.id] = i
+        if s.type == "stdio":
+            if not s.command:
+                raise ManifestError(f"{where}.command", "a stdio server needs the command to start it")
+            if s.url:
+                raise ManifestError(f"{where}.url", "a stdio server has no url; set type to sse or streamable-http")
+        else:
+            if not s.url or not re.match(r"^https?://[^/\s]+", s.url):
+                raise ManifestError(f"{where}.url", f"a {s.type} server needs an http:// or https:// url")
+            if s.command:
+                raise ManifestError(f"{where}.command", f"a {s.type} server is reached by url, not started by a command")
+    explicit = {o.tool_id for o in m.tool_overrides}
+    overrides = list(m.tool_overrides)
+    for i, t in enumerate(m.tools):
+        if t.renderer is None:
+            continue
+        config = dict(t.renderer)
+        kind = config.pop("type", None)
+        if kind not in RENDERERS:
+            raise ManifestError(f"tools[{i}].renderer.type", f"must be one of {', '.join(RENDERERS)}")
+        if t.id in explicit:
+            warnings.append(f"tools[{i}].renderer is ignored: tool_overrides sets {t.id!r} (it wins)")
+            continue
+        overrides.append(OverrideDecl(tool_id=t.id, renderer=kind, renderer_config=config))
+    for i, o in enumerate(m.tool_overrides):
+        server, sep, _ = o.tool_id.partition(":")
+        if sep and server not in servers:
+            warnings.append(f"tool_overrides[{i}].tool_id: no MCP server {server!r} is declared here")
+        elif not sep and o.tool_id not in seen:
+            warnings.append(f"tool_overrides[{i}].tool_id: no tool {o.tool_id!r} is declared here")
+    return Parsed(m, overrides, warnings)
