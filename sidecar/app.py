@@ -26,6 +26,7 @@ from .rpc import Connection, MethodTable, RequestContext, StdioTransport, Transp
 from .settings import Settings
 from .chat.chats import ChatService
 from .store import Database
+from .toolsets.service import ToolsetService
 from .workspace.service import WorkspaceService
 
 log = logging.getLogger("sidecar")
@@ -38,6 +39,7 @@ class Sidecar:
         self.db: Database | None = None
         self.workspace: WorkspaceService = None  # type: ignore[assignment]  # set in serve()
         self.chats: ChatService = None  # type: ignore[assignment]
+        self.toolsets: ToolsetService = None  # type: ignore[assignment]
         self.connection: Connection | None = None
         self.exit_code = process.EXIT_OK
         self.shutdown_requested = False
@@ -194,6 +196,7 @@ async def serve(
         app.workspace = WorkspaceService(app.db, settings.data_dir)
         app.on_close("workspace watchers", app.workspace.aclose)
         app.chats = ChatService(app.workspace)
+        app.toolsets = ToolsetService(app.db, settings.data_dir)
         return await app.run(transport, build_method_table(app))
     finally:
         lock.release()

@@ -24,7 +24,7 @@ def test_protocol_directory_is_generated_from_the_current_api():
 
 def test_every_client_method_has_a_handler_and_every_handler_a_spec():
     class App:  # build_method_table only needs what handlers close over
-        settings = workspace = chats = None
+        settings = workspace = chats = toolsets = db = None
 
     table = build_method_table(App())  # type: ignore[arg-type]
     expected = {s.name for s in SPECS if s.direction != "serverToClient"} - {"$/cancelRequest"}

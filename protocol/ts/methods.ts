@@ -37,6 +37,18 @@ export interface ClientRequests {
   "workspace/gc": { params: T.GcParams; result: T.GcResult };
   /** Read a toolset bundle (ZIP or folder) and show what installing it would add, including the commands its MCP servers would run; installs and runs nothing. */
   "toolsets/inspect": { params: T.InspectParams; result: T.InspectResult };
+  /** Install a toolset from a ZIP file or a folder (Conflict if its id is installed, unless replace is set). */
+  "toolsets/import": { params: T.ImportParams; result: T.ToolsetResult };
+  /** Installed toolsets. */
+  "toolsets/list": { params: undefined; result: T.ToolsetsResult };
+  /** A toolset with its tools (overrides applied) and its MCP server configuration. */
+  "toolsets/get": { params: T.ToolsetIdParams; result: T.ToolsetDetail };
+  /** Write the toolset as a ZIP: toolset.yaml regenerated from the database with every secret replaced by a ${VAR} placeholder, plus its files. */
+  "toolsets/export": { params: T.ExportParams; result: T.ExportResult };
+  /** Turn a whole toolset on or off (a disabled toolset hides all its tools). */
+  "toolsets/setEnabled": { params: T.SetEnabledParams; result: T.ToolsetResult };
+  /** Remove a toolset: its files, rows, overrides and MCP servers. */
+  "toolsets/uninstall": { params: T.ToolsetIdParams; result: T.Empty };
   /** Process facts: pid, memory, uptime, which heavy modules are loaded. */
   "debug/info": { params: undefined; result: T.DebugInfo };
   /** Wait ms milliseconds (reporting $/progress when given a workDoneToken); cancellable. For exercising cancellation and progress. */

@@ -256,6 +256,80 @@ export interface BundleFile {
   size: number;
 }
 
+export interface ImportParams {
+  path: string;
+  replace?: boolean;
+}
+
+export interface ToolsetResult {
+  toolset: Toolset;
+}
+
+export interface Toolset {
+  id: string;
+  name: string;
+  version: string;
+  description: string;
+  enabled: boolean;
+  userMcp: boolean;
+  sourceType: "local" | "url" | "user" | "zip";
+  installedAt: string;
+  sourceRef?: string | null;
+}
+
+export interface ToolsetsResult {
+  toolsets: Toolset[];
+}
+
+export interface ToolsetIdParams {
+  id: string;
+}
+
+export interface ToolsetDetail {
+  toolset: Toolset;
+  tools: Tool[];
+  mcpServers: ConfiguredServer[];
+}
+
+export interface Tool {
+  id: string;
+  name: string;
+  description: string;
+  provider: "builtin" | "http" | "mcp" | "python";
+  requiresConfirmation: boolean;
+  enabled: boolean;
+  inputSchema?: Record<string, unknown> | null;
+  toolsetId?: string | null;
+  renderer?: string | null;
+  rendererConfig?: Record<string, unknown> | null;
+}
+
+export interface ConfiguredServer {
+  id: string;
+  serverId: string;
+  toolsetId: string;
+  type: "sse" | "stdio" | "streamable-http";
+  enabled: boolean;
+  command?: string[] | null;
+  url?: string | null;
+}
+
+export interface ExportParams {
+  id: string;
+  path: string;
+}
+
+export interface ExportResult {
+  path: string;
+  size: number;
+  sha256: string;
+}
+
+export interface SetEnabledParams {
+  id: string;
+  enabled: boolean;
+}
+
 export interface DebugInfo {
   pid: number;
   version: string;

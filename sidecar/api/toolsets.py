@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from .base import MethodSpec, Model
+from .base import Empty, MethodSpec, Model
 from .errors import ErrorCode
 
 
@@ -65,4 +65,111 @@ SPECS = (
         params=InspectParams, result=InspectResult,
         errors=(ErrorCode.INVALID_BUNDLE, ErrorCode.INVALID_PARAMS),
     ),
+)
+
+
+class Toolset(Model):
+    id: str
+    name: str
+    version: str
+    description: str
+    enabled: bool
+    user_mcp: bool  # made by mcpServers/add (shown under "MCP servers"), not imported
+    source_type: Literal["zip", "local", "url", "user"]
+    installed_at: str
+    source_ref: str | None = None
+
+
+class Tool(Model):
+    id: str  # canonical: builtin name, toolset:tool, or mcp:toolset~server:tool
+    name: str
+    description: str
+    provider: Literal["builtin", "python", "mcp", "http"]
+    requires_confirmation: bool
+    enabled: bool
+    input_schema: dict[str, Any] | None = None
+    toolset_id: str | None = None
+    renderer: str | None = None
+    renderer_config: dict[str, Any] | None = None
+
+
+class ConfiguredServer(Model):
+    id: str  # server key: toolset~server
+    server_id: str
+    toolset_id: str
+    type: Literal["stdio", "sse", "streamable-http"]
+    enabled: bool
+    command: list[str] | None = None  # secrets masked
+    url: str | None = None
+
+
+class ImportParams(Model):
+    path: str
+    # Upgrade an installed toolset of the same id in place (overrides you made are kept).
+    replace: bool = False
+
+
+class ToolsetResult(Model):
+    toolset: Toolset
+
+
+class ToolsetsResult(Model):
+    toolsets: list[Toolset]
+
+
+class ToolsetIdParams(Model):
+    id: str
+
+
+class ToolsetDetail(Model):
+    toolset: Toolset
+    tools: list[Tool]
+    mcp_servers: list[ConfiguredServer]
+
+
+class ExportParams(Model):
+    id: str
+    path: str  # absolute path of the .zip to write
+
+
+class ExportResult(Model):
+    path: str
+    size: int
+    sha256: str
+
+
+class SetEnabledParams(Model):
+    id: str
+    enabled: bool
+
+
+_IB, _NF, _CF, _IP, _ST = (ErrorCode.INVALID_BUNDLE, ErrorCode.NOT_FOUND, ErrorCode.CONFLICT,
+                           ErrorCode.INVALID_PARAMS, ErrorCode.STORAGE_ERROR)
+
+SPECS = (
+    *SPECS,
+    MethodSpec("toolsets/import", "clientToServer", "request",
+               "Install a toolset from a ZIP file or a folder (Conflict if its id is installed, "
+               "unless replace is set).",
+               params=ImportParams, result=ToolsetResult, errors=(_IB, _CF, _ST),
+               seed_endpoints=("import_toolset",)),
+    MethodSpec("toolsets/list", "clientToServer", "request", "Installed toolsets.",
+               result=ToolsetsResult, errors=(_ST,), seed_endpoints=("list_toolsets",)),
+    MethodSpec("toolsets/get", "clientToServer", "request",
+               "A toolset with its tools (overrides applied) and its MCP server configuration.",
+               params=ToolsetIdParams, result=ToolsetDetail, errors=(_NF, _ST),
+               seed_endpoints=("get_toolset",)),
+    MethodSpec("toolsets/export", "clientToServer", "request",
+               "Write the toolset as a ZIP: toolset.yaml regenerated from the database with every "
+               "secret replaced by a ${VAR} placeholder, plus its files.",
+               params=ExportParams, result=ExportResult, errors=(_NF, _IP, _ST),
+               seed_endpoints=("export_toolset",)),
+    MethodSpec("toolsets/setEnabled", "clientToServer", "request",
+               "Turn a whole toolset on or off (a disabled toolset hides all its tools).",
+               params=SetEnabledParams, result=ToolsetResult, errors=(_NF, _ST),
+               seed_endpoints=("enable_toolset",)),
+    MethodSpec("toolsets/uninstall", "clientToServer", "request",
+               "Remove a toolset: its files, rows, overrides and MCP servers.",
+               params=ToolsetIdParams, result=Empty, errors=(_NF, _ST),
+               seed_endpoints=("uninstall_toolset",)),
 )

@@ -1,12 +1,24 @@
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
 from ..api.errors import InvalidBundle
+from ..api.base import Empty
 from ..api.toolsets import (
     BundleFile,
+    ConfiguredServer,
+    ExportParams,
+    ExportResult,
+    ImportParams,
+    SetEnabledParams,
+    Toolset,
+    ToolsetDetail,
+    ToolsetIdParams,
+    ToolsetResult,
+    ToolsetsResult,
     InspectedServer,
     InspectedTool,
     InspectParams,
@@ -17,6 +29,7 @@ from ..rpc import RequestContext
 
 if TYPE_CHECKING:
     from ..app import Sidecar
+    from ..toolsets.service import ToolsetRow
 
 
 def handlers(app: Sidecar) -> dict[str, Any]:
@@ -54,4 +67,47 @@ def handlers(app: Sidecar) -> dict[str, Any]:
             warnings=b.warnings,
         )
 
-    return {"toolsets/inspect": inspect}
+    svc = app.toolsets
+
+    def toolset_out(t: ToolsetRow) -> Toolset:
+        return Toolset(id=t.id, name=t.name, version=t.version, description=t.description,
+                       enabled=t.enabled, user_mcp=t.user_mcp, source_type=t.source_type,  # type: ignore[arg-type]
+                       installed_at=t.installed_at, source_ref=t.source_ref)
+
+    async def import_(p: ImportParams, ctx: RequestContext) -> ToolsetResult:
+        return ToolsetResult(toolset_out(await svc.install(p.path, replace=p.replace)))
+
+    async def list_(p: None, ctx: RequestContext) -> ToolsetsResult:
+        return ToolsetsResult([toolset_out(t) for t in await svc.list()])
+
+    async def get(p: ToolsetIdParams, ctx: RequestContext) -> ToolsetDetail:
+        from ..toolsets import registry, secrets
+
+        toolset = await svc.get(p.id)
+        servers = await app.db.fetchall(  # type: ignore[union-attr]
+            "SELECT id, server_type, enabled, command, args, url FROM toolset_mcp_servers "
+            "WHERE toolset_id = ? ORDER BY rowid", (p.id,))
+        return ToolsetDetail(
+            toolset_out(toolset),
+            await registry.toolset_tools(app.db, p.id),  # type: ignore[arg-type]
+            [ConfiguredServer(id=f"{p.id}~{r[0]}", server_id=r[0], toolset_id=p.id, type=r[1],
+                              enabled=bool(r[2]),
+                              command=[r[3], *secrets.mask_args(json.loads(r[4]))] if r[3] else None,
+                              url=secrets.mask_url(r[5]) if r[5] else None)
+             for r in servers],
+        )
+
+    async def export(p: ExportParams, ctx: RequestContext) -> ExportResult:
+        path, size, sha = await svc.export(p.id, p.path)
+        return ExportResult(str(path), size, sha)
+
+    async def set_enabled(p: SetEnabledParams, ctx: RequestContext) -> ToolsetResult:
+        return ToolsetResult(toolset_out(await svc.set_enabled(p.id, p.enabled)))
+
+    async def uninstall(p: ToolsetIdParams, ctx: RequestContext) -> Empty:
+        await svc.uninstall(p.id)
+        return Empty()
+
+    return {"toolsets/inspect": inspect, "toolsets/import": import_, "toolsets/list": list_,
+            "toolsets/get": get, "toolsets/export": export, "toolsets/setEnabled": set_enabled,
+            "toolsets/uninstall": uninstall}

@@ -54,3 +54,38 @@ def mask_args(args: list[str]) -> list[str]:
         else:
             out.append(arg)
     return out
+
+
+def _var(name: str) -> str:
+    return "${" + re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_").upper() + "}"
+
+
+def placeholder_map(values: dict[str, str]) -> dict[str, str]:
+    """For exports: every literal value becomes a ``${NAME}`` placeholder named after its key."""
+    return {k: v if is_reference(v) else _var(k) for k, v in values.items()}
+
+
+def placeholder_url(url: str) -> str:
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = "${URL_CREDENTIALS}@" + netloc.rpartition("@")[2]
+    query = urlencode(
+        [(k, v if is_reference(v) or not _SECRET_NAME.search(k) else _var(k))
+         for k, v in parse_qsl(parts.query, keep_blank_values=True)], safe="${}")
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def placeholder_args(args: list[str]) -> list[str]:
+    out: list[str] = []
+    previous = ""
+    for arg in args:
+        flag, eq, value = arg.partition("=")
+        if eq and _SECRET_NAME.search(flag) and not is_reference(value):
+            out.append(f"{flag}={_var(flag)}")
+        elif previous.startswith("-") and _SECRET_NAME.search(previous) and not is_reference(arg):
+            out.append(_var(previous))
+        else:
+            out.append(arg)
+        previous = arg if not eq else ""
+    return out

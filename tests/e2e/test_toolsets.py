@@ -65,3 +65,93 @@ async def test_inspect_rejections_are_invalid_bundle_with_the_place(sidecar: Sid
     missing = await sidecar.request_raw("toolsets/inspect", {"path": str(tmp_path / "nothing.zip")})
     assert missing["error"]["code"] == -32013 and "does not exist" in missing["error"]["message"]
     assert await sidecar.request("ping") == {}
+
+
+async def test_import_get_list_enable_and_uninstall(sidecar: SidecarClient, data_dir: Path):
+    toolset = (await sidecar.request("toolsets/import", {"path": str(EXAMPLE)}))["toolset"]
+    assert toolset["id"] == "app-builder" and toolset["enabled"] is True
+    assert toolset["sourceType"] == "local" and toolset["userMcp"] is False
+    assert [t["id"] for t in (await sidecar.request("toolsets/list"))["toolsets"]] == ["app-builder"]
+    detail = await sidecar.request("toolsets/get", {"id": "app-builder"})
+    tools = {t["id"]: t for t in detail["tools"]}
+    assert set(tools) == {"app-builder:write_file", "app-builder:read_file", "app-builder:run_command",
+                          "app-builder:word_stats"}
+    assert tools["app-builder:write_file"]["renderer"] == "code"
+    assert tools["app-builder:write_file"]["rendererConfig"] == {"file": "$args.path", "language": "auto", "editable": True}
+    assert tools["app-builder:write_file"]["inputSchema"]["required"] == ["path", "content"]
+    assert tools["app-builder:run_command"]["requiresConfirmation"] is True
+    assert tools["app-builder:word_stats"]["renderer"] == "html"
+    stored = list((data_dir / "toolsets" / "app-builder").glob("*/tools/files.py"))
+    assert len(stored) == 1 and stored[0].read_bytes() == (EXAMPLE / "tools" / "files.py").read_bytes()
+
+    again = await sidecar.request_raw("toolsets/import", {"path": str(EXAMPLE)})
+    assert again["error"]["code"] == -32011 and "replace" in again["error"]["message"]
+
+    off = (await sidecar.request("toolsets/setEnabled", {"id": "app-builder", "enabled": False}))["toolset"]
+    assert off["enabled"] is False
+    detail = await sidecar.request("toolsets/get", {"id": "app-builder"})
+    assert not any(t["enabled"] for t in detail["tools"])  # a disabled toolset hides its tools
+
+    await sidecar.request("toolsets/uninstall", {"id": "app-builder"})
+    assert (await sidecar.request("toolsets/list"))["toolsets"] == []
+    assert not (data_dir / "toolsets" / "app-builder").exists()
+    gone = await sidecar.request_raw("toolsets/get", {"id": "app-builder"})
+    assert gone["error"]["code"] == -32010
+
+
+async def test_upgrade_in_place_replaces_the_files_and_keeps_one_revision(sidecar: SidecarClient, tmp_path: Path, data_dir: Path):
+    folder = tmp_path / "ts"
+    shutil.copytree(EXAMPLE, folder)
+    await sidecar.request("toolsets/import", {"path": str(folder)})
+    text = (folder / "toolset.yaml").read_text().replace('version: "1.0.0"', 'version: "1.1.0"')
+    (folder / "toolset.yaml").write_text(text.replace("Write content to a file", "Write a file"))
+    upgraded = (await sidecar.request("toolsets/import", {"path": str(folder), "replace": True}))["toolset"]
+    assert upgraded["version"] == "1.1.0"
+    tools = {t["id"]: t for t in (await sidecar.request("toolsets/get", {"id": "app-builder"}))["tools"]}
+    assert tools["app-builder:write_file"]["description"] == "Write a file in the workspace"
+    assert len(list((data_dir / "toolsets" / "app-builder").iterdir())) == 1  # the old revision went
+
+
+async def test_a_failed_import_leaves_no_rows_and_no_files(sidecar: SidecarClient, tmp_path: Path, data_dir: Path):
+    folder = tmp_path / "ts"
+    shutil.copytree(EXAMPLE, folder)
+    (folder / "tools" / "shell.py").write_text("def run_command(:\n")
+    reply = await sidecar.request_raw("toolsets/import", {"path": str(folder)})
+    assert reply["error"]["code"] == -32013 and reply["error"]["data"]["path"] == "tools/shell.py:1"
+    assert (await sidecar.request("toolsets/list"))["toolsets"] == []
+    assert not any((data_dir / "toolsets").rglob("*.py")) if (data_dir / "toolsets").exists() else True
+
+
+async def test_export_then_import_gives_the_same_toolset_without_secrets(sidecar: SidecarClient, tmp_path: Path):
+    import zipfile
+
+    import yaml
+
+    folder = tmp_path / "ts"
+    shutil.copytree(EXAMPLE, folder)
+    with open(folder / "toolset.yaml", "a") as f:
+        f.write(SERVERS)
+    await sidecar.request("toolsets/import", {"path": str(folder)})
+    before = await sidecar.request("toolsets/get", {"id": "app-builder"})
+    out = tmp_path / "exported.zip"
+    got = await sidecar.request("toolsets/export", {"id": "app-builder", "path": str(out)})
+    assert got["path"] == str(out) and got["size"] == out.stat().st_size
+    with zipfile.ZipFile(out) as z:
+        names = set(z.namelist())
+        manifest = z.read("toolset.yaml").decode()
+    assert {"toolset.yaml", "tools/files.py", "tools/stats.py", "artifacts/stats.html"} <= names
+    for secret in ("sk-live-123", "abc123", "hunter2", "secret", "user:pw"):
+        assert secret not in manifest
+    servers = {s["id"]: s for s in yaml.safe_load(manifest)["mcp_servers"]}
+    assert servers["search"]["env"] == {"API_KEY": "${SEARCH_API_KEY}", "LITERAL_TOKEN": "${LITERAL_TOKEN}"}
+    assert servers["search"]["args"][3] == "${API_KEY}"
+    assert servers["remote"]["headers"] == {"Authorization": "${AUTHORIZATION}"}
+    assert "token=${TOKEN}" in servers["remote"]["url"]
+
+    await sidecar.request("toolsets/uninstall", {"id": "app-builder"})
+    await sidecar.request("toolsets/import", {"path": str(out)})
+    after = await sidecar.request("toolsets/get", {"id": "app-builder"})
+    assert after["tools"] == before["tools"]
+    assert [s["serverId"] for s in after["mcpServers"]] == ["search", "remote"]
+    bad = await sidecar.request_raw("toolsets/export", {"id": "app-builder", "path": "relative.zip"})
+    assert bad["error"]["code"] == -32602

@@ -1,0 +1,1 @@
+"""The tool runtime: running tools and planning how their results are shown."""

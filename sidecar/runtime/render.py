@@ -1,0 +1,223 @@
+"""Render plans: how the app shows a tool call's result (spec section 5).
+
+``interpolate`` fills ``$args``/``$return``/... expressions into a renderer config, ``render_plan``
+validates the config of one renderer type, and ``inject_html`` puts the data into an html
+renderer's page so that no value can ever break out of its ``<script>`` element.
+
+Interpolation syntax: ``$name`` followed by path segments ``.key``, ``.2`` or ``[2]``; the
+expression is the longest well-formed path, so ``"$args.path."`` and ``"[$args.x]"`` end before
+the ``.``/``]``. ``$$`` is a literal ``$``, and a ``$`` not followed by a letter or ``_`` (``"$5"``)
+is kept as it is. Substituted values are never scanned again, and nothing is ever evaluated.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, NamedTuple
+from urllib.parse import urlsplit
+
+from ..toolsets.manifest import RENDERERS
+from ..workspace import paths
+
+_EXPR = re.compile(r"\$\$|\$([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z0-9_]+|\[[0-9]+\])*)")
+_SEGMENT = re.compile(r"\.([A-Za-z0-9_]+)|\[([0-9]+)\]")
+_LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
+_MISSING = object()
+
+
+class RenderError(ValueError):
+    pass
+
+
+class Interpolated(NamedTuple):
+    value: Any
+    missing: list[str]  # expressions that resolved to nothing, in order of first use, once each
+
+
+def interpolate(value: Any, scope: dict[str, Any]) -> Interpolated:
+    """Fill expressions in every string of ``value`` (dicts and lists are walked, keys are not).
+
+    ``scope`` maps root names (``args``, ``return``, ``chat_id``, ...) to their values. A string
+    that is exactly one expression becomes the value itself, keeping its type; inside a longer
+    string a value is written as text (JSON for dicts, lists, booleans and None). A missing path,
+    or an unknown root name, is None as a whole value and "" inside a string, and is reported.
+    """
+    missing: list[str] = []
+
+    def lookup(m: re.Match[str]) -> Any:
+        found = _resolve(scope, m[1], m[2])
+        if found is _MISSING and m[0] not in missing:
+            missing.append(m[0])
+        return found
+
+    def text(m: re.Match[str]) -> str:
+        if m[0] == "$$":
+            return "$"
+        found = lookup(m)
+        if found is _MISSING:
+            return ""
+        if isinstance(found, str):
+            return found
+        if isinstance(found, (dict, list, bool)) or found is None:
+            return json.dumps(found, ensure_ascii=False)
+        return str(found)
+
+    def walk(v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: walk(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        if not isinstance(v, str):
+            return v
+        whole = _EXPR.fullmatch(v)
+        if whole and whole[0] != "$$":
+            found = lookup(whole)
+            return None if found is _MISSING else found
+        return _EXPR.sub(text, v)
+
+    return Interpolated(walk(value), missing)
+
+
+def _resolve(scope: dict[str, Any], root: str, path: str) -> Any:
+    if root not in scope:
+        return _MISSING
+    current = scope[root]
+    for key, index in _SEGMENT.findall(path):
+        step = key or index
+        if isinstance(current, dict):
+            current = current.get(step, _MISSING)
+        elif isinstance(current, list) and step.isdigit() and int(step) < len(current):
+            current = current[int(step)]
+        else:
+            return _MISSING  # a missing key, an index out of range, or a step into a scalar
+        if current is _MISSING:
+            return _MISSING
+    return current
+
+
+def render_plan(
+    renderer: str | None,
+    config: dict[str, Any] | None,
+    *,
+    args: Any,
+    result: Any,
+    chat_id: str | None,
+    workspace: Path | None,
+    toolset_dir: Path | None,
+) -> dict[str, Any] | None:
+    """The plan ``{"renderer", "config", "missing"}`` for one tool call, or None without a renderer.
+
+    ``missing`` lists the expressions that resolved to nothing, so the caller can warn about them.
+    Raises ``RenderError`` for an unknown renderer or a config that names something it must not.
+    """
+    if renderer is None:
+        return None
+    if renderer not in RENDERERS:
+        raise RenderError(f"unknown renderer {renderer!r}: use one of {', '.join(RENDERERS)}")
+    if config is not None and not isinstance(config, dict):
+        raise RenderError(f"the {renderer} renderer config must be an object")
+    scope = {
+        "args": args,
+        "return": result,
+        "chat_id": chat_id,
+        "workspace": None if workspace is None else str(workspace),
+        "toolset": None if toolset_dir is None else str(toolset_dir),
+    }
+    filled, missing = interpolate(config or {}, scope)
+    if renderer == "html":
+        filled["artifact"] = _artifact(filled.get("artifact"), toolset_dir)
+    elif renderer == "frame":
+        filled["url"] = _frame_url(filled)
+    else:
+        _file_or_content(renderer, filled)
+    return {"renderer": renderer, "config": filled, "missing": missing}
+
+
+def _artifact(artifact: Any, toolset_dir: Path | None) -> str:
+    if not isinstance(artifact, str) or not artifact:
+        raise RenderError("the html renderer needs an artifact path inside the toolset")
+    if toolset_dir is None:
+        raise RenderError(f"artifact {artifact!r}: the tool has no toolset directory")
+    try:
+        rel = paths.check(artifact.removeprefix("./"))
+    except paths.PathRejected as exc:
+        raise RenderError(f"artifact {artifact!r}: {exc}") from None
+    # Compare real paths so that a symlink anywhere on the way, the file itself included, is
+    # judged by where it really leads.
+    root = os.path.realpath(toolset_dir)
+    real = os.path.realpath(os.path.join(root, *rel.split("/")))
+    if not real.startswith(root + os.sep):
+        raise RenderError(f"artifact {artifact!r} leads out of the toolset directory")
+    if not os.path.isfile(real):
+        raise RenderError(f"artifact {artifact!r} is not a file in the toolset")
+    return real
+
+
+def _frame_url(config: dict[str, Any]) -> str:
+    url = config.get("url")
+    if url is None:
+        port = config.get("port")
+        if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+            raise RenderError(f"the frame renderer needs a url or a port from 1 to 65535, not {port!r}")
+        return f"http://127.0.0.1:{port}/"
+    # Browsers read '\' as '/' and drop tabs and newlines, so such a URL could name another host
+    # than the one checked here.
+    if not isinstance(url, str) or re.search(r"[\\\s\x00-\x1f\x7f]", url):
+        raise RenderError(f"frame url {url!r} is not a plain http(s) URL")
+    try:
+        parts = urlsplit(url)
+        parts.port  # reading it raises ValueError for a port that is not 0..65535
+    except ValueError:
+        raise RenderError(f"frame url {url!r} is not a valid URL") from None
+    if parts.scheme not in ("http", "https") or "@" in parts.netloc or parts.hostname not in _LOCAL_HOSTS:
+        raise RenderError(f"frame url {url!r} must be http(s) to localhost, 127.0.0.1 or [::1]")
+    return url
+
+
+def _file_or_content(renderer: str, config: dict[str, Any]) -> None:
+    file = config.get("file")
+    if file is None:
+        if "content" not in config:
+            raise RenderError(f"the {renderer} renderer needs a file or content")
+        return
+    if not isinstance(file, str):
+        raise RenderError(f"the {renderer} renderer file must be a workspace path, not {file!r}")
+    try:
+        paths.check(file.removeprefix("./"))
+    except paths.PathRejected as exc:
+        raise RenderError(f"file {file!r}: {exc}") from None
+
+
+def inject_html(html: str, data: Any) -> str:
+    """Put ``data`` into the page as ``window.__TOOL_DATA__``: before ``</head>``, else right after
+    ``<body ...>``, else at the start."""
+    # <, > and & can only occur inside JSON strings, where \\uXXXX means the same character, so
+    # the JSON stays valid while no value can close the script element or open a comment.
+    # U+2028/9 are line breaks to older JS parsers; lone surrogates cannot be encoded as UTF-8.
+    payload = re.sub(
+        "[<>&\u2028\u2029\ud800-\udfff]",
+        lambda m: f"\\u{ord(m[0]):04x}",
+        json.dumps(data, ensure_ascii=False),
+    )
+    script = f"<script>window.__TOOL_DATA__ = {payload};</script>"
+    if m := re.search(r"</head\s*>", html, re.IGNORECASE):
+        return html[: m.start()] + script + html[m.start() :]
+    if m := re.search(r"""<body\b(?:[^>"']|"[^"]*"|'[^']*')*>""", html, re.IGNORECASE):
+        return html[: m.end()] + script + html[m.end() :]
+    return script + html
+
+
+def load_artifact_page(plan: dict[str, Any]) -> str:
+    """The html renderer's page: its artifact (UTF-8) with ``config["data"]`` injected."""
+    if plan.get("renderer") != "html":
+        raise RenderError(f"only an html plan has an artifact page, not {plan.get('renderer')!r}")
+    config = plan["config"]
+    artifact = config["artifact"]
+    try:
+        html = Path(artifact).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RenderError(f"artifact {artifact!r} cannot be read: {exc}") from None
+    return inject_html(html, config.get("data"))

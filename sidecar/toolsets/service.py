@@ -1,0 +1,264 @@
+"""Installing, listing, exporting and removing toolsets.
+
+Files of an install go to a fresh revision folder (``toolsets/<id>/<revision>/``) and one database
+transaction makes it current, so a failed import leaves no rows and no files, and an upgrade never
+leaves a half-replaced folder behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+import os
+import shutil
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.to_thread
+
+from ..api.errors import Conflict, InvalidBundle, InvalidParams, NotFound
+from ..store import Database
+from ..store.rows import now
+from . import secrets
+
+if TYPE_CHECKING:
+    from .bundle import Bundle
+    from .manifest import Manifest
+
+log = logging.getLogger("sidecar.toolsets")
+
+
+@dataclass
+class ToolsetRow:
+    id: str
+    name: str
+    version: str
+    description: str
+    enabled: bool
+    user_mcp: bool
+    source_type: str
+    source_ref: str | None
+    installed_at: str
+    files_dir: str | None
+
+
+_COLS = "id, name, version, description, enabled, user_mcp, source_type, source_ref, installed_at, files_dir"
+
+
+def _toolset(row: Any) -> ToolsetRow:
+    return ToolsetRow(row[0], row[1], row[2], row[3], bool(row[4]), bool(row[5]), row[6], row[7], row[8], row[9])
+
+
+class ToolsetService:
+    def __init__(self, db: Database, data_dir: Path) -> None:
+        self.db = db
+        self.root = data_dir / "toolsets"
+        self._lock = anyio.Lock()  # one install/uninstall at a time
+        # Filled by the MCP host: called with a toolset id before its rows go away.
+        self.before_uninstall: list[Any] = []
+
+    async def get(self, toolset_id: str) -> ToolsetRow:
+        row = await self.db.fetchone(f"SELECT {_COLS} FROM toolsets WHERE id = ?", (toolset_id,))
+        if row is None:
+            raise NotFound("toolset", toolset_id)
+        return _toolset(row)
+
+    async def list(self) -> list[ToolsetRow]:
+        return [_toolset(r) for r in await self.db.fetchall(f"SELECT {_COLS} FROM toolsets ORDER BY name, id")]
+
+    async def set_enabled(self, toolset_id: str, enabled: bool) -> ToolsetRow:
+        await self.get(toolset_id)
+        async with self.db.write() as w:
+            await w.execute("UPDATE toolsets SET enabled = ?, updated_at = ? WHERE id = ?",
+                            (int(enabled), now(), toolset_id))
+        return await self.get(toolset_id)
+
+    # -- install -----------------------------------------------------------------------------
+
+    async def install(self, source: str, *, replace: bool = False) -> ToolsetRow:
+        from . import bundle  # zipfile and ast: loaded on first use, not at start-up
+
+        try:
+            b = await anyio.to_thread.run_sync(bundle.read, source)
+        except bundle.BundleError as exc:
+            raise InvalidBundle(exc.path, exc.reason) from None
+        m = b.manifest
+        async with self._lock:
+            existing = await self.db.fetchone("SELECT user_mcp, files_dir FROM toolsets WHERE id = ?", (m.id,))
+            if existing is not None and existing[0]:
+                raise Conflict("id taken by an MCP server",
+                               f"{m.id!r} is the id of an MCP server you added; rename the toolset")
+            if existing is not None and not replace:
+                raise Conflict("already installed",
+                               f"a toolset {m.id!r} is already installed; pass replace: true to upgrade it")
+            revision = self.root / m.id / uuid.uuid4().hex[:12]
+            await anyio.to_thread.run_sync(_write_files, revision, b.files)
+            try:
+                await self._write_rows(b, revision, replace=existing is not None)
+            except BaseException:
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(shutil.rmtree, revision, True)
+                raise
+            if existing is not None and existing[1]:
+                await anyio.to_thread.run_sync(shutil.rmtree, existing[1], True)
+        return await self.get(m.id)
+
+    async def _write_rows(self, b: Bundle, revision: Path, *, replace: bool) -> None:
+        from .bundle import kind_of
+
+        m: Manifest = b.manifest
+        stamp = now()
+        async with self.db.write() as w:
+            if replace:
+                for table in ("toolset_files", "tools", "toolset_mcp_servers"):
+                    await w.execute(f"DELETE FROM {table} WHERE toolset_id = ?", (m.id,))
+                await w.execute("DELETE FROM tool_overrides WHERE toolset_id = ? AND origin = 'manifest'", (m.id,))
+                await w.execute(
+                    "UPDATE toolsets SET name=?, version=?, description=?, source_type=?, source_ref=?, "
+                    "manifest_version=?, updated_at=?, files_dir=? WHERE id=?",
+                    (m.name, m.version, m.description, b.source_type, str(b.source), m.manifest_version,
+                     stamp, str(revision), m.id))
+            else:
+                await w.execute(
+                    "INSERT INTO toolsets (id, name, version, description, enabled, user_mcp, installed_at, "
+                    "updated_at, source_type, source_ref, manifest_version, files_dir) "
+                    "VALUES (?, ?, ?, ?, 1, 0, ?, ?, ?, ?, ?, ?)",
+                    (m.id, m.name, m.version, m.description, stamp, stamp, b.source_type, str(b.source),
+                     m.manifest_version, str(revision)))
+            await w.executemany(
+                "INSERT INTO toolset_files (toolset_id, path, kind, sha256, size, stored_path) VALUES (?, ?, ?, ?, ?, ?)",
+                [(m.id, path, kind_of(path), hashlib.sha256(data).hexdigest(), len(data),
+                  str(revision / path)) for path, data in b.files.items()])
+            await w.executemany(
+                "INSERT INTO tools (tool_id, toolset_id, provider, name, description, input_schema, "
+                "requires_confirmation, enabled, entrypoint, config) VALUES (?, ?, 'python', ?, ?, ?, ?, 1, ?, ?)",
+                [(f"{m.id}:{t.id}", m.id, t.name or t.id, t.description or "",
+                  json.dumps(t.input_schema) if t.input_schema is not None else None,
+                  int(t.requires_confirmation), t.entrypoint,
+                  json.dumps({"timeout": t.timeout} if t.timeout else {})) for t in m.tools])
+            user = {r[0] for r in await (await w.execute(
+                "SELECT tool_id FROM tool_overrides WHERE toolset_id = ? AND origin = 'user'", (m.id,))).fetchall()}
+            declared = {t.id for t in m.tools}
+            rows = []
+            for o in b.parsed.overrides:
+                key = f"{m.id}:{o.tool_id}" if o.tool_id in declared else o.tool_id
+                if key in user:
+                    continue  # the user's own override of this tool wins over the new manifest
+                rows.append((uuid.uuid4().hex, m.id, key, o.renderer,
+                             json.dumps(o.renderer_config) if o.renderer_config is not None else None,
+                             o.name_override, o.description_override, _opt_bool(o.requires_confirmation),
+                             _opt_bool(o.enabled), stamp))
+            await w.executemany(
+                "INSERT INTO tool_overrides (id, toolset_id, tool_id, renderer, renderer_config, name_override, "
+                "description_override, requires_confirmation, enabled, updated_at, origin) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'manifest')", rows)
+            await w.executemany(
+                "INSERT INTO toolset_mcp_servers (id, toolset_id, server_type, enabled, command, args, cwd, url, "
+                "headers, env, requires_confirmation, options, created_at) VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(s.id, m.id, s.type, s.command, json.dumps(s.args), s.cwd, s.url, json.dumps(s.headers),
+                  json.dumps(s.env), int(s.requires_confirmation),
+                  json.dumps({k: v for k, v in (("connect_timeout", s.connect_timeout),
+                                                 ("call_timeout", s.call_timeout)) if v}), stamp)
+                 for s in m.mcp_servers])
+
+    # -- uninstall ---------------------------------------------------------------------------
+
+    async def uninstall(self, toolset_id: str) -> None:
+        async with self._lock:
+            toolset = await self.get(toolset_id)
+            for hook in self.before_uninstall:
+                await hook(toolset_id)
+            async with self.db.write() as w:
+                await w.execute("DELETE FROM toolsets WHERE id = ?", (toolset_id,))
+            await anyio.to_thread.run_sync(shutil.rmtree, self.root / toolset.id, True)
+
+    # -- export ------------------------------------------------------------------------------
+
+    async def export(self, toolset_id: str, dest: str) -> tuple[Path, int, str]:
+        toolset = await self.get(toolset_id)
+        target = Path(dest)
+        if not target.is_absolute() or target.suffix.lower() != ".zip":
+            raise InvalidParams("params.path", "give an absolute path ending in .zip")
+        if not target.parent.is_dir():
+            raise InvalidParams("params.path", f"the folder {target.parent} does not exist")
+        manifest = await self.manifest_from_rows(toolset)
+        files = await self.db.fetchall(
+            "SELECT path, stored_path FROM toolset_files WHERE toolset_id = ? ORDER BY path", (toolset_id,))
+        data = await anyio.to_thread.run_sync(_pack, manifest, [(r[0], r[1]) for r in files], target)
+        return target, len(data), hashlib.sha256(data).hexdigest()
+
+    async def manifest_from_rows(self, toolset: ToolsetRow) -> dict[str, Any]:
+        """toolset.yaml regenerated from the database, secrets turned into ${VAR} placeholders."""
+        tid = toolset.id
+        tools = await self.db.fetchall(
+            "SELECT tool_id, name, description, entrypoint, input_schema, requires_confirmation, config "
+            "FROM tools WHERE toolset_id = ? ORDER BY rowid", (tid,))
+        overrides = await self.db.fetchall(
+            "SELECT tool_id, renderer, renderer_config, name_override, description_override, "
+            "requires_confirmation, enabled FROM tool_overrides WHERE toolset_id = ? ORDER BY tool_id", (tid,))
+        servers = await self.db.fetchall(
+            "SELECT id, server_type, command, args, cwd, url, headers, env, requires_confirmation, options "
+            "FROM toolset_mcp_servers WHERE toolset_id = ? ORDER BY rowid", (tid,))
+        out: dict[str, Any] = {"manifest_version": "1", "id": tid, "name": toolset.name,
+                               "version": toolset.version, "description": toolset.description}
+        out["tools"] = [_drop_empty({
+            "id": r[0].partition(":")[2], "name": r[1], "description": r[2], "entrypoint": r[3],
+            "input_schema": json.loads(r[4]) if r[4] else None,
+            "requires_confirmation": bool(r[5]) or None, **json.loads(r[6] or "{}")}) for r in tools]
+        out["tool_overrides"] = [_drop_empty({
+            "tool_id": r[0].removeprefix(f"{tid}:"), "renderer": r[1],
+            "renderer_config": json.loads(r[2]) if r[2] else None, "name_override": r[3],
+            "description_override": r[4], "requires_confirmation": _from_opt(r[5]),
+            "enabled": _from_opt(r[6])}) for r in overrides]
+        out["mcp_servers"] = [_drop_empty({
+            "id": r[0], "type": r[1], "command": r[2],
+            "args": secrets.placeholder_args(json.loads(r[3])), "cwd": r[4],
+            "url": secrets.placeholder_url(r[5]) if r[5] else None,
+            "headers": secrets.placeholder_map(json.loads(r[6])),
+            "env": secrets.placeholder_map(json.loads(r[7])),
+            "requires_confirmation": bool(r[8]) or None, **json.loads(r[9] or "{}")}) for r in servers]
+        return {k: v for k, v in out.items() if v != []}
+
+
+def _opt_bool(value: bool | None) -> int | None:
+    return None if value is None else int(value)
+
+
+def _from_opt(value: int | None) -> bool | None:
+    return None if value is None else bool(value)
+
+
+def _drop_empty(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if v not in (None, {}, [], "")}
+
+
+def _write_files(revision: Path, files: dict[str, bytes]) -> None:
+    for path, data in files.items():  # names were checked when the bundle was read
+        target = revision.joinpath(*path.split("/"))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+
+def _pack(manifest: dict[str, Any], files: list[tuple[str, str]], target: Path) -> bytes:
+    import zipfile
+
+    import yaml
+
+    from .bundle import MANIFEST
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr(MANIFEST, yaml.safe_dump(manifest, sort_keys=False, allow_unicode=True))
+        for path, stored in files:
+            if path != MANIFEST:
+                z.write(stored, path)
+    data = buffer.getvalue()
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, target)
+    return data
