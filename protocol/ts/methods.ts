@@ -49,6 +49,12 @@ export interface ClientRequests {
   "toolsets/setEnabled": { params: T.SetEnabledParams; result: T.ToolsetResult };
   /** Remove a toolset: its files, rows, overrides and MCP servers. */
   "toolsets/uninstall": { params: T.ToolsetIdParams; result: T.Empty };
+  /** Tools with overrides applied (disabled ones only with includeDisabled). */
+  "tools/list": { params: T.ToolsListParams; result: T.ToolsResult };
+  /** One tool by canonical id, overrides applied. */
+  "tools/get": { params: T.ToolIdParams; result: T.ToolResult };
+  /** Change how a tool appears and behaves (renderer, name, description, confirmation, enabled) without touching its provider; kept across toolset upgrades. */
+  "tools/setOverride": { params: T.SetOverrideParams; result: T.ToolResult };
   /** Process facts: pid, memory, uptime, which heavy modules are loaded. */
   "debug/info": { params: undefined; result: T.DebugInfo };
   /** Wait ms milliseconds (reporting $/progress when given a workDoneToken); cancellable. For exercising cancellation and progress. */

@@ -330,6 +330,34 @@ export interface SetEnabledParams {
   enabled: boolean;
 }
 
+export interface ToolsListParams {
+  chatId?: string | null;
+  includeDisabled?: boolean;
+}
+
+export interface ToolsResult {
+  tools: Tool[];
+}
+
+export interface ToolIdParams {
+  id: string;
+}
+
+export interface ToolResult {
+  tool: Tool;
+}
+
+export interface SetOverrideParams {
+  toolsetId: string;
+  toolId: string;
+  renderer?: "code" | "document" | "frame" | "html" | null;
+  rendererConfig?: Record<string, unknown> | null;
+  nameOverride?: string | null;
+  descriptionOverride?: string | null;
+  requiresConfirmation?: boolean | null;
+  enabled?: boolean | null;
+}
+
 export interface DebugInfo {
   pid: number;
   version: string;

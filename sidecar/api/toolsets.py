@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+import msgspec
+
 from .base import Empty, MethodSpec, Model
 from .errors import ErrorCode
 
@@ -172,4 +174,48 @@ SPECS = (
                "Remove a toolset: its files, rows, overrides and MCP servers.",
                params=ToolsetIdParams, result=Empty, errors=(_NF, _ST),
                seed_endpoints=("uninstall_toolset",)),
+)
+
+
+class ToolsListParams(Model):
+    chat_id: str | None = None
+    include_disabled: bool = False
+
+
+class ToolsResult(Model):
+    tools: list[Tool]
+
+
+class ToolIdParams(Model):
+    id: str
+
+
+class ToolResult(Model):
+    tool: Tool
+
+
+class SetOverrideParams(Model):
+    toolset_id: str
+    tool_id: str  # canonical (toolset:tool) or as named in the toolset (tool)
+    # Absent: keep the current value; null: remove the override of that field.
+    renderer: Literal["code", "document", "html", "frame"] | None | msgspec.UnsetType = msgspec.UNSET
+    renderer_config: dict[str, Any] | None | msgspec.UnsetType = msgspec.UNSET
+    name_override: str | None | msgspec.UnsetType = msgspec.UNSET
+    description_override: str | None | msgspec.UnsetType = msgspec.UNSET
+    requires_confirmation: bool | None | msgspec.UnsetType = msgspec.UNSET
+    enabled: bool | None | msgspec.UnsetType = msgspec.UNSET
+
+
+SPECS = (
+    *SPECS,
+    MethodSpec("tools/list", "clientToServer", "request",
+               "Tools with overrides applied (disabled ones only with includeDisabled).",
+               params=ToolsListParams, result=ToolsResult, errors=(_ST,),
+               seed_endpoints=("list_tools", "get_available_tools")),
+    MethodSpec("tools/get", "clientToServer", "request", "One tool by canonical id, overrides applied.",
+               params=ToolIdParams, result=ToolResult, errors=(_NF, _ST), seed_endpoints=("get_tool",)),
+    MethodSpec("tools/setOverride", "clientToServer", "request",
+               "Change how a tool appears and behaves (renderer, name, description, confirmation, "
+               "enabled) without touching its provider; kept across toolset upgrades.",
+               params=SetOverrideParams, result=ToolResult, errors=(_NF, _IP, _ST)),
 )

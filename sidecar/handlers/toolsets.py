@@ -3,6 +3,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 import anyio.to_thread
 
 from ..api.errors import InvalidBundle
@@ -19,6 +21,11 @@ from ..api.toolsets import (
     ToolsetIdParams,
     ToolsetResult,
     ToolsetsResult,
+    ToolIdParams,
+    ToolResult,
+    ToolsListParams,
+    ToolsResult,
+    SetOverrideParams,
     InspectedServer,
     InspectedTool,
     InspectParams,
@@ -108,6 +115,24 @@ def handlers(app: Sidecar) -> dict[str, Any]:
         await svc.uninstall(p.id)
         return Empty()
 
-    return {"toolsets/inspect": inspect, "toolsets/import": import_, "toolsets/list": list_,
+    async def tools_list(p: ToolsListParams, ctx: RequestContext) -> ToolsResult:
+        from ..toolsets import registry
+
+        return ToolsResult(await registry.list_tools(app.db, p.include_disabled))  # type: ignore[arg-type]
+
+    async def tools_get(p: ToolIdParams, ctx: RequestContext) -> ToolResult:
+        from ..toolsets import registry
+
+        return ToolResult(await registry.get_tool(app.db, p.id))  # type: ignore[arg-type]
+
+    async def set_override(p: SetOverrideParams, ctx: RequestContext) -> ToolResult:
+        from ..toolsets import registry
+
+        changes = {f: getattr(p, f) for f in p.__struct_fields__
+                   if f not in ("toolset_id", "tool_id") and getattr(p, f) is not msgspec.UNSET}
+        return ToolResult(await registry.set_override(app.db, p.toolset_id, p.tool_id, changes))  # type: ignore[arg-type]
+
+    return {"tools/list": tools_list, "tools/get": tools_get, "tools/setOverride": set_override,
+            "toolsets/inspect": inspect, "toolsets/import": import_, "toolsets/list": list_,
             "toolsets/get": get, "toolsets/export": export, "toolsets/setEnabled": set_enabled,
             "toolsets/uninstall": uninstall}

@@ -155,3 +155,34 @@ async def test_export_then_import_gives_the_same_toolset_without_secrets(sidecar
     assert [s["serverId"] for s in after["mcpServers"]] == ["search", "remote"]
     bad = await sidecar.request_raw("toolsets/export", {"id": "app-builder", "path": "relative.zip"})
     assert bad["error"]["code"] == -32602
+
+
+async def test_overrides_apply_on_read_and_survive_an_upgrade(sidecar: SidecarClient, tmp_path: Path):
+    folder = tmp_path / "ts"
+    shutil.copytree(EXAMPLE, folder)
+    await sidecar.request("toolsets/import", {"path": str(folder)})
+    tool = (await sidecar.request("tools/setOverride", {
+        "toolsetId": "app-builder", "toolId": "read_file", "nameOverride": "Peek",
+        "requiresConfirmation": True, "renderer": "document"}))["tool"]
+    assert (tool["id"], tool["name"], tool["requiresConfirmation"], tool["renderer"]) == \
+        ("app-builder:read_file", "Peek", True, "document")
+    assert tool["rendererConfig"] == {"file": "$args.path", "language": "auto"}  # untouched field kept
+    hidden = await sidecar.request("tools/setOverride", {"toolsetId": "app-builder", "toolId": "app-builder:write_file", "enabled": False})
+    assert hidden["tool"]["enabled"] is False
+    listed = [t["id"] for t in (await sidecar.request("tools/list"))["tools"]]
+    assert "app-builder:write_file" not in listed and "app-builder:read_file" in listed
+    everything = [t["id"] for t in (await sidecar.request("tools/list", {"includeDisabled": True}))["tools"]]
+    assert "app-builder:write_file" in everything
+
+    text = (folder / "toolset.yaml").read_text().replace('version: "1.0.0"', 'version: "2.0.0"')
+    (folder / "toolset.yaml").write_text(text)
+    await sidecar.request("toolsets/import", {"path": str(folder), "replace": True})
+    kept = (await sidecar.request("tools/get", {"id": "app-builder:read_file"}))["tool"]
+    assert kept["name"] == "Peek" and kept["requiresConfirmation"] is True  # the user's choice survives
+
+    cleared = (await sidecar.request("tools/setOverride", {"toolsetId": "app-builder", "toolId": "read_file", "nameOverride": None}))["tool"]
+    assert cleared["name"] == "Read File"
+    missing = await sidecar.request_raw("tools/setOverride", {"toolsetId": "app-builder", "toolId": "nope", "enabled": False})
+    assert missing["error"]["code"] == -32010
+    bad = await sidecar.request_raw("tools/setOverride", {"toolsetId": "app-builder", "toolId": "read_file", "renderer": "fancy"})
+    assert bad["error"]["code"] == -32602
