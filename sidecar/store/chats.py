@@ -97,19 +97,11 @@ class ChatRepo:
                 )
         return msg
 
-    async def set_position(
-        self, chat_id: str, leaf_id: str | None, manifest_id: str | None,
-        leaf_manifest: str | None = None,
-    ) -> None:
-        """Move the active leaf and manifest; ``leaf_manifest`` also records the manifest as the
-        state after that leaf message."""
+    async def set_position(self, chat_id: str, leaf_id: str | None, manifest_id: str | None) -> None:
+        """Move the active leaf and the active manifest."""
         async with self.db.write() as w:
             await w.execute(
                 "UPDATE chats SET active_leaf_message_id = ?, active_manifest_id = ?, "
                 "updated_at = ? WHERE id = ?",
                 (leaf_id, manifest_id, now(), chat_id),
             )
-            if leaf_manifest is not None and leaf_id is not None:
-                await w.execute(
-                    "UPDATE messages SET manifest_id = ? WHERE id = ?", (leaf_manifest, leaf_id)
-                )

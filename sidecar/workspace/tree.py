@@ -273,14 +273,6 @@ class Tree:
                     break  # not empty (or already gone): stop climbing
                 rel = rel.rpartition("/")[0]
 
-    def remove_empty_dirs(self) -> None:
-        """Drop every empty directory: a manifest holds files only, so none survives a switch."""
-        for dirpath, dirnames, filenames in os.walk(self.root, topdown=False):
-            if dirpath != str(self.root) and not dirnames and not filenames:
-                try:
-                    os.rmdir(dirpath)
-                except OSError:
-                    pass
 
 
 def _ignored(name: str) -> bool:
