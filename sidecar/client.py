@@ -52,7 +52,7 @@ class SidecarClient:
         self.on_message: Callable[[dict[str, Any]], None] | None = None  # sees everything, in order
         self._handlers: dict[str, ServerRequestHandler] = {}
         self._ids = itertools.count(1)
-        self._waiting: dict[Any, tuple[anyio.Event, list[dict[str, Any]]]] = {}
+        self._waiting: dict[Any, list[dict[str, Any]]] = {}
         self._changed = anyio.Event()
         self._send_lock = anyio.Lock()
         self._eof = anyio.Event()
@@ -147,16 +147,12 @@ class SidecarClient:
 
     def expect(self, request_id: Any) -> Callable[[float], Awaitable[dict[str, Any]]]:
         """Register interest in the response to ``request_id`` before sending it."""
-        event, slot = anyio.Event(), []
-        self._waiting[request_id] = (event, slot)
+        slot: list[dict[str, Any]] = []
+        self._waiting[request_id] = slot
 
         async def wait(timeout: float = 30) -> dict[str, Any]:
             try:
-                with anyio.fail_after(timeout):
-                    while not slot:
-                        if self._eof.is_set():
-                            raise ProcessExited(self._exit_text())
-                        await _first(event.wait(), self._eof.wait())
+                await self.wait_for(lambda: slot, timeout)
                 return slot[0]
             finally:
                 self._waiting.pop(request_id, None)
@@ -286,8 +282,7 @@ class SidecarClient:
         else:
             waiting = self._waiting.get(message.get("id"))
             if waiting is not None:
-                waiting[1].append(message)
-                waiting[0].set()
+                waiting.append(message)
             else:
                 self.orphan_responses.append(message)
         self._changed.set()

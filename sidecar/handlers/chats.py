@@ -54,8 +54,7 @@ def handlers(app: Sidecar) -> dict[str, Any]:
 
     async def add_message(p: AddMessageParams, ctx: RequestContext) -> MessageResult:
         msg = await app.chats.add_message(p.chat_id, p.role, p.content, p.parent_id)
-        chat, _ = await app.chats.get(p.chat_id)
-        return MessageResult(message_out(msg), chat_out(chat))
+        return MessageResult(message_out(msg), chat_out(await app.workspace.require_chat(p.chat_id)))
 
     return {"chats/create": create, "chats/list": list_, "chats/get": get,
             "chats/delete": delete, "chats/switchBranch": switch_branch,

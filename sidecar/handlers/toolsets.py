@@ -91,15 +91,13 @@ def handlers(app: Sidecar) -> dict[str, Any]:
         from ..toolsets import registry, secrets
 
         toolset = await svc.get(p.id)
-        servers = await app.db.fetchall(  # type: ignore[union-attr]
-            "SELECT id, server_type, enabled, command, args, url FROM toolset_mcp_servers "
-            "WHERE toolset_id = ? ORDER BY rowid", (p.id,))
+        servers = await svc.server_rows(p.id)
         return ToolsetDetail(
             toolset_out(toolset),
             await registry.toolset_tools(app.db, p.id),  # type: ignore[arg-type]
             [ConfiguredServer(id=f"{p.id}~{r[0]}", server_id=r[0], toolset_id=p.id, type=r[1],
-                              enabled=bool(r[2]),
-                              command=[r[3], *secrets.mask_args(json.loads(r[4]))] if r[3] else None,
+                              enabled=bool(r[10]),
+                              command=[r[2], *secrets.mask_args(json.loads(r[3]))] if r[2] else None,
                               url=secrets.mask_url(r[5]) if r[5] else None)
              for r in servers],
         )

@@ -25,7 +25,6 @@ from ..api.workspace import (
 from ..rpc import RequestContext
 from ..store.manifests import ManifestRow
 from ..workspace.service import encode_content
-from ..workspace.tree import diff
 
 if TYPE_CHECKING:
     from ..app import Sidecar
@@ -61,12 +60,10 @@ def handlers(app: Sidecar) -> dict[str, Any]:
         return ManifestIdResult(await ws.write_file(p.chat_id, p.path, data))
 
     async def upload(p: UploadParams, ctx: RequestContext) -> UploadResult:
-        before, _ = await ws.manifest_files(p.chat_id, None)
-        manifest = await ws.upload(p.chat_id, p.paths, p.dest)
-        if manifest is None:
+        uploaded = await ws.upload(p.chat_id, p.paths, p.dest)
+        if uploaded is None:
             return UploadResult()
-        old = (await ws.manifest_files(p.chat_id, before))[1] if before else {}
-        added, _, modified = diff(old, manifest.files)
+        manifest, added, modified = uploaded
         return UploadResult(manifest.id, added, modified)
 
     async def manifest(p: ManifestParams, ctx: RequestContext) -> ManifestResult:

@@ -4,6 +4,7 @@ exports turn them into ``${VAR}`` placeholders."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 MASK = "****"
@@ -24,68 +25,68 @@ def mask_map(values: dict[str, str]) -> dict[str, str]:
     return {k: mask(v) for k, v in values.items()}
 
 
-def mask_url(url: str) -> str:
+Replace = Callable[[str, str], str]  # (name the value is known by, value) -> shown value
+
+
+def _rewrite_url(url: str, replace: Replace) -> str:
     parts = urlsplit(url)
     netloc = parts.netloc
     if "@" in netloc:  # user:password@host
-        netloc = f"{MASK}@{netloc.rpartition('@')[2]}"
+        user, _, host = netloc.rpartition("@")
+        netloc = f"{replace('url_credentials', user)}@{host}"
     query = urlencode(
-        [(k, mask(v) if _SECRET_NAME.search(k) else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)],
+        [(k, replace(k, v) if _SECRET_NAME.search(k) else v)
+         for k, v in parse_qsl(parts.query, keep_blank_values=True)],
         safe="${}*",
     )
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
-def mask_args(args: list[str]) -> list[str]:
-    """Mask the value after ``--token``-like flags and in ``--token=...`` / ``token=...`` forms."""
+def _rewrite_args(args: list[str], replace: Replace) -> list[str]:
+    """The value after ``--token``-like flags, and in ``--token=...`` / ``token=...`` forms."""
     out: list[str] = []
-    hide_next = False
+    secret_flag = ""
     for arg in args:
-        if hide_next:
-            out.append(mask(arg))
-            hide_next = False
+        if secret_flag:
+            out.append(replace(secret_flag, arg))
+            secret_flag = ""
             continue
         flag, eq, value = arg.partition("=")
         if eq and _SECRET_NAME.search(flag):
-            out.append(f"{flag}={mask(value)}")
-        elif arg.startswith("-") and _SECRET_NAME.search(arg):
-            out.append(arg)
-            hide_next = True
+            out.append(f"{flag}={replace(flag, value)}")
         else:
             out.append(arg)
+            if arg.startswith("-") and _SECRET_NAME.search(arg):
+                secret_flag = arg
     return out
 
 
-def _var(name: str) -> str:
+def _masked(name: str, value: str) -> str:
+    return mask(value)
+
+
+def _placeholder(name: str, value: str) -> str:
+    if is_reference(value):
+        return value
     return "${" + re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_").upper() + "}"
+
+
+def mask_url(url: str) -> str:
+    return _rewrite_url(url, _masked)
+
+
+def mask_args(args: list[str]) -> list[str]:
+    return _rewrite_args(args, _masked)
 
 
 def placeholder_map(values: dict[str, str]) -> dict[str, str]:
     """For exports: every literal value becomes a ``${NAME}`` placeholder named after its key."""
-    return {k: v if is_reference(v) else _var(k) for k, v in values.items()}
+    return {k: _placeholder(k, v) for k, v in values.items()}
 
 
 def placeholder_url(url: str) -> str:
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        netloc = "${URL_CREDENTIALS}@" + netloc.rpartition("@")[2]
-    query = urlencode(
-        [(k, v if is_reference(v) or not _SECRET_NAME.search(k) else _var(k))
-         for k, v in parse_qsl(parts.query, keep_blank_values=True)], safe="${}")
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    return _rewrite_url(url, _placeholder)
 
 
 def placeholder_args(args: list[str]) -> list[str]:
-    out: list[str] = []
-    previous = ""
-    for arg in args:
-        flag, eq, value = arg.partition("=")
-        if eq and _SECRET_NAME.search(flag) and not is_reference(value):
-            out.append(f"{flag}={_var(flag)}")
-        elif previous.startswith("-") and _SECRET_NAME.search(previous) and not is_reference(arg):
-            out.append(_var(previous))
-        else:
-            out.append(arg)
-        previous = arg if not eq else ""
-    return out
+    return _rewrite_args(args, _placeholder)

@@ -192,6 +192,13 @@ class ToolsetService:
         data = await anyio.to_thread.run_sync(_pack, manifest, [(r[0], r[1]) for r in files], target)
         return target, len(data), hashlib.sha256(data).hexdigest()
 
+    async def server_rows(self, toolset_id: str) -> list[Any]:
+        """(id, type, command, args, cwd, url, headers, env, requires_confirmation, options,
+        enabled) of the toolset's MCP servers, in manifest order."""
+        return await self.db.fetchall(
+            "SELECT id, server_type, command, args, cwd, url, headers, env, requires_confirmation, "
+            "options, enabled FROM toolset_mcp_servers WHERE toolset_id = ? ORDER BY rowid", (toolset_id,))
+
     async def manifest_from_rows(self, toolset: ToolsetRow) -> dict[str, Any]:
         """toolset.yaml regenerated from the database, secrets turned into ${VAR} placeholders."""
         tid = toolset.id
@@ -201,9 +208,7 @@ class ToolsetService:
         overrides = await self.db.fetchall(
             "SELECT tool_id, renderer, renderer_config, name_override, description_override, "
             "requires_confirmation, enabled FROM tool_overrides WHERE toolset_id = ? ORDER BY tool_id", (tid,))
-        servers = await self.db.fetchall(
-            "SELECT id, server_type, command, args, cwd, url, headers, env, requires_confirmation, options "
-            "FROM toolset_mcp_servers WHERE toolset_id = ? ORDER BY rowid", (tid,))
+        servers = await self.server_rows(tid)
         out: dict[str, Any] = {"manifest_version": "1", "id": tid, "name": toolset.name,
                                "version": toolset.version, "description": toolset.description}
         out["tools"] = [_drop_empty({

@@ -352,7 +352,10 @@ class WorkspaceService:
             assert ws.active_manifest_id is not None
             return ws.active_manifest_id
 
-    async def upload(self, chat_id: str, sources: list[str], dest: str) -> ManifestRow | None:
+    async def upload(
+        self, chat_id: str, sources: list[str], dest: str
+    ) -> tuple[ManifestRow, list[str], list[str]] | None:
+        """Copy files in; returns (manifest, added, modified), or None when nothing changed."""
         dest_rel = _checked(dest) if dest else ""
         checked: list[Path] = []
         for i, source in enumerate(sources):
@@ -368,8 +371,13 @@ class WorkspaceService:
                 base = paths.inside(ws.tree.root, dest_rel) if dest_rel else ws.tree.root
             except paths.PathRejected as exc:
                 raise InvalidParams("params.dest", str(exc)) from None
+            before = ws.active_files
             await self._run(_copy_in, checked, base)
-            return await self.capture(ws, chat, "user_upload", None)
+            manifest = await self.capture(ws, chat, "user_upload", None)
+            if manifest is None:
+                return None
+            added, _, modified = diff(before, manifest.files)
+            return manifest, added, modified
 
     async def gc(self, chat_id: str) -> tuple[int, int]:
         """Delete blobs no manifest (and not the directory itself) refers to."""
