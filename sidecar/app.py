@@ -26,7 +26,9 @@ from .rpc import Connection, MethodTable, RequestContext, StdioTransport, Transp
 from .settings import Settings
 from .chat.chats import ChatService
 from .store import Database
+from .toolsets.calls import ToolCallService
 from .toolsets.service import ToolsetService
+from .runtime.workers import WorkerHost
 from .workspace.service import WorkspaceService
 
 log = logging.getLogger("sidecar")
@@ -40,6 +42,7 @@ class Sidecar:
         self.workspace: WorkspaceService = None  # type: ignore[assignment]  # set in serve()
         self.chats: ChatService = None  # type: ignore[assignment]
         self.toolsets: ToolsetService = None  # type: ignore[assignment]
+        self.tool_calls: ToolCallService = None  # type: ignore[assignment]
         self.connection: Connection | None = None
         self.exit_code = process.EXIT_OK
         self.shutdown_requested = False
@@ -71,6 +74,28 @@ class Sidecar:
             await self.connection.notify(
                 "workspace/changed", ChangedParams(chat_id, manifest_id, Changes(added, removed, modified))
             )
+
+    def _follow_local_toolsets(self, tg: TaskGroup) -> None:
+        from .toolsets.authoring import LocalToolsets
+
+        local = LocalToolsets(self.toolsets, self._toolset_reloaded)
+        self.toolsets.on_change.append(local.refresh)
+        self.on_close("local toolset watcher", _async(local.close))
+        tg.start_soon(local.bind, tg)
+
+    async def _toolset_reloaded(self, toolset_id: str, error: tuple[str, str] | None) -> None:
+        from .api.toolsets import ToolsetChangedParams
+        from .handlers.toolsets import toolset_out
+
+        if self.connection is None:
+            return
+        if error is None:
+            params = ToolsetChangedParams(toolset_id, "reloaded", toolset_out(await self.toolsets.get(toolset_id)))
+        else:
+            path, reason = error
+            params = ToolsetChangedParams(toolset_id, "reloadFailed", error=f"{path}: {reason}" if path else reason,
+                                          error_path=path or None)
+        await self.connection.notify("toolsets/changed", params)
 
     def watch_parent(self, pid: int) -> None:
         if self._tg is not None:
@@ -135,6 +160,8 @@ class Sidecar:
             await tg.start(conn.serve)
             if self.workspace is not None:
                 self.workspace.bind(tg, self._workspace_changed)
+            if self.toolsets is not None:
+                self._follow_local_toolsets(tg)
             tg.start_soon(self._watch_signals)
             if self.settings.parent_pid:
                 self.watch_parent(self.settings.parent_pid)
@@ -152,6 +179,13 @@ class Sidecar:
             conn.close()
             tg.cancel_scope.cancel()
         return self.exit_code
+
+
+def _async(fn: Callable[[], None]) -> Callable[[], Awaitable[None]]:
+    async def run() -> None:
+        fn()
+
+    return run
 
 
 def _refusing_table(error: ApiError, code: int, app: Sidecar) -> MethodTable:
@@ -196,10 +230,25 @@ async def serve(
         app.workspace = WorkspaceService(app.db, settings.data_dir)
         app.on_close("workspace watchers", app.workspace.aclose)
         app.chats = ChatService(app.workspace)
-        app.toolsets = ToolsetService(app.db, settings.data_dir)
+        await _recover(app.db)
+        workers = WorkerHost()
+        app.on_close("tool workers", workers.aclose)
+        app.toolsets = ToolsetService(app.db, settings.data_dir, workers)
+        app.tool_calls = ToolCallService(app.db, app.workspace, workers, settings.data_dir / "scratch")
         return await app.run(transport, build_method_table(app))
     finally:
         lock.release()
+
+
+async def _recover(db: Database) -> None:
+    """Bring the database in line with this build and with how the last run ended."""
+    from .store.tool_calls import ToolCallRepo
+    from .toolsets import registry
+
+    await registry.sync_builtins(db)
+    failed = await ToolCallRepo(db).fail_unfinished()
+    if failed:
+        log.warning("%d tool calls were cut off when the sidecar last stopped", failed)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -55,6 +55,10 @@ export interface ClientRequests {
   "tools/get": { params: T.ToolIdParams; result: T.ToolResult };
   /** Change how a tool appears and behaves (renderer, name, description, confirmation, enabled) without touching its provider; kept across toolset upgrades. */
   "tools/setOverride": { params: T.SetOverrideParams; result: T.ToolResult };
+  /** Run one tool now, as the user (no confirmation is asked). With chatId it runs in that chat's workspace, which is snapshotted after the call, even a failed one. A tool that runs and fails still answers with its toolCall (status error, errorKind says why); bad arguments are InvalidParams before anything runs. */
+  "tools/call": { params: T.ToolCallParams; result: T.ToolCallResult };
+  /** The page of a tool call whose render plan uses the html renderer. */
+  "tools/htmlPage": { params: T.HtmlPageParams; result: T.HtmlPageResult };
   /** Process facts: pid, memory, uptime, which heavy modules are loaded. */
   "debug/info": { params: undefined; result: T.DebugInfo };
   /** Wait ms milliseconds (reporting $/progress when given a workDoneToken); cancellable. For exercising cancellation and progress. */
@@ -85,6 +89,8 @@ export interface ServerNotifications {
   "$/progress": { params: T.ProgressParams };
   /** Files of a chat's workspace changed from outside the sidecar (an editor); the change is saved as a new edit version. */
   "workspace/changed": { params: T.ChangedParams };
+  /** A toolset imported from a folder (sourceType local) followed an edit of that folder. */
+  "toolsets/changed": { params: T.ToolsetChangedParams };
 }
 
 export const ErrorCodes = {

@@ -358,6 +358,55 @@ export interface SetOverrideParams {
   enabled?: boolean | null;
 }
 
+export interface ToolCallParams {
+  toolId: string;
+  args?: Record<string, unknown>;
+  chatId?: string | null;
+}
+
+export interface ToolCallResult {
+  toolCall: ToolCall;
+}
+
+export interface ToolCall {
+  id: string;
+  toolId: string;
+  args: Record<string, unknown>;
+  status: "error" | "pending" | "running" | "success";
+  startedAt: string;
+  chatId?: string | null;
+  messageId?: string | null;
+  result?: unknown;
+  error?: string | null;
+  errorKind?: string | null;
+  renderPlan?: RenderPlan | null;
+  preManifestId?: string | null;
+  postManifestId?: string | null;
+  finishedAt?: string | null;
+}
+
+export interface RenderPlan {
+  renderer: "code" | "document" | "frame" | "html";
+  config: Record<string, unknown>;
+  missing?: string[];
+}
+
+export interface ToolsetChangedParams {
+  id: string;
+  change: "reloadFailed" | "reloaded";
+  toolset?: Toolset | null;
+  error?: string | null;
+  errorPath?: string | null;
+}
+
+export interface HtmlPageParams {
+  toolCallId: string;
+}
+
+export interface HtmlPageResult {
+  html: string;
+}
+
 export interface DebugInfo {
   pid: number;
   version: string;

@@ -219,3 +219,87 @@ SPECS = (
                "enabled) without touching its provider; kept across toolset upgrades.",
                params=SetOverrideParams, result=ToolResult, errors=(_NF, _IP, _ST)),
 )
+
+
+class ToolCallParams(Model):
+    tool_id: str  # canonical id, as tools/list gives it
+    args: dict[str, Any] = {}
+    # The chat whose workspace the tool works in; tools that need none may run without it.
+    chat_id: str | None = None
+
+
+class RenderPlan(Model):
+    renderer: Literal["code", "document", "html", "frame"]
+    config: dict[str, Any]
+    # $-expressions of the renderer config that resolved to nothing (left null in config).
+    missing: list[str] = []
+
+
+class ToolCall(Model):
+    id: str
+    tool_id: str
+    args: dict[str, Any]
+    status: Literal["pending", "running", "success", "error"]
+    started_at: str
+    chat_id: str | None = None
+    message_id: str | None = None
+    result: Any = None
+    error: str | None = None
+    # Why it failed: arguments, raised, timeout, crashed, memory, output, cancelled, load, interrupted.
+    error_kind: str | None = None
+    render_plan: RenderPlan | None = None
+    pre_manifest_id: str | None = None
+    post_manifest_id: str | None = None
+    finished_at: str | None = None
+
+
+class ToolCallResult(Model):
+    tool_call: ToolCall
+
+
+SPECS = (
+    *SPECS,
+    MethodSpec("tools/call", "clientToServer", "request",
+               "Run one tool now, as the user (no confirmation is asked). With chatId it runs in "
+               "that chat's workspace, which is snapshotted after the call, even a failed one. A "
+               "tool that runs and fails still answers with its toolCall (status error, errorKind "
+               "says why); bad arguments are InvalidParams before anything runs.",
+               params=ToolCallParams, result=ToolCallResult,
+               errors=(_NF, _IP, _CF, _ST), cancel="interrupt"),
+)
+
+
+class ToolsetChangedParams(Model):
+    id: str
+    # reloaded: a saved edit of a local toolset is live; reloadFailed: it was rejected and the
+    # last good version keeps serving (error and errorPath say what to fix).
+    change: Literal["reloaded", "reloadFailed"]
+    toolset: Toolset | None = None
+    error: str | None = None
+    error_path: str | None = None
+
+
+SPECS = (
+    *SPECS,
+    MethodSpec("toolsets/changed", "serverToClient", "notification",
+               "A toolset imported from a folder (sourceType local) followed an edit of that folder.",
+               params=ToolsetChangedParams),
+)
+
+
+class HtmlPageParams(Model):
+    tool_call_id: str
+
+
+class HtmlPageResult(Model):
+    # The artifact with the call's data injected as window.__TOOL_DATA__: ready for a sandboxed
+    # iframe's srcdoc. No value in the data can close the script tag.
+    html: str
+
+
+SPECS = (
+    *SPECS,
+    MethodSpec("tools/htmlPage", "clientToServer", "request",
+               "The page of a tool call whose render plan uses the html renderer.",
+               params=HtmlPageParams, result=HtmlPageResult, errors=(_NF, _IP, _ST)),
+)

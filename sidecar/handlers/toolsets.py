@@ -25,6 +25,11 @@ from ..api.toolsets import (
     ToolResult,
     ToolsListParams,
     ToolsResult,
+    ToolCall,
+    ToolCallParams,
+    ToolCallResult,
+    HtmlPageParams,
+    HtmlPageResult,
     SetOverrideParams,
     InspectedServer,
     InspectedTool,
@@ -37,6 +42,12 @@ from ..rpc import RequestContext
 if TYPE_CHECKING:
     from ..app import Sidecar
     from ..toolsets.service import ToolsetRow
+
+
+def toolset_out(t: ToolsetRow) -> Toolset:
+    return Toolset(id=t.id, name=t.name, version=t.version, description=t.description,
+                   enabled=t.enabled, user_mcp=t.user_mcp, source_type=t.source_type,  # type: ignore[arg-type]
+                   installed_at=t.installed_at, source_ref=t.source_ref)
 
 
 def handlers(app: Sidecar) -> dict[str, Any]:
@@ -75,11 +86,6 @@ def handlers(app: Sidecar) -> dict[str, Any]:
         )
 
     svc = app.toolsets
-
-    def toolset_out(t: ToolsetRow) -> Toolset:
-        return Toolset(id=t.id, name=t.name, version=t.version, description=t.description,
-                       enabled=t.enabled, user_mcp=t.user_mcp, source_type=t.source_type,  # type: ignore[arg-type]
-                       installed_at=t.installed_at, source_ref=t.source_ref)
 
     async def import_(p: ImportParams, ctx: RequestContext) -> ToolsetResult:
         return ToolsetResult(toolset_out(await svc.install(p.path, replace=p.replace)))
@@ -130,7 +136,14 @@ def handlers(app: Sidecar) -> dict[str, Any]:
                    if f not in ("toolset_id", "tool_id") and getattr(p, f) is not msgspec.UNSET}
         return ToolResult(await registry.set_override(app.db, p.toolset_id, p.tool_id, changes))  # type: ignore[arg-type]
 
-    return {"tools/list": tools_list, "tools/get": tools_get, "tools/setOverride": set_override,
+    async def call(p: ToolCallParams, ctx: RequestContext) -> ToolCallResult:
+        row = await app.tool_calls.call(p.tool_id, p.args, p.chat_id)
+        return ToolCallResult(msgspec.convert(row, ToolCall, from_attributes=True))
+
+    async def html_page(p: HtmlPageParams, ctx: RequestContext) -> HtmlPageResult:
+        return HtmlPageResult(await app.tool_calls.html_page(p.tool_call_id))
+
+    return {"tools/list": tools_list, "tools/call": call, "tools/htmlPage": html_page, "tools/get": tools_get, "tools/setOverride": set_override,
             "toolsets/inspect": inspect, "toolsets/import": import_, "toolsets/list": list_,
             "toolsets/get": get, "toolsets/export": export, "toolsets/setEnabled": set_enabled,
             "toolsets/uninstall": uninstall}

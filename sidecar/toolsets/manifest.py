@@ -149,6 +149,8 @@ def parse(text: bytes) -> Parsed:
 
 def _check(m: Manifest) -> Parsed:
     warnings: list[str] = []
+    if m.id == "builtin":
+        raise ManifestError("id", "'builtin' names the tools that ship with the sidecar; choose another id")
     seen: dict[str, int] = {}
     for i, t in enumerate(m.tools):
         if t.id in seen:

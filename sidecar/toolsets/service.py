@@ -16,6 +16,7 @@ import shutil
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -27,6 +28,7 @@ from ..store.rows import now
 from . import secrets
 
 if TYPE_CHECKING:
+    from ..runtime.workers import WorkerHost
     from .bundle import Bundle
     from .manifest import Manifest
 
@@ -55,12 +57,15 @@ def _toolset(row: Any) -> ToolsetRow:
 
 
 class ToolsetService:
-    def __init__(self, db: Database, data_dir: Path) -> None:
+    def __init__(self, db: Database, data_dir: Path, workers: WorkerHost) -> None:
         self.db = db
         self.root = data_dir / "toolsets"
+        self.workers = workers
         self._lock = anyio.Lock()  # one install/uninstall at a time
         # Filled by the MCP host: called with a toolset id before its rows go away.
         self.before_uninstall: list[Any] = []
+        # Called with a toolset id after it was installed, upgraded or uninstalled.
+        self.on_change: list[Callable[[str], Awaitable[None]]] = []
 
     async def get(self, toolset_id: str) -> ToolsetRow:
         row = await self.db.fetchone(f"SELECT {_COLS} FROM toolsets WHERE id = ?", (toolset_id,))
@@ -99,16 +104,50 @@ class ToolsetService:
             revision = self.root / m.id / uuid.uuid4().hex[:12]
             await anyio.to_thread.run_sync(_write_files, revision, b.files)
             try:
-                await self._write_rows(b, revision, replace=existing is not None)
+                described = await self._describe(m, revision)
+                await self._write_rows(b, revision, described, replace=existing is not None)
             except BaseException:
                 with anyio.CancelScope(shield=True):
                     await anyio.to_thread.run_sync(shutil.rmtree, revision, True)
                 raise
-            if existing is not None and existing[1]:
-                await anyio.to_thread.run_sync(shutil.rmtree, existing[1], True)
+            if existing is not None:
+                await self.workers.restart(m.id)  # running workers still hold the old code
+                if existing[1]:
+                    await anyio.to_thread.run_sync(shutil.rmtree, existing[1], True)
+        await self._changed(m.id)
         return await self.get(m.id)
 
-    async def _write_rows(self, b: Bundle, revision: Path, *, replace: bool) -> None:
+    async def _changed(self, toolset_id: str) -> None:
+        for listener in self.on_change:
+            await listener(toolset_id)
+
+    async def _describe(self, m: Manifest, revision: Path) -> dict[str, dict[str, Any]]:
+        """Load the tools in a worker once, for what only their code says (schemas inferred from
+        type hints, @tool names); a module that fails to import rejects the bundle here rather
+        than at the first call."""
+        if not m.tools:
+            return {}
+        from ..runtime.workers import ToolFailure, ToolsetWorkers
+
+        pool = ToolsetWorkers(m.id, revision, self.workers.limits)
+        try:
+            found = await pool.describe({t.id: t.entrypoint for t in m.tools})
+        except ToolFailure as exc:
+            raise InvalidBundle("tools", f"the toolset's worker could not load its tools: {exc.message}") from None
+        finally:
+            with anyio.CancelScope(shield=True):
+                await pool.aclose()
+        described = {}
+        for i, t in enumerate(m.tools):
+            outcome = found.get(t.id) or {"error": "the worker did not report this tool"}
+            if "error" in outcome:
+                raise InvalidBundle(f"tools[{i}].entrypoint", outcome["error"])
+            described[t.id] = outcome["ok"]
+        return described
+
+    async def _write_rows(
+        self, b: Bundle, revision: Path, described: dict[str, dict[str, Any]], *, replace: bool
+    ) -> None:
         from .bundle import kind_of
 
         m: Manifest = b.manifest
@@ -137,10 +176,7 @@ class ToolsetService:
             await w.executemany(
                 "INSERT INTO tools (tool_id, toolset_id, provider, name, description, input_schema, "
                 "requires_confirmation, enabled, entrypoint, config) VALUES (?, ?, 'python', ?, ?, ?, ?, 1, ?, ?)",
-                [(f"{m.id}:{t.id}", m.id, t.name or t.id, t.description or "",
-                  json.dumps(t.input_schema) if t.input_schema is not None else None,
-                  int(t.requires_confirmation), t.entrypoint,
-                  json.dumps({"timeout": t.timeout} if t.timeout else {})) for t in m.tools])
+                [_tool_row(m.id, t, described.get(t.id, {})) for t in m.tools])
             user = {r[0] for r in await (await w.execute(
                 "SELECT tool_id FROM tool_overrides WHERE toolset_id = ? AND origin = 'user'", (m.id,))).fetchall()}
             declared = {t.id for t in m.tools}
@@ -173,9 +209,11 @@ class ToolsetService:
             toolset = await self.get(toolset_id)
             for hook in self.before_uninstall:
                 await hook(toolset_id)
+            await self.workers.discard(toolset_id)
             async with self.db.write() as w:
                 await w.execute("DELETE FROM toolsets WHERE id = ?", (toolset_id,))
             await anyio.to_thread.run_sync(shutil.rmtree, self.root / toolset.id, True)
+        await self._changed(toolset_id)
 
     # -- export ------------------------------------------------------------------------------
 
@@ -214,7 +252,8 @@ class ToolsetService:
         out["tools"] = [_drop_empty({
             "id": r[0].partition(":")[2], "name": r[1], "description": r[2], "entrypoint": r[3],
             "input_schema": json.loads(r[4]) if r[4] else None,
-            "requires_confirmation": bool(r[5]) or None, **json.loads(r[6] or "{}")}) for r in tools]
+            "requires_confirmation": bool(r[5]) or None,
+            "timeout": json.loads(r[6] or "{}").get("timeout")}) for r in tools]
         out["tool_overrides"] = [_drop_empty({
             "tool_id": r[0].removeprefix(f"{tid}:"), "renderer": r[1],
             "renderer_config": json.loads(r[2]) if r[2] else None, "name_override": r[3],
@@ -228,6 +267,21 @@ class ToolsetService:
             "env": secrets.placeholder_map(json.loads(r[7])),
             "requires_confirmation": bool(r[8]) or None, **json.loads(r[9] or "{}")}) for r in servers]
         return {k: v for k, v in out.items() if v != []}
+
+
+def _tool_row(toolset_id: str, t: Any, code: dict[str, Any]) -> tuple[Any, ...]:
+    """The stored tool: what the manifest says, completed by what the code declares."""
+    schema = t.input_schema if t.input_schema is not None else code.get("inputSchema")
+    config: dict[str, Any] = {}
+    if t.timeout or code.get("timeout"):
+        config["timeout"] = t.timeout or code.get("timeout")
+    if code.get("legacy"):
+        config["needs_workspace"] = True  # plain f(workspace, ...) functions are handed the folder
+    return (f"{toolset_id}:{t.id}", toolset_id, t.name or code.get("name") or t.id,
+            t.description or code.get("description") or "",
+            json.dumps(schema) if schema is not None else None,
+            int(t.requires_confirmation or bool(code.get("requiresConfirmation"))), t.entrypoint,
+            json.dumps(config))
 
 
 def _opt_bool(value: bool | None) -> int | None:

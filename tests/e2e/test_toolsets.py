@@ -103,9 +103,11 @@ async def test_upgrade_in_place_replaces_the_files_and_keeps_one_revision(sideca
     folder = tmp_path / "ts"
     shutil.copytree(EXAMPLE, folder)
     await sidecar.request("toolsets/import", {"path": str(folder)})
-    text = (folder / "toolset.yaml").read_text().replace('version: "1.0.0"', 'version: "1.1.0"')
-    (folder / "toolset.yaml").write_text(text.replace("Write content to a file", "Write a file"))
-    upgraded = (await sidecar.request("toolsets/import", {"path": str(folder), "replace": True}))["toolset"]
+    newer = tmp_path / "ts-1.1"  # not an edit of the first folder, which the authoring loop follows
+    shutil.copytree(EXAMPLE, newer)
+    text = (newer / "toolset.yaml").read_text().replace('version: "1.0.0"', 'version: "1.1.0"')
+    (newer / "toolset.yaml").write_text(text.replace("Write content to a file", "Write a file"))
+    upgraded = (await sidecar.request("toolsets/import", {"path": str(newer), "replace": True}))["toolset"]
     assert upgraded["version"] == "1.1.0"
     tools = {t["id"]: t for t in (await sidecar.request("toolsets/get", {"id": "app-builder"}))["tools"]}
     assert tools["app-builder:write_file"]["description"] == "Write a file in the workspace"

@@ -1,11 +1,8 @@
 from __future__ import annotations
 
-import html as htmllib
 import json
 import os
 import re
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +15,7 @@ from sidecar.runtime.render import (
     load_artifact_page,
     render_plan,
 )
+from tests.chromium import HOSTILE, PROBE_PAGE, probe
 
 SCOPE: dict[str, Any] = {
     "args": {"path": "src/app.py", "items": [{"name": "first"}, {"name": "second"}], "n": 3},
@@ -361,40 +359,8 @@ def test_load_artifact_page_errors(toolset: Path):
 
 # --- a real browser -------------------------------------------------------------------------------
 
-PAGE = """<!doctype html><html><head></head><body><div id=out></div><div id=status></div>
-<script>
-document.getElementById('out').textContent = JSON.stringify(window.__TOOL_DATA__);
-document.getElementById('status').textContent = String(window.pwned);
-</script></body></html>"""
-HOSTILE = {
-    "a": "</script><script>window.pwned=1</script>",
-    "b": "<!--",
-    "c": "\u2028\u2029",
-    "d": "&amp; <b>x</b>",
-    "e": "<script>window.pwned=2</script><!--<script>",
-    "</script><script>window.pwned=3</script>": ["]]>", "\u0000", "é文"],
-}
-
 
 def test_hostile_data_survives_a_real_browser(tmp_path: Path):
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        pytest.fail("chromium is not installed: run scripts/test, which installs it (Debian package 'chromium')")
-    page = tmp_path / "page.html"
-    page.write_text(inject_html(PAGE, HOSTILE), "utf-8")
-    profile = tmp_path / "profile"
-    profile.mkdir()
-    proc = subprocess.run(
-        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         f"--user-data-dir={profile}", "--dump-dom", page.as_uri()],
-        capture_output=True, text=True, timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
-    dom = proc.stdout
-    out = re.search(r'<div id="out">(.*?)</div>', dom, re.DOTALL)
-    # An element id would become a global of that name, hence "status" rather than "pwned".
-    pwned = re.search(r'<div id="status">(.*?)</div>', dom, re.DOTALL)
-    assert out and pwned, f"the page did not run its script:\n{dom}\n{proc.stderr}"
-    assert json.loads(htmllib.unescape(out[1])) == HOSTILE
-    assert pwned[1] == "undefined"
+    data, pwned = probe(inject_html(PROBE_PAGE, HOSTILE), tmp_path)
+    assert data == HOSTILE
+    assert pwned == "undefined"

@@ -1,0 +1,192 @@
+"""One tool call, the way seed 000 §4.3 runs it: lock the chat, bring its workspace in line,
+run the tool, snapshot the workspace (also after a failure), plan the rendering, record it all.
+
+Every kind of tool goes through here (built-ins in the sidecar, Python tools in their toolset's
+worker), so arguments, workspace versions and the ``tool_calls`` record behave the same for all.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.to_thread
+
+from ..api.errors import Conflict, InvalidParams, NotFound, StorageError
+from ..store import Database
+from ..store.rows import new_id, now
+from ..store.tool_calls import ToolCallRepo, ToolCallRow
+from . import registry
+from .validate import check_args
+
+if TYPE_CHECKING:
+    from ..runtime.workers import WorkerHost
+    from ..workspace.service import WorkspaceService
+
+log = logging.getLogger("sidecar.tools")
+
+# Called once the call is recorded as running (a chat turn tells the UI at that point).
+OnStarted = Callable[[ToolCallRow], Awaitable[None]]
+
+
+class ToolCallService:
+    def __init__(self, db: Database, workspace: WorkspaceService, workers: WorkerHost, scratch: Path) -> None:
+        self.db = db
+        self.workspace = workspace
+        self.workers = workers
+        self.repo = ToolCallRepo(db)
+        self.scratch = scratch
+
+    async def call(
+        self, tool_id: str, args: dict[str, Any], chat_id: str | None, *,
+        message_id: str | None = None, on_started: OnStarted | None = None,
+    ) -> ToolCallRow:
+        target = await registry.resolve(self.db, tool_id)
+        tool = target.tool
+        if not tool.enabled:
+            raise Conflict("tool disabled", f"the tool {tool_id!r} is disabled; enable it (tools/setOverride "
+                                            "or toolsets/setEnabled) to run it")
+        check_args(tool.input_schema, args)
+        needs_workspace = bool(target.config.get("needs_workspace"))
+        if chat_id is None and needs_workspace:
+            raise InvalidParams("params.chatId", f"{tool_id} works on a chat's workspace files; pass the chatId")
+        record = ToolCallRow(id=new_id(), tool_id=tool_id, chat_id=chat_id, message_id=message_id,
+                             args=args, status="running", started_at=now())
+        workspace: Path | None = None
+        started = False
+        try:
+            async with self._workspace(chat_id, record) as workspace:
+                await self.repo.start(record)
+                started = True
+                if on_started is not None:
+                    await on_started(record)
+                try:
+                    record.result = await self._run(target, args, workspace, chat_id, record.id)
+                    record.status = "success"
+                except _Failed as failure:
+                    record.status, record.error, record.error_kind = "error", failure.message, failure.kind
+                    record.result = failure.result
+                except BaseException:
+                    record.status, record.error, record.error_kind = "error", "the call was cancelled", "cancelled"
+                    raise
+        finally:
+            # Written after the snapshot (taken as the workspace context closes), also when the
+            # call was cancelled; not when it never got recorded as started.
+            if started and workspace is not None:
+                with anyio.CancelScope(shield=True):
+                    await self._finish(target, record, workspace)
+        return record
+
+    @asynccontextmanager
+    async def _workspace(self, chat_id: str | None, record: ToolCallRow) -> AsyncIterator[Path]:
+        if chat_id is None:
+            # Tools that need no workspace still get a cwd; whatever they leave there is dropped.
+            scratch = await anyio.to_thread.run_sync(self._make_scratch)
+            try:
+                yield scratch
+            finally:
+                await anyio.to_thread.run_sync(shutil.rmtree, scratch, True)
+            return
+        async with self.workspace.locked(chat_id) as (ws, chat):
+            if not ws.in_sync:
+                await self.workspace.capture(ws, chat)  # outside edits become a version of their own
+            record.pre_manifest_id = ws.active_manifest_id
+            try:
+                yield ws.tree.root
+            finally:
+                with anyio.CancelScope(shield=True):
+                    manifest = await self.workspace.capture(ws, chat, "tool_run", record.id)
+                record.post_manifest_id = manifest.id if manifest else ws.active_manifest_id
+
+    def _make_scratch(self) -> Path:
+        self.scratch.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix="call-", dir=self.scratch))
+
+    async def _run(self, target: registry.Resolved, args: dict[str, Any], workspace: Path,
+                   chat_id: str | None, call_id: str) -> Any:
+        tool = target.tool
+        timeout = target.config.get("timeout") or self.workers.limits.default_timeout
+        if tool.provider == "builtin":
+            from ..builtins import BUILTINS, BuiltinCall, BuiltinError
+
+            try:
+                return await BUILTINS[tool.id].run(BuiltinCall(workspace, args, timeout))
+            except BuiltinError as exc:
+                raise _Failed(exc.message, exc.kind, exc.result) from None
+        if tool.provider == "python":
+            from ..runtime.workers import ToolFailure
+
+            assert tool.toolset_id is not None and target.toolset_dir is not None
+            pool = self.workers.pool(tool.toolset_id, Path(target.toolset_dir))
+            context = {"workspace": str(workspace), "chatId": chat_id, "toolsetId": tool.toolset_id,
+                       "toolsetDir": target.toolset_dir, "toolCallId": call_id}
+            try:
+                return await pool.call(tool.id, target.entrypoint or "", args, context=context,
+                                       input_schema=tool.input_schema, timeout=timeout)
+            except ToolFailure as exc:
+                message = f"{exc.path}: {exc.message}" if exc.path else exc.message
+                raise _Failed(message, exc.kind) from None
+        raise _Failed(f"tools of provider {tool.provider!r} cannot be run yet", "load")
+
+    async def _finish(self, target: registry.Resolved, record: ToolCallRow, workspace: Path) -> None:
+        record.render_plan = self._plan(target, record, workspace)
+        await self.repo.finish(record)
+
+    def _plan(self, target: registry.Resolved, record: ToolCallRow, workspace: Path) -> dict[str, Any] | None:
+        from ..runtime.render import RenderError, render_plan
+
+        tool = target.tool
+        try:
+            return render_plan(
+                tool.renderer, tool.renderer_config, args=record.args, result=record.result,
+                chat_id=record.chat_id, workspace=workspace if record.chat_id else None,
+                toolset_dir=Path(target.toolset_dir) if target.toolset_dir else None)
+        except RenderError as exc:
+            # The call itself is fine; the UI falls back to showing the raw result.
+            log.warning("no render plan for %s: %s", tool.id, exc)
+            return None
+
+
+    async def html_page(self, call_id: str) -> str:
+        from ..runtime.render import RenderError, load_artifact_page
+
+        record = await self.repo.get(call_id)
+        if record is None:
+            raise NotFound("tool call", call_id)
+        plan = record.render_plan
+        if not plan or plan.get("renderer") != "html":
+            raise InvalidParams("params.toolCallId", "this tool call has no html render plan")
+        artifact = Path(plan["config"]["artifact"])
+        if not artifact.exists():
+            # The plan names the revision that was current then; an upgrade since replaced it.
+            plan = {**plan, "config": {**plan["config"], "artifact": str(await self._current(record, artifact))}}
+        try:
+            return await anyio.to_thread.run_sync(load_artifact_page, plan)
+        except RenderError as exc:
+            raise StorageError(str(exc)) from None
+
+    async def _current(self, record: ToolCallRow, artifact: Path) -> Path:
+        try:
+            target = await registry.resolve(self.db, record.tool_id)
+        except NotFound:
+            return artifact  # uninstalled: the read fails and says which file is gone
+        toolset_dir = target.toolset_dir
+        if toolset_dir is None:
+            return artifact
+        revision_root = Path(toolset_dir).parent
+        if not artifact.is_relative_to(revision_root):
+            return artifact
+        inside = artifact.relative_to(revision_root).parts[1:]  # past the old revision's folder
+        return Path(toolset_dir).joinpath(*inside)
+
+
+class _Failed(Exception):
+    def __init__(self, message: str, kind: str, result: Any = None) -> None:
+        super().__init__(message)
+        self.message, self.kind, self.result = message, kind, result

@@ -1,0 +1,224 @@
+"""tools/call through the real process: built-ins and Python tools in a chat's workspace."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import anyio
+import pytest
+
+from sidecar.client import RemoteError, SidecarClient
+from tests.chromium import HOSTILE, PROBE_PAGE, probe
+
+pytestmark = pytest.mark.anyio
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "toolsets" / "app-builder"
+
+FLAKY = '''
+  - id: half_done
+    entrypoint: tools.flaky:half_done
+  - id: hang
+    entrypoint: tools.flaky:hang
+    timeout: 1
+  - id: die
+    entrypoint: tools.flaky:die
+  - id: echo
+    entrypoint: tools.flaky:echo
+    renderer:
+      type: html
+      artifact: artifacts/probe.html
+      data: "$return"
+'''
+
+FLAKY_PY = '''
+import os, time
+from covalt_toolset import get_context, tool
+
+@tool
+def half_done(name: str) -> dict:
+    """Writes a file, then fails."""
+    (get_context().workspace / name).write_text("partial")
+    raise RuntimeError("disk quota exceeded halfway")
+
+@tool
+def hang() -> None:
+    time.sleep(60)
+
+@tool
+def die() -> None:
+    os._exit(9)
+
+@tool
+def echo(value: dict) -> dict:
+    return value
+'''
+
+
+async def chat(sidecar: SidecarClient) -> str:
+    return (await sidecar.request("chats/create", {"title": "t"}))["chat"]["id"]
+
+
+async def call(sidecar: SidecarClient, tool: str, args: dict, chat_id: str | None = None) -> dict:
+    params = {"toolId": tool, "args": args} | ({"chatId": chat_id} if chat_id else {})
+    return (await sidecar.request("tools/call", params))["toolCall"]
+
+
+async def error_of(sidecar: SidecarClient, params: dict) -> dict:
+    with pytest.raises(RemoteError) as info:
+        await sidecar.request("tools/call", params)
+    return {"code": info.value.code, "message": info.value.message, "data": info.value.data}
+
+
+async def install(sidecar: SidecarClient, tmp_path: Path) -> Path:
+    folder = tmp_path / "app-builder"
+    shutil.copytree(EXAMPLE, folder)
+    text = (folder / "toolset.yaml").read_text().replace("\ntool_overrides:", FLAKY + "\ntool_overrides:", 1)
+    (folder / "toolset.yaml").write_text(text)
+    (folder / "tools" / "flaky.py").write_text(FLAKY_PY)
+    (folder / "artifacts" / "probe.html").write_text(PROBE_PAGE)
+    await sidecar.request("toolsets/import", {"path": str(folder)})
+    return folder
+
+
+async def test_builtins_are_listed_and_read_only_except_enabled(sidecar: SidecarClient):
+    tools = {t["id"]: t for t in (await sidecar.request("tools/list"))["tools"]}
+    for name in ("write_file", "read_file", "list_files", "delete_file", "run_command"):
+        assert tools[name]["provider"] == "builtin" and tools[name]["renderer"]
+    assert tools["run_command"]["requiresConfirmation"] is True
+    with pytest.raises(RemoteError) as info:
+        await sidecar.request("tools/setOverride", {"toolsetId": "builtin", "toolId": "write_file",
+                                                    "descriptionOverride": "mine"})
+    assert info.value.code == -32012 and "read-only" in info.value.message
+    off = await sidecar.request("tools/setOverride", {"toolsetId": "builtin", "toolId": "write_file",
+                                                      "enabled": False})
+    assert off["tool"]["enabled"] is False
+    chat_id = await chat(sidecar)
+    err = await error_of(sidecar, {"toolId": "write_file", "args": {"path": "a", "content": "b"}, "chatId": chat_id})
+    assert err["code"] == -32011 and "disabled" in err["message"]
+
+
+async def test_builtin_write_in_a_chat_is_a_new_workspace_version(sidecar: SidecarClient):
+    chat_id = await chat(sidecar)
+    tc = await call(sidecar, "write_file", {"path": "site/index.html", "content": "<h1>hi</h1>"}, chat_id)
+    assert tc["status"] == "success" and tc["result"]["created"] is True
+    assert tc["postManifestId"] and tc["postManifestId"] != tc.get("preManifestId")
+    assert tc["renderPlan"]["renderer"] == "code" and tc["renderPlan"]["config"]["file"] == "site/index.html"
+    files = await sidecar.request("workspace/files", {"chatId": chat_id})
+    assert [f["path"] for f in files["files"]] == ["site/index.html"]
+    again = await call(sidecar, "read_file", {"path": "site/index.html"}, chat_id)
+    assert again["result"]["content"] == "<h1>hi</h1>"
+    assert again["preManifestId"] == again["postManifestId"] == tc["postManifestId"]  # nothing changed
+
+
+async def test_bad_arguments_and_missing_things_are_refused_before_running(sidecar: SidecarClient):
+    chat_id = await chat(sidecar)
+    err = await error_of(sidecar, {"toolId": "write_file", "args": {"path": "a"}, "chatId": chat_id})
+    assert err["code"] == -32602 and err["data"]["path"] == "params.args.content"
+    err = await error_of(sidecar, {"toolId": "write_file", "args": {"path": 5, "content": ""}, "chatId": chat_id})
+    assert err["data"]["path"] == "params.args.path"
+    err = await error_of(sidecar, {"toolId": "write_file", "args": {"path": "a", "content": "", "mode": 1},
+                                   "chatId": chat_id})
+    assert err["data"]["path"] == "params.args.mode"
+    err = await error_of(sidecar, {"toolId": "write_file", "args": {"path": "a", "content": "b"}})
+    assert err["data"]["path"] == "params.chatId"
+    err = await error_of(sidecar, {"toolId": "no_such_tool", "args": {}})
+    assert err["code"] == -32010 and err["data"]["kind"] == "tool"
+    err = await error_of(sidecar, {"toolId": "list_files", "args": {}, "chatId": "nope"})
+    assert err["code"] == -32010 and err["data"]["kind"] == "chat"
+    assert (await sidecar.request("workspace/files", {"chatId": chat_id}))["files"] == []
+
+
+async def test_path_escape_is_an_error_on_the_call_not_on_the_disk(sidecar: SidecarClient, data_dir: Path):
+    chat_id = await chat(sidecar)
+    tc = await call(sidecar, "write_file", {"path": "../../escape.txt", "content": "x"}, chat_id)
+    assert tc["status"] == "error" and "'..'" in tc["error"]
+    assert not list(data_dir.rglob("escape.txt"))
+
+
+async def test_python_tools_run_in_the_chat_workspace(sidecar: SidecarClient, tmp_path: Path):
+    folder = await install(sidecar, tmp_path)
+    chat_id = await chat(sidecar)
+    wrote = await call(sidecar, "app-builder:write_file", {"path": "notes.txt", "content": "the cat saw the dog"},
+                       chat_id)
+    assert wrote["status"] == "success" and wrote["result"] == {"written": "notes.txt", "size": 19}
+    stats = await call(sidecar, "app-builder:word_stats", {"path": "notes.txt", "top": 1}, chat_id)
+    assert stats["status"] == "success" and stats["result"]["top"] == [["the", 2]]
+    plan = stats["renderPlan"]
+    assert plan["renderer"] == "html" and plan["config"]["data"] == stats["result"]
+    artifact = Path(plan["config"]["artifact"])
+    assert artifact.name == "stats.html" and artifact.is_file() and folder not in artifact.parents
+    err = await error_of(sidecar, {"toolId": "app-builder:word_stats", "args": {"path": "notes.txt", "top": "x"},
+                                   "chatId": chat_id})
+    assert err["data"]["path"] == "params.args.top"
+    tools = {t["id"]: t for t in (await sidecar.request("tools/list"))["tools"]}
+    assert tools["app-builder:word_stats"]["inputSchema"]["properties"]["top"]["type"] == "integer"
+    assert tools["app-builder:word_stats"]["name"] == "Word Stats"
+
+
+async def test_a_failing_tool_keeps_its_partial_files_and_the_sidecar_serves_on(sidecar: SidecarClient, tmp_path: Path):
+    await install(sidecar, tmp_path)
+    chat_id = await chat(sidecar)
+    failed = await call(sidecar, "app-builder:half_done", {"name": "out.txt"}, chat_id)
+    assert failed["status"] == "error" and failed["errorKind"] == "raised"
+    assert "disk quota exceeded halfway" in failed["error"]
+    content = await sidecar.request("workspace/readFile", {"chatId": chat_id, "path": "out.txt",
+                                                           "manifestId": failed["postManifestId"]})
+    assert content["text"] == "partial"
+
+    hung = await call(sidecar, "app-builder:hang", {}, chat_id)
+    assert hung["status"] == "error" and hung["errorKind"] == "timeout"
+    died = await call(sidecar, "app-builder:die", {}, chat_id)
+    assert died["status"] == "error" and died["errorKind"] == "crashed"
+    assert await sidecar.request("ping") == {}
+    ok = await call(sidecar, "app-builder:read_file", {"path": "out.txt"}, chat_id)
+    assert ok["status"] == "success" and ok["result"]["content"] == "partial"
+
+
+async def test_authoring_loop_reloads_saved_edits_and_keeps_the_last_good_version(
+        sidecar: SidecarClient, tmp_path: Path):
+    folder = tmp_path / "app-builder"
+    shutil.copytree(EXAMPLE, folder)
+    await sidecar.request("toolsets/import", {"path": str(folder)})
+    chat_id = await chat(sidecar)
+    await call(sidecar, "app-builder:write_file", {"path": "t.txt", "content": "a b a"}, chat_id)
+    await sidecar.wait_for(lambda: True, 0.3)  # let the watcher settle before the first edit
+
+    stats = folder / "tools" / "stats.py"
+    stats.write_text(stats.read_text().replace('"path": path,', '"path": path, "version": 2,'))
+    note = await sidecar.wait_notification("toolsets/changed", lambda p: p["change"] == "reloaded")
+    assert note["params"]["toolset"]["id"] == "app-builder"
+    assert (await call(sidecar, "app-builder:word_stats", {"path": "t.txt"}, chat_id))["result"]["version"] == 2
+
+    sidecar.notifications.clear()
+    stats.write_text("def word_stats(:\n")  # a syntax error mid-edit
+    failed = await sidecar.wait_notification("toolsets/changed", lambda p: p["change"] == "reloadFailed")
+    assert "tools/stats.py" in failed["params"]["error"]
+    kept = await call(sidecar, "app-builder:word_stats", {"path": "t.txt"}, chat_id)
+    assert kept["status"] == "success" and kept["result"]["version"] == 2
+
+    sidecar.notifications.clear()
+    manifest = folder / "toolset.yaml"
+    manifest.write_text(manifest.read_text().replace("name: App Builder", "name: App Builder II")
+                        .replace("  - id: word_stats\n    entrypoint: tools.stats:word_stats\n", ""))
+    note = await sidecar.wait_notification("toolsets/changed", lambda p: p["change"] == "reloaded")
+    assert note["params"]["toolset"]["name"] == "App Builder II"
+    ids = [t["id"] for t in (await sidecar.request("tools/list"))["tools"]]
+    assert "app-builder:word_stats" not in ids and "app-builder:read_file" in ids
+
+
+async def test_html_page_of_a_real_call_keeps_hostile_data_inside_the_script(sidecar: SidecarClient, tmp_path: Path):
+    await install(sidecar, tmp_path)
+    tc = await call(sidecar, "app-builder:echo", {"value": HOSTILE})
+    assert tc["status"] == "success" and tc["renderPlan"]["renderer"] == "html"
+    page = (await sidecar.request("tools/htmlPage", {"toolCallId": tc["id"]}))["html"]
+    data, pwned = await anyio.to_thread.run_sync(probe, page, tmp_path)
+    assert data == HOSTILE and pwned == "undefined"
+
+    # An upgrade replaces the revision folder the plan named; the page still opens.
+    await sidecar.request("toolsets/import", {"path": str(tmp_path / "app-builder"), "replace": True})
+    again = (await sidecar.request("tools/htmlPage", {"toolCallId": tc["id"]}))["html"]
+    assert again == page
+    with pytest.raises(RemoteError) as info:
+        await sidecar.request("tools/htmlPage", {"toolCallId": "nope"})
+    assert info.value.code == -32010
