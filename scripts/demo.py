@@ -96,6 +96,46 @@ async def run(data_dir: Path, verbose: bool) -> int:
         history = (await sc.request("workspace/manifest", {"chatId": cid}))["manifest"]
         show("saved as version", f"{history['source']} {history['id'][:13]}…, previous kept as {history['parentId'][:13]}…")
 
+        step("a toolset: install the App Builder example and run its tools in this chat")
+        example = ROOT / "tests" / "fixtures" / "toolsets" / "app-builder"
+        seen = await sc.request("toolsets/inspect", {"path": str(example)})
+        show("inspect (dry run)", f"{len(seen['tools'])} tools, {len(seen['files'])} files, "
+                                  f"warnings: {seen['warnings'] or 'none'}")
+        toolset = (await sc.request("toolsets/import", {"path": str(example)}))["toolset"]
+        show("installed", f"{toolset['id']} {toolset['version']} ({toolset['sourceType']}: edits reload live)")
+        by_provider: dict[str, int] = {}
+        for t in (await sc.request("tools/list"))["tools"]:
+            by_provider[t["provider"]] = by_provider.get(t["provider"], 0) + 1
+        show("tools/list", by_provider)
+
+        async def run_tool(tool: str, args: dict) -> dict:
+            t0 = time.perf_counter()
+            tc = (await sc.request("tools/call", {"toolId": tool, "args": args, "chatId": cid}))["toolCall"]
+            outcome = "ok" if tc["status"] == "success" else f"{tc['errorKind']}: {tc['error']}"
+            show(tool, f"{outcome} in {(time.perf_counter() - t0) * 1000:.0f} ms")
+            return tc
+
+        poem = "the sea the sky the sea again and the sea"
+        wrote = await run_tool("app-builder:write_file", {"path": "poem.txt", "content": poem})
+        show("  render plan", wrote["renderPlan"])
+        show("  files now", await files())
+        stats = await run_tool("app-builder:word_stats", {"path": "poem.txt", "top": 2})
+        plan = stats["renderPlan"]
+        show("  result", stats["result"])
+        show("  render plan", f"{plan['renderer']}: artifact …/{Path(plan['config']['artifact']).name}, "
+                              f"data = $return")
+        page = (await sc.request("tools/htmlPage", {"toolCallId": stats["id"]}))["html"]
+        show("  tools/htmlPage", f"{len(page)} chars with window.__TOOL_DATA__ injected, for an iframe srcdoc")
+        listed = await run_tool("run_command", {"command": "wc -w poem.txt"})
+        show("  output", listed["result"]["output"].strip())
+        missing = await run_tool("app-builder:read_file", {"path": "nope.txt"})
+        show("  recorded", f"status {missing['status']}, workspace still snapshotted "
+                           f"({missing['postManifestId'][:13]}…)")
+        try:
+            await sc.request("tools/call", {"toolId": "app-builder:word_stats", "args": {"path": 3}, "chatId": cid})
+        except RemoteError as exc:
+            show("bad arguments", f"{exc.code} {exc.message}")
+
         step("a long request reports progress")
         await sc.request("debug/sleep", {"ms": 300, "workDoneToken": "demo"})
         progress = [n["params"]["value"] for n in sc.notifications if n["method"] == "$/progress"]

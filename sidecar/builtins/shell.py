@@ -76,16 +76,19 @@ async def run_command(call: BuiltinCall) -> dict[str, Any]:
 
 async def _collect(proc: Process, output: _Output) -> None:
     assert proc.stdout is not None
+    drained = anyio.Event()
     async with anyio.create_task_group() as tg:
         async def read() -> None:
             async for chunk in proc.stdout:  # type: ignore[union-attr]
                 output.add(chunk)
+            drained.set()
 
         tg.start_soon(read)
         await proc.wait()
         # A background child may hold the pipe open after the shell exits: take what is already
         # there, then stop waiting for it.
-        await anyio.sleep(0.05)
+        with anyio.move_on_after(0.05):
+            await drained.wait()
         tg.cancel_scope.cancel()
 
 
