@@ -222,3 +222,18 @@ async def test_html_page_of_a_real_call_keeps_hostile_data_inside_the_script(sid
     with pytest.raises(RemoteError) as info:
         await sidecar.request("tools/htmlPage", {"toolCallId": "nope"})
     assert info.value.code == -32010
+
+
+async def test_cancelling_a_call_stops_the_tool_and_keeps_the_chat_usable(sidecar: SidecarClient, tmp_path: Path):
+    await install(sidecar, tmp_path)
+    chat_id = await chat(sidecar)
+    answer = sidecar.expect("slow")
+    await sidecar.send({"jsonrpc": "2.0", "id": "slow", "method": "tools/call",
+                        "params": {"toolId": "app-builder:hang", "args": {}, "chatId": chat_id}})
+    await anyio.sleep(0.3)
+    await sidecar.notify("$/cancelRequest", {"id": "slow"})
+    reply = await answer(5)
+    assert reply["error"]["code"] == -32800
+    # The chat's lock was released and the toolset's next call gets a fresh worker.
+    ok = await call(sidecar, "app-builder:write_file", {"path": "after.txt", "content": "x"}, chat_id)
+    assert ok["status"] == "success"
