@@ -84,6 +84,9 @@ class Parsed:
     warnings: list[str] = field(default_factory=list)
 
 
+_NO_ALIASES = "YAML anchors and aliases (*name) are not supported in toolset.yaml"
+
+
 def _reject_aliases() -> type:
     import yaml
 
@@ -93,10 +96,7 @@ def _reject_aliases() -> type:
         def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
             if self.check_event(yaml.AliasEvent):
                 event = self.peek_event()
-                raise ManifestError(
-                    f"line {event.start_mark.line + 1}",
-                    "YAML anchors and aliases (*name) are not supported in toolset.yaml",
-                )
+                raise ManifestError(f"line {event.start_mark.line + 1}", _NO_ALIASES)
             return super().compose_node(parent, index)
 
     return NoAliasLoader
@@ -108,7 +108,13 @@ def load_yaml(text: bytes) -> Any:
     if len(text) > MAX_MANIFEST_BYTES:
         raise ManifestError("", f"the manifest is {len(text)} bytes; the limit is {MAX_MANIFEST_BYTES}")
     try:
-        return yaml.load(text, Loader=_reject_aliases())  # noqa: S506 - a SafeLoader subclass
+        fast = getattr(yaml, "CSafeLoader", None)  # libyaml: several times faster when present
+        if fast is None:
+            return yaml.load(text, Loader=_reject_aliases())  # noqa: S506 - a SafeLoader subclass
+        for event in yaml.parse(text, Loader=fast):  # events only: nothing is expanded yet
+            if isinstance(event, yaml.AliasEvent):
+                raise ManifestError(f"line {event.start_mark.line + 1}", _NO_ALIASES)
+        return yaml.load(text, Loader=fast)  # noqa: S506 - libyaml's safe loader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else ""
@@ -128,7 +134,11 @@ _HINTS = {
 
 
 def parse(text: bytes) -> Parsed:
-    data = load_yaml(text)
+    return from_data(load_yaml(text))
+
+
+def from_data(data: Any) -> Parsed:
+    """Check a manifest that is already data (parsed YAML, or built for mcpServers/add)."""
     if not isinstance(data, dict):
         raise ManifestError("", f"toolset.yaml must be a mapping of keys, not {type(data).__name__}")
     if data.get("manifest_version") == 1:

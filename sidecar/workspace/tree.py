@@ -21,6 +21,7 @@ from .blobs import BlobStore, MissingBlob
 from .watcher import COOKIE_PREFIX, Journal
 
 TMP_SUFFIX = ".sidecar-tmp"
+SMALL_TREE = 256  # files: below this a full walk is faster than syncing with the watcher
 PARALLEL_FROM = 32  # files; below this a thread pool costs more than it saves
 COPY_THREADS = 4
 
@@ -92,11 +93,15 @@ class Tree:
         """The directory as ``{path: sha256}``. With a journal and the files map of the last scan,
         only the paths the journal names are looked at; otherwise the whole tree is walked."""
         self.root.mkdir(parents=True, exist_ok=True)
-        dirty = journal.take() if journal is not None and last is not None else None
-        if dirty is not None and "" not in dirty:
-            return self._rescan(last or {}, dirty)
-        if journal is not None:
-            journal.restart()
+        if journal is not None and last is not None and len(last) <= SMALL_TREE:
+            # Walking a small tree (cached stats, no hashing) beats a round trip to the watcher.
+            journal.forget()
+        else:
+            dirty = journal.take() if journal is not None and last is not None else None
+            if dirty is not None and "" not in dirty:
+                return self._rescan(last or {}, dirty)
+            if journal is not None:
+                journal.restart()
         result = ScanResult(files={})
         fresh: dict[str, StatEntry] = {}
         self._walk("", str(self.root), result, fresh)

@@ -121,6 +121,12 @@ class Journal:
             dirty, self._dirty = self._dirty, set()
             return dirty
 
+    def forget(self) -> None:
+        """Call right before a full walk that did not need ``take``: no sync with the watcher,
+        since an event still in flight only lands in the next ``take`` (a harmless extra path)."""
+        with self._cond:
+            self._dirty.clear()
+
     def restart(self, timeout: float = 0.5) -> None:
         """Call right before a full walk: from here on the journal is complete again. (Clearing
         *before* the walk means a change made during it stays in the journal.)"""

@@ -1,0 +1,515 @@
+#!/usr/bin/env python3
+"""Benchmark Python tool calls (issue "Toolsets") against references measured in the same run.
+
+    .venv/bin/python scripts/bench_tools.py             full run (under a minute)
+    .venv/bin/python scripts/bench_tools.py --quick     smaller run (a smoke test)
+    .venv/bin/python scripts/bench_tools.py --calls N   N measured calls per warm series (default 500)
+
+Budgets from ARCHITECTURE.md: a Python tool call through the sidecar, warm worker, small
+workspace: p50 <= 15 ms including the snapshot; an idle toolset worker <= 40 MB RSS.
+
+1. Warm Python tool call through the real sidecar (``SidecarClient.spawn``): a small toolset in a
+   temp folder (one ``@tool`` function that writes a small file into ``get_context().workspace``
+   and returns a small dict) is imported with ``toolsets/import``, a chat is created and its
+   workspace seeded with 20 small files, then after a warm-up ``tools/call`` with ``chatId`` runs
+   N times in a row; p50/p99 of request -> response. Reference: the same function called in
+   this process (SDK on sys.path, ``set_context(ToolContext(...))`` around each call).
+                                                                    budget: p50 <= 15 ms
+2. The same call without ``chatId`` (a scratch folder, no workspace snapshot), and 3. the built-in
+   ``write_file`` in the same chat (no worker hop), so the cost split is visible.        (info)
+   ``ping`` through the same client gives the floor of the client and the RPC layer.
+   The three tools/call series are interleaved in rounds, so drift hits them alike.
+4. Cold start of a toolset worker with the host API (``ToolsetWorkers``): fresh pool -> first
+   call's result, median of 10, vs ``python -I -c pass`` spawn -> exit (median of 10); the warm
+   ``pool.call`` round trip on the host API alone (the worker hop, no RPC, no database); and the
+   idle worker's RSS (/proc/<pid>/status VmRSS).                    budget: RSS <= 40 MB
+5. ``toolsets/import`` of a generated 100-tool bundle (10 modules; half ``@tool`` functions with
+   type hints, half legacy plain functions with a YAML ``input_schema``), each into a fresh id,
+   median of 3, vs ``toolsets/inspect`` of the same bundle (nothing installed); from a folder and
+   from a ZIP of it.                                                          (info)
+
+Times use ``time.perf_counter``; MB = 2^20 bytes (as /proc reports kB = 2^10). Temp folders are
+removed at the end. The script exits 0 even when a budget is missed: it is a report; misses are
+marked ``FAIL``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from sidecar.client import SidecarClient  # noqa: E402
+from sidecar.runtime.workers import SDK_DIR, Limits, ToolsetWorkers  # noqa: E402
+
+PYTHON = sys.executable
+MIB = 1 << 20
+
+BUDGET_CALL_P50_MS = 15.0
+BUDGET_WORKER_RSS_MIB = 40.0
+
+TOOLSET_ID = "bench"
+TOOL_ID = f"{TOOLSET_ID}:touch"
+ENTRYPOINT = "tools.bench:touch"
+SEED_FILES = 20
+
+MANIFEST = f'''manifest_version: "1"
+id: {TOOLSET_ID}
+name: Bench
+version: "1.0.0"
+description: One small tool, for scripts/bench_tools.py
+tools:
+  - id: touch
+    entrypoint: {ENTRYPOINT}
+'''
+
+BENCH_PY = '''from covalt_toolset import get_context, tool
+
+
+@tool
+def touch(name: str, n: int = 0) -> dict:
+    """Write a small file into the workspace.
+
+    Args:
+        name: File path relative to the workspace
+        n: Written into the file, so every call changes it
+    """
+    data = f"call {n}\\n"
+    (get_context().workspace / name).write_text(data)
+    return {"path": name, "size": len(data)}
+'''
+
+
+# ---------------------------------------------------------------------------------------------
+# Statistics and small helpers
+
+
+def pct(values: list[float], q: float) -> float:
+    """Percentile q (0..100) with linear interpolation between closest ranks."""
+    s = sorted(values)
+    if len(s) == 1:
+        return s[0]
+    k = (len(s) - 1) * q / 100
+    lo = int(k)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+def vm_rss_bytes(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def write_toolset(folder: Path) -> Path:
+    (folder / "tools").mkdir(parents=True)
+    (folder / "toolset.yaml").write_text(MANIFEST)
+    (folder / "tools" / "bench.py").write_text(BENCH_PY)
+    return folder
+
+
+# ---------------------------------------------------------------------------------------------
+# 1-3. Warm calls through the sidecar
+
+
+async def timed_request(client: SidecarClient, method: str, params: dict[str, Any]) -> tuple[float, Any]:
+    t0 = time.perf_counter()
+    result = await client.request(method, params)
+    return (time.perf_counter() - t0) * 1000, result
+
+
+async def bench_sidecar(n_calls: int, warmup: int, rounds: int, n_import: int, tmp: Path) -> dict:
+    folder = write_toolset(tmp / "bench-toolset")
+    out: dict[str, Any] = {"chat": [], "nochat": [], "builtin": [], "ping": []}
+    async with SidecarClient.spawn(tmp / "data", client_name="bench_tools") as client:
+        await client.request("toolsets/import", {"path": str(folder)})
+        chat_id = (await client.request("chats/create", {"title": "bench"}))["chat"]["id"]
+        for i in range(SEED_FILES):
+            await client.request("workspace/writeFile", {"chatId": chat_id, "path": f"src/file{i:02}.txt",
+                                                         "text": f"seed file {i}\n" * 8})
+        seq = iter(range(1, 1 << 30))
+
+        def py_params(with_chat: bool) -> dict[str, Any]:
+            p: dict[str, Any] = {"toolId": TOOL_ID, "args": {"name": "out.txt", "n": next(seq)}}
+            return p | {"chatId": chat_id} if with_chat else p
+
+        def builtin_params() -> dict[str, Any]:
+            return {"toolId": "write_file", "chatId": chat_id,
+                    "args": {"path": "builtin.txt", "content": f"call {next(seq)}\n"}}
+
+        series = {
+            "chat": lambda: ("tools/call", py_params(True)),
+            "nochat": lambda: ("tools/call", py_params(False)),
+            "builtin": lambda: ("tools/call", builtin_params()),
+            "ping": lambda: ("ping", {}),
+        }
+        # Warm-up (not measured): the worker starts, the code paths and caches warm up.
+        for make in series.values():
+            for _ in range(warmup):
+                method, params = make()
+                await client.request(method, params)
+        # A correctness check outside the timed part.
+        params = py_params(True)
+        check = (await client.request("tools/call", params))["toolCall"]
+        expected = {"path": "out.txt", "size": len(f"call {params['args']['n']}\n")}
+        if check["status"] != "success" or check["result"] != expected:
+            raise RuntimeError(f"unexpected tool call record: {check}")
+        if not check.get("postManifestId") or check["postManifestId"] == check.get("preManifestId"):
+            raise RuntimeError(f"the call did not make a new workspace version: {check}")
+        files = (await client.request("workspace/files", {"chatId": chat_id}))["files"]
+        if len(files) != SEED_FILES + 2:
+            raise RuntimeError(f"expected {SEED_FILES + 2} files in the workspace, got {len(files)}")
+
+        per_round = max(1, n_calls // rounds)
+        for _ in range(rounds):
+            for name, make in series.items():
+                for _ in range(per_round):
+                    method, params = make()
+                    ms, result = await timed_request(client, method, params)
+                    if method == "tools/call" and result["toolCall"]["status"] != "success":
+                        raise RuntimeError(f"tool call failed: {result['toolCall']}")
+                    out[name].append(ms)
+
+        stats = await client.request("debug/info")
+        out["sidecar_pid"] = client.proc.pid
+        out["sidecar_rss"] = vm_rss_bytes(client.proc.pid)
+        out["debug_info"] = stats
+
+        # 5. The 100-tool bundle (after the warm series, so its toolsets do not weigh on them).
+        out["bundle"] = await bench_bundle(client, n_import, tmp)
+    out["stderr_tail"] = client.stderr_text().splitlines()[-5:]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. Reference: the same function in this process
+
+
+def bench_inprocess(n_calls: int, warmup: int, tmp: Path) -> list[float]:
+    folder = write_toolset(tmp / "inproc-toolset")
+    ws = tmp / "inproc-ws"
+    ws.mkdir()
+    if str(SDK_DIR) not in sys.path:
+        sys.path.insert(0, str(SDK_DIR))
+    import covalt_toolset  # noqa: PLC0415 - the SDK only exists on sys.path from here
+
+    spec = importlib.util.spec_from_file_location("bench_tools_inproc", folder / "tools" / "bench.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    touch = module.touch
+    ctx = covalt_toolset.ToolContext(workspace=ws, chat_id="c1", toolset_id=TOOLSET_ID, toolset_dir=folder)
+    set_context, clear_context = covalt_toolset.set_context, covalt_toolset.clear_context
+    perf = time.perf_counter
+    out: list[float] = []
+    for i in range(warmup + n_calls):
+        t0 = perf()
+        token = set_context(ctx)
+        try:
+            result = touch(name="out.txt", n=i)
+        finally:
+            clear_context(token)
+        t1 = perf()
+        if i >= warmup:
+            out.append((t1 - t0) * 1000)
+    assert result == {"path": "out.txt", "size": len(f"call {i}\n")}, result
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. Cold start, warm hop and idle RSS with the host API
+
+
+def spawn_reference() -> float:
+    t0 = time.perf_counter()
+    subprocess.run([PYTHON, "-I", "-c", "pass"], check=True, stdin=subprocess.DEVNULL)
+    return (time.perf_counter() - t0) * 1000
+
+
+async def bench_workers(n_cold: int, n_warm: int, tmp: Path) -> dict:
+    folder = write_toolset(tmp / "pool-toolset")
+    ws = tmp / "pool-ws"
+    ws.mkdir()
+    context = {"workspace": str(ws), "chatId": "c1", "toolCallId": "t1"}
+    limits = Limits()
+    args = {"name": "out.txt", "n": 1}
+
+    spawn_reference()  # warm the page cache; not measured
+    cold: list[float] = []
+    ref: list[float] = []
+    for _ in range(n_cold + 1):  # the first pool (page cache, our own imports) is not counted
+        pool = ToolsetWorkers(TOOLSET_ID, folder, limits)
+        try:
+            t0 = time.perf_counter()
+            result = await pool.call("touch", ENTRYPOINT, args, context=context)
+            cold.append((time.perf_counter() - t0) * 1000)
+            assert result == {"path": "out.txt", "size": 7}, result
+        finally:
+            await pool.aclose()
+        ref.append(spawn_reference())
+    cold, ref = cold[1:], ref[1:]
+
+    # One warm pool: the worker hop alone, then the idle worker's RSS.
+    pool = ToolsetWorkers(TOOLSET_ID, folder, limits)
+    try:
+        warm: list[float] = []
+        for i in range(20 + n_warm):
+            t0 = time.perf_counter()
+            await pool.call("touch", ENTRYPOINT, {"name": "out.txt", "n": i}, context=context)
+            if i >= 20:
+                warm.append((time.perf_counter() - t0) * 1000)
+        pids = pool.stats()["pids"]
+        await anyio.sleep(0.3)  # idle
+        rss = [vm_rss_bytes(pid) for pid in pids]
+    finally:
+        await pool.aclose()
+
+    bare = subprocess.Popen([PYTHON, "-I", "-c", "import sys; sys.stdin.readline()"],
+                            stdin=subprocess.PIPE)
+    time.sleep(0.3)
+    bare_rss = vm_rss_bytes(bare.pid)
+    assert bare.stdin is not None
+    bare.stdin.close()
+    bare.wait()
+    return {"cold": cold, "ref": ref, "warm": warm, "rss": [r for r in rss if r], "bare_rss": bare_rss}
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. A 100-tool bundle
+
+
+def bundle_module(m: int, per_module: int) -> tuple[str, list[str]]:
+    """A module of ``per_module`` tools: the first half ``@tool`` with type hints, the rest legacy."""
+    typed = per_module // 2
+    lines = ["from typing import Literal", "", "from covalt_toolset import get_context, tool", "", ""]
+    decls: list[str] = []
+    for t in range(per_module):
+        name = f"m{m}_t{t}"
+        if t < typed:
+            lines += [
+                "@tool",
+                f"def {name}(path: str, count: int = 1, ratio: float = 0.5, tags: list[str] | None = None,",
+                f"        mode: Literal['fast', 'slow'] = 'fast', verbose: bool = False) -> dict:",
+                f'    """Tool {t} of module {m}: does a small thing with a file.',
+                "",
+                "    Args:",
+                "        path: File path relative to the workspace",
+                "        count: How many times",
+                "        ratio: A fraction between 0 and 1",
+                "        tags: Labels to attach",
+                "        mode: How to go about it",
+                "        verbose: Say more",
+                '    """',
+                "    return {'path': path, 'count': count, 'ws': str(get_context().workspace)}",
+                "",
+                "",
+            ]
+            decls.append(f"  - id: {name}\n    entrypoint: tools.mod{m}:{name}\n")
+        else:
+            lines += [
+                f"def {name}(workspace, path, count=1):",
+                f'    """Legacy tool {t} of module {m}."""',
+                "    return {'path': path, 'count': count}",
+                "",
+                "",
+            ]
+            decls.append(
+                f"  - id: {name}\n    name: Legacy {m}.{t}\n    description: Legacy tool {t} of module {m}\n"
+                f"    entrypoint: tools.mod{m}:{name}\n"
+                "    input_schema:\n      type: object\n      properties:\n"
+                "        path:\n          type: string\n          description: File path relative to the workspace\n"
+                "        count:\n          type: integer\n          minimum: 1\n"
+                "      required: [path]\n"
+            )
+    return "\n".join(lines), decls
+
+
+def make_bundle(folder: Path, toolset_id: str, modules: int = 10, per_module: int = 10) -> Path:
+    (folder / "tools").mkdir(parents=True)
+    decls: list[str] = []
+    for m in range(modules):
+        source, d = bundle_module(m, per_module)
+        (folder / "tools" / f"mod{m}.py").write_text(source)
+        decls += d
+    (folder / "toolset.yaml").write_text(
+        f'manifest_version: "1"\nid: {toolset_id}\nname: Bundle {toolset_id}\nversion: "1.0.0"\n'
+        f"description: {modules * per_module} generated tools\ntools:\n" + "".join(decls))
+    return folder
+
+
+def zip_folder(folder: Path, target: Path) -> Path:
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as z:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                z.write(path, path.relative_to(folder).as_posix())
+    return target
+
+
+async def bench_bundle(client: SidecarClient, n: int, tmp: Path) -> dict:
+    base = tmp / "bundles"
+    out: dict[str, list[float]] = {"folder": [], "zip": [], "inspect_folder": [], "inspect_zip": []}
+    tools = 0
+    for i in range(n):  # interleaved: each variant once per round
+        # A folder of its own for each import: a local toolset follows its folder (authoring loop).
+        folder = make_bundle(base / f"dir{i}", f"bundle-dir-{i}")
+        archive = zip_folder(make_bundle(base / f"zipsrc{i}", f"bundle-zip-{i}"), base / f"bundle{i}.zip")
+        ms, got = await timed_request(client, "toolsets/inspect", {"path": str(folder)})
+        out["inspect_folder"].append(ms)
+        tools = len(got["tools"])
+        ms, _ = await timed_request(client, "toolsets/inspect", {"path": str(archive)})
+        out["inspect_zip"].append(ms)
+        ms, _ = await timed_request(client, "toolsets/import", {"path": str(folder)})
+        out["folder"].append(ms)
+        ms, _ = await timed_request(client, "toolsets/import", {"path": str(archive)})
+        out["zip"].append(ms)
+    detail = await client.request("toolsets/get", {"id": "bundle-zip-0"})
+    listed = detail["tools"]
+    typed = next(t for t in listed if t["id"] == "bundle-zip-0:m0_t0")
+    if len(listed) != tools or set(typed["inputSchema"]["properties"]) != {"path", "count", "ratio", "tags",
+                                                                          "mode", "verbose"}:
+        raise RuntimeError(f"the bundle was not installed as expected: {len(listed)} tools, {typed}")
+    return {**out, "tools": tools}  # type: ignore[dict-item]
+
+
+# ---------------------------------------------------------------------------------------------
+# Report
+
+
+def verdict(ok: bool | None) -> str:
+    return "info" if ok is None else ("PASS" if ok else "FAIL <<<")
+
+
+async def run_all(args: argparse.Namespace, tmp: Path) -> tuple[dict, list[float], dict]:
+    workers = await bench_workers(args.cold, args.calls, tmp)
+    side = await bench_sidecar(args.calls, args.warmup, args.rounds, args.imports, tmp)
+    inproc = bench_inprocess(args.calls, args.warmup, tmp)
+    return side, inproc, workers
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="fewer calls and spawns (smoke run)")
+    ap.add_argument("--calls", type=int, default=None, help="measured calls per warm series (default 500)")
+    args = ap.parse_args()
+    if args.quick:
+        args.calls = args.calls or 100
+        args.warmup, args.rounds, args.cold, args.imports = 10, 2, 3, 1
+    else:
+        args.calls = args.calls or 500
+        args.warmup, args.rounds, args.cold, args.imports = 20, 5, 10, 3
+
+    t_start = time.perf_counter()
+    tmp = Path(tempfile.mkdtemp(prefix="bench_tools-"))
+    try:
+        side, inproc, workers = anyio.run(run_all, args, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    wall = time.perf_counter() - t_start
+
+    med = statistics.median
+    rows: list[tuple[str, str, str, str, str]] = []
+
+    def add(metric: str, sidecar: str, ref: str, budget: str, ok: bool | None) -> None:
+        rows.append((metric, sidecar, ref, budget, verdict(ok)))
+
+    chat, nochat, builtin, ping = side["chat"], side["nochat"], side["builtin"], side["ping"]
+    ip50, ip99 = pct(inproc, 50), pct(inproc, 99)
+    p50 = pct(chat, 50)
+    add(f"warm Python tool call, chatId, p50 (n={len(chat)} sequential)",
+        f"{p50:.2f} ms", f"{ip50:.3f} ms in-process", f"<= {BUDGET_CALL_P50_MS:.0f} ms",
+        p50 <= BUDGET_CALL_P50_MS)
+    add("warm Python tool call, chatId, p99",
+        f"{pct(chat, 99):.2f} ms", f"{ip99:.3f} ms in-process", "-", None)
+    add(f"warm Python tool call, no chatId (scratch dir), p50 (n={len(nochat)})",
+        f"{pct(nochat, 50):.2f} ms", f"{ip50:.3f} ms in-process", "-", None)
+    add("warm Python tool call, no chatId, p99",
+        f"{pct(nochat, 99):.2f} ms", f"{ip99:.3f} ms in-process", "-", None)
+    add(f"built-in write_file, same chat, p50 (n={len(builtin)})",
+        f"{pct(builtin, 50):.2f} ms", f"{ip50:.3f} ms in-process", "-", None)
+    add("built-in write_file, same chat, p99",
+        f"{pct(builtin, 99):.2f} ms", f"{ip99:.3f} ms in-process", "-", None)
+    add(f"ping through the same client, p50 (n={len(ping)})",
+        f"{pct(ping, 50):.3f} ms", "-", "-", None)
+    w = workers["warm"]
+    add(f"worker hop alone: warm pool.call, host API, p50 (n={len(w)})",
+        f"{pct(w, 50):.2f} ms", f"{ip50:.3f} ms in-process", "-", None)
+    add("  chatId p50 = worker hop / other sidecar work / snapshot (chatId - no chatId)",
+        f"{pct(w, 50):.2f} / {pct(nochat, 50) - pct(w, 50):.2f} / {p50 - pct(nochat, 50):.2f} ms",
+        "-", "-", None)
+
+    cm, rm = med(workers["cold"]), med(workers["ref"])
+    add(f"worker cold start: fresh pool -> first result, median (n={len(workers['cold'])})",
+        f"{cm:.1f} ms", f"{rm:.1f} ms python -I -c pass", "-", None)
+    add("worker cold start, max",
+        f"{max(workers['cold']):.1f} ms", f"{max(workers['ref']):.1f} ms python -I -c pass", "-", None)
+    bare = workers["bare_rss"]
+    bare_txt = f"{bare / MIB:.1f} MB bare python -I" if bare else "n/a"
+    if workers["rss"]:
+        rss = max(workers["rss"])
+        add("idle toolset worker RSS (/proc VmRSS)", f"{rss / MIB:.1f} MB", bare_txt,
+            f"<= {BUDGET_WORKER_RSS_MIB:.0f} MB", rss <= BUDGET_WORKER_RSS_MIB * MIB)
+    else:
+        add("idle toolset worker RSS (/proc VmRSS)", "n/a (no live worker)", bare_txt,
+            f"<= {BUDGET_WORKER_RSS_MIB:.0f} MB", False)
+
+    b = side["bundle"]
+    n_tools, n_imp = b["tools"], len(b["folder"])
+    add(f"import {n_tools}-tool bundle, folder, fresh id, median (n={n_imp})",
+        f"{med(b['folder']):.0f} ms", f"{med(b['inspect_folder']):.0f} ms inspect", "-", None)
+    add(f"import {n_tools}-tool bundle, ZIP, fresh id, median (n={n_imp})",
+        f"{med(b['zip']):.0f} ms", f"{med(b['inspect_zip']):.0f} ms inspect", "-", None)
+
+    now = datetime.datetime.now().astimezone()
+    print(f"date     {now:%Y-%m-%d %H:%M:%S %Z}")
+    print(f"machine  {platform.node()}  nproc={os.cpu_count()} (affinity "
+          f"{len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'})  "
+          f"{platform.machine()}  {platform.system()} {platform.release()}")
+    print(f"python   {platform.python_implementation()} {platform.python_version()}  ({PYTHON})")
+    print(f"mode     {'--quick' if args.quick else 'full'}  calls={args.calls} per series, "
+          f"{args.rounds} interleaved rounds, warm-up {args.warmup}; workspace: {SEED_FILES} seed files "
+          f"(MB = 2^20 bytes)")
+    print()
+    headers = ("metric", "sidecar", "reference (same run)", "budget", "result")
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+
+    def fmt(cells: tuple[str, ...]) -> str:
+        return " | ".join(c.ljust(wd) if i == 0 else c.rjust(wd) if i < 4 else c.ljust(wd)
+                          for i, (c, wd) in enumerate(zip(cells, widths))).rstrip()
+
+    print(fmt(headers))
+    print("-+-".join("-" * wd for wd in widths))
+    for r in rows:
+        print(fmt(r))
+    print()
+    if side.get("sidecar_rss"):
+        print(f"sidecar RSS after the warm series: {side['sidecar_rss'] / MIB:.1f} MB (/proc VmRSS; "
+              f"debug/info rssBytes {side['debug_info']['rssBytes'] / MIB:.1f} MB)")
+    misses = [r[0].strip() for r in rows if r[4].startswith("FAIL")]
+    print("budget misses: " + ("; ".join(misses) if misses else "none"))
+    print(f"wall time: {wall:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
