@@ -28,6 +28,7 @@ from .chat.chats import ChatService
 from .store import Database
 from .toolsets.calls import ToolCallService
 from .toolsets.service import ToolsetService
+from .mcp_host.host import McpHost
 from .runtime.workers import WorkerHost
 from .workspace.service import WorkspaceService
 
@@ -43,6 +44,7 @@ class Sidecar:
         self.chats: ChatService = None  # type: ignore[assignment]
         self.toolsets: ToolsetService = None  # type: ignore[assignment]
         self.tool_calls: ToolCallService = None  # type: ignore[assignment]
+        self.mcp: McpHost = None  # type: ignore[assignment]
         self.connection: Connection | None = None
         self.exit_code = process.EXIT_OK
         self.shutdown_requested = False
@@ -74,6 +76,44 @@ class Sidecar:
             await self.connection.notify(
                 "workspace/changed", ChangedParams(chat_id, manifest_id, Changes(added, removed, modified))
             )
+
+    # -- MCP servers ---------------------------------------------------------------------------
+
+    async def sync_mcp(self, _changed: str | None = None) -> None:
+        """Hand the host the servers the database says should exist (after any change to them)."""
+        from .toolsets import mcp_servers
+
+        rows = await mcp_servers.all_servers(self.db)  # type: ignore[arg-type]
+        if any(r.should_run for r in rows) and "mcp.client" not in sys.modules:
+            # The SDK takes over half a second to import: not on the event loop's thread.
+            await anyio.to_thread.run_sync(_import_mcp_sdk)
+        await self.mcp.sync([mcp_servers.config_of(r) for r in rows])
+
+    async def _mcp_status(self, state: Any) -> None:
+        from .api.mcp import ServerStatusParams
+        from .api.errors import NotFound
+        from .handlers.mcp import server_out
+        from .toolsets import mcp_servers
+
+        if self.connection is None:
+            return
+        try:
+            row = await mcp_servers.find(self.db, state.key)  # type: ignore[arg-type]
+        except NotFound:
+            return  # removed meanwhile
+        await self.connection.notify("mcpServers/status", ServerStatusParams(server_out(row, self)))
+
+    async def _mcp_tools_changed(self, key: str) -> None:
+        await self._mcp_status(self.mcp.state(key))
+
+    async def _mcp_elicit(self, key: str, params: dict[str, Any]) -> dict[str, Any]:
+        from .api.mcp import ElicitParams, ElicitResult
+
+        if self.connection is None:
+            return {"action": "cancel"}
+        asked = ElicitParams(key, str(params.get("message", "")), params.get("requestedSchema") or {})
+        answer = await self.connection.request("ui/elicit", asked, ElicitResult)
+        return {"action": answer.action} | ({"content": answer.content} if answer.content is not None else {})
 
     def _follow_local_toolsets(self, tg: TaskGroup) -> None:
         from .toolsets.authoring import LocalToolsets
@@ -162,6 +202,9 @@ class Sidecar:
                 self.workspace.bind(tg, self._workspace_changed)
             if self.toolsets is not None:
                 self._follow_local_toolsets(tg)
+            if self.mcp is not None:
+                self.mcp.bind(tg)
+                tg.start_soon(self.sync_mcp)
             tg.start_soon(self._watch_signals)
             if self.settings.parent_pid:
                 self.watch_parent(self.settings.parent_pid)
@@ -179,6 +222,10 @@ class Sidecar:
             conn.close()
             tg.cancel_scope.cancel()
         return self.exit_code
+
+
+def _import_mcp_sdk() -> None:
+    import mcp.client.client  # noqa: F401
 
 
 def _async(fn: Callable[[], None]) -> Callable[[], Awaitable[None]]:
@@ -235,6 +282,11 @@ async def serve(
         app.on_close("tool workers", workers.aclose)
         app.toolsets = ToolsetService(app.db, settings.data_dir, workers)
         app.tool_calls = ToolCallService(app.db, app.workspace, workers, settings.data_dir / "scratch")
+        app.mcp = McpHost(on_status=app._mcp_status, on_tools_changed=app._mcp_tools_changed,
+                          elicit=app._mcp_elicit)
+        app.on_close("MCP servers", app.mcp.aclose)
+        app.tool_calls.mcp = app.mcp
+        app.toolsets.on_change.append(app.sync_mcp)
         return await app.run(transport, build_method_table(app))
     finally:
         lock.release()

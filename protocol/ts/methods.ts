@@ -59,6 +59,28 @@ export interface ClientRequests {
   "tools/call": { params: T.ToolCallParams; result: T.ToolCallResult };
   /** The page of a tool call whose render plan uses the html renderer. */
   "tools/htmlPage": { params: T.HtmlPageParams; result: T.HtmlPageResult };
+  /** Add a standalone MCP server: creates a userMcp toolset whose id is the server id and connects in the background (mcpServers/status reports how it goes). */
+  "mcpServers/add": { params: T.AddParams; result: T.ServerResult };
+  /** Every configured MCP server with its connection status. */
+  "mcpServers/list": { params: undefined; result: T.ServersResult };
+  /** Remove a server added with mcpServers/add (with its toolset and overrides); servers a toolset declares go with toolsets/uninstall. */
+  "mcpServers/remove": { params: T.ServerIdParams; result: T.Empty };
+  /** Connect (true) or disconnect and stop (false) one server. */
+  "mcpServers/setEnabled": { params: T.ServerSetEnabledParams; result: T.ServerResult };
+  /** Drop the connection and connect again now (after fixing its environment, say). */
+  "mcpServers/reconnect": { params: T.ServerIdParams; result: T.ServerResult };
+  /** The resources a connected server offers. */
+  "mcpServers/resources": { params: T.ServerIdParams; result: T.ResourcesResult };
+  /** Read one resource of a server. */
+  "mcpServers/readResource": { params: T.ReadResourceParams; result: T.ReadResourceResult };
+  /** The prompts a connected server offers. */
+  "mcpServers/prompts": { params: T.ServerIdParams; result: T.PromptsResult };
+  /** Fill in one prompt of a server. */
+  "mcpServers/getPrompt": { params: T.GetPromptParams; result: T.GetPromptResult };
+  /** Read the MCP servers configured in Claude Desktop, VS Code or Cursor and show what importing them would add; adds nothing. */
+  "mcpServers/importPreview": { params: T.McpImportPreviewParams; result: T.McpImportPreviewResult };
+  /** Add the servers picked from mcpServers/importPreview (each as mcpServers/add would). */
+  "mcpServers/import": { params: T.McpImportParams; result: T.McpImportResult };
   /** Process facts: pid, memory, uptime, which heavy modules are loaded. */
   "debug/info": { params: undefined; result: T.DebugInfo };
   /** Wait ms milliseconds (reporting $/progress when given a workDoneToken); cancellable. For exercising cancellation and progress. */
@@ -79,6 +101,8 @@ export interface ClientNotifications {
 
 /** Requests the server sends, by method name. */
 export interface ServerRequests {
+  /** An MCP server asks the user for input (MCP elicitation); the answer goes back to it. */
+  "ui/elicit": { params: T.ElicitParams; result: T.ElicitResult };
 }
 
 /** Notifications the server sends, by method name. */
@@ -91,6 +115,8 @@ export interface ServerNotifications {
   "workspace/changed": { params: T.ChangedParams };
   /** A toolset imported from a folder (sourceType local) followed an edit of that folder. */
   "toolsets/changed": { params: T.ToolsetChangedParams };
+  /** A server's status changed (connecting, connected, error, disabled) or its tools did. */
+  "mcpServers/status": { params: T.ServerStatusParams };
 }
 
 export const ErrorCodes = {

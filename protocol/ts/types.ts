@@ -362,6 +362,7 @@ export interface ToolCallParams {
   toolId: string;
   args?: Record<string, unknown>;
   chatId?: string | null;
+  workDoneToken?: number | string | null;
 }
 
 export interface ToolCallResult {
@@ -405,6 +406,126 @@ export interface HtmlPageParams {
 
 export interface HtmlPageResult {
   html: string;
+}
+
+export interface AddParams {
+  id: string;
+  type?: "sse" | "stdio" | "streamable-http";
+  command?: string | null;
+  args?: string[];
+  env?: Record<string, string>;
+  cwd?: string | null;
+  url?: string | null;
+  headers?: Record<string, string>;
+  requiresConfirmation?: boolean;
+  connectTimeout?: number | null;
+  callTimeout?: number | null;
+}
+
+export interface ServerResult {
+  server: McpServer;
+}
+
+export interface McpServer {
+  id: string;
+  serverId: string;
+  toolsetId: string;
+  type: "sse" | "stdio" | "streamable-http";
+  status: "connected" | "connecting" | "disabled" | "error";
+  enabled: boolean;
+  toolCount?: number;
+  error?: string | null;
+  userMcp?: boolean;
+  command?: string[] | null;
+  url?: string | null;
+  serverName?: string | null;
+  requiresConfirmation?: boolean;
+}
+
+export interface ServersResult {
+  servers: McpServer[];
+}
+
+export interface ServerIdParams {
+  id: string;
+}
+
+export interface ServerSetEnabledParams {
+  id: string;
+  enabled: boolean;
+}
+
+export interface ServerStatusParams {
+  server: McpServer;
+}
+
+export interface ResourcesResult {
+  resources: Record<string, unknown>[];
+}
+
+export interface ReadResourceParams {
+  id: string;
+  uri: string;
+}
+
+export interface ReadResourceResult {
+  contents: Record<string, unknown>[];
+}
+
+export interface PromptsResult {
+  prompts: Record<string, unknown>[];
+}
+
+export interface GetPromptParams {
+  id: string;
+  name: string;
+  arguments?: Record<string, string>;
+}
+
+export interface GetPromptResult {
+  messages: Record<string, unknown>[];
+  description?: string | null;
+}
+
+export interface ElicitParams {
+  server: string;
+  message: string;
+  requestedSchema: Record<string, unknown>;
+}
+
+export interface ElicitResult {
+  action: "accept" | "cancel" | "decline";
+  content?: Record<string, unknown> | null;
+}
+
+export interface McpImportPreviewParams {
+  path?: string | null;
+}
+
+export interface McpImportPreviewResult {
+  servers: FoundServer[];
+  warnings?: string[];
+}
+
+export interface FoundServer {
+  id: string;
+  source: "claude" | "cursor" | "vscode";
+  path: string;
+  type: "sse" | "stdio" | "streamable-http";
+  command?: string[] | null;
+  url?: string | null;
+  envKeys?: string[];
+  exists?: boolean;
+  warnings?: string[];
+}
+
+export interface McpImportParams {
+  ids: string[];
+  path?: string | null;
+}
+
+export interface McpImportResult {
+  servers: McpServer[];
 }
 
 export interface DebugInfo {

@@ -101,6 +101,14 @@ class InvalidBundle(ApiError):
                          {"path": path, "reason": reason})
 
 
+class UpstreamError(ApiError):
+    code = ErrorCode.UPSTREAM_ERROR
+
+    def __init__(self, source: str, message: str, server: str | None = None) -> None:
+        data = {"source": source, "message": message} | ({"server": server} if server else {})
+        super().__init__(f"{server or source}: {message}", data)
+
+
 class StorageError(ApiError):
     code = ErrorCode.STORAGE_ERROR
 

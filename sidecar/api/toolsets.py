@@ -226,6 +226,8 @@ class ToolCallParams(Model):
     args: dict[str, Any] = {}
     # The chat whose workspace the tool works in; tools that need none may run without it.
     chat_id: str | None = None
+    # Progress the tool reports (MCP tools do) arrives as $/progress with this token.
+    work_done_token: int | str | None = None
 
 
 class RenderPlan(Model):

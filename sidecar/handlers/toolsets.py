@@ -122,22 +122,31 @@ def handlers(app: Sidecar) -> dict[str, Any]:
     async def tools_list(p: ToolsListParams, ctx: RequestContext) -> ToolsResult:
         from ..toolsets import registry
 
-        return ToolsResult(await registry.list_tools(app.db, p.include_disabled))  # type: ignore[arg-type]
+        return ToolsResult(await registry.list_tools(app.db, p.include_disabled, app.mcp))  # type: ignore[arg-type]
 
     async def tools_get(p: ToolIdParams, ctx: RequestContext) -> ToolResult:
         from ..toolsets import registry
 
-        return ToolResult(await registry.get_tool(app.db, p.id))  # type: ignore[arg-type]
+        return ToolResult(await registry.get_tool(app.db, p.id, app.mcp))  # type: ignore[arg-type]
 
     async def set_override(p: SetOverrideParams, ctx: RequestContext) -> ToolResult:
         from ..toolsets import registry
 
         changes = {f: getattr(p, f) for f in p.__struct_fields__
                    if f not in ("toolset_id", "tool_id") and getattr(p, f) is not msgspec.UNSET}
-        return ToolResult(await registry.set_override(app.db, p.toolset_id, p.tool_id, changes))  # type: ignore[arg-type]
+        return ToolResult(await registry.set_override(app.db, p.toolset_id, p.tool_id, changes, app.mcp))  # type: ignore[arg-type]
 
     async def call(p: ToolCallParams, ctx: RequestContext) -> ToolCallResult:
-        row = await app.tool_calls.call(p.tool_id, p.args, p.chat_id)
+        async def progress(done: float, total: float | None, message: str | None) -> None:
+            if p.work_done_token is not None:
+                value: dict[str, Any] = {"kind": "report"}
+                if total:
+                    value["percentage"] = min(100, int(done * 100 / total))
+                if message:
+                    value["message"] = message
+                await ctx.progress(p.work_done_token, value)
+
+        row = await app.tool_calls.call(p.tool_id, p.args, p.chat_id, on_progress=progress)
         return ToolCallResult(msgspec.convert(row, ToolCall, from_attributes=True))
 
     async def html_page(p: HtmlPageParams, ctx: RequestContext) -> HtmlPageResult:

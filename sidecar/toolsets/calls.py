@@ -26,6 +26,7 @@ from . import registry
 from .validate import check_args
 
 if TYPE_CHECKING:
+    from ..mcp_host.host import McpHost
     from ..runtime.workers import WorkerHost
     from ..workspace.service import WorkspaceService
 
@@ -33,6 +34,8 @@ log = logging.getLogger("sidecar.tools")
 
 # Called once the call is recorded as running (a chat turn tells the UI at that point).
 OnStarted = Callable[[ToolCallRow], Awaitable[None]]
+# (progress, total or None, message or None) as a tool reports it.
+OnProgress = Callable[[float, "float | None", "str | None"], Awaitable[None]]
 
 
 class ToolCallService:
@@ -42,12 +45,15 @@ class ToolCallService:
         self.workers = workers
         self.repo = ToolCallRepo(db)
         self.scratch = scratch
+        self.mcp: McpHost | None = None  # set once the MCP host exists
 
     async def call(
         self, tool_id: str, args: dict[str, Any], chat_id: str | None, *,
         message_id: str | None = None, on_started: OnStarted | None = None,
+        on_progress: OnProgress | None = None,
     ) -> ToolCallRow:
-        target = await registry.resolve(self.db, tool_id)
+        target = await registry.resolve(self.db, tool_id, self.mcp)
+        tool_id = target.tool.id  # canonical, also when a legacy MCP id was given
         tool = target.tool
         if not tool.enabled:
             raise Conflict("tool disabled", f"the tool {tool_id!r} is disabled; enable it (tools/setOverride "
@@ -67,7 +73,7 @@ class ToolCallService:
                 if on_started is not None:
                     await on_started(record)
                 try:
-                    record.result = await self._run(target, args, workspace, chat_id, record.id)
+                    record.result = await self._run(target, args, workspace, chat_id, record.id, on_progress)
                     record.status = "success"
                 except _Failed as failure:
                     record.status, record.error, record.error_kind = "error", failure.message, failure.kind
@@ -109,7 +115,7 @@ class ToolCallService:
         return Path(tempfile.mkdtemp(prefix="call-", dir=self.scratch))
 
     async def _run(self, target: registry.Resolved, args: dict[str, Any], workspace: Path,
-                   chat_id: str | None, call_id: str) -> Any:
+                   chat_id: str | None, call_id: str, on_progress: OnProgress | None) -> Any:
         tool = target.tool
         timeout = target.config.get("timeout") or self.workers.limits.default_timeout
         if tool.provider == "builtin":
@@ -132,7 +138,19 @@ class ToolCallService:
             except ToolFailure as exc:
                 message = f"{exc.path}: {exc.message}" if exc.path else exc.message
                 raise _Failed(message, exc.kind) from None
-        raise _Failed(f"tools of provider {tool.provider!r} cannot be run yet", "load")
+        if tool.provider == "mcp" and self.mcp is not None:
+            from ..mcp_host.host import McpError
+
+            try:
+                result = await self.mcp.call_tool(target.config["server_key"], target.config["tool_name"], args,
+                                                  on_progress=on_progress)
+            except McpError as exc:
+                raise _Failed(exc.message, exc.kind) from None
+            if result.get("isError"):
+                text = " ".join(c.get("text", "") for c in result.get("content", []) if c.get("type") == "text")
+                raise _Failed(text.strip() or "the MCP server reported an error", "server", result)
+            return result
+        raise _Failed(f"tools of provider {tool.provider!r} cannot be run here", "load")
 
     async def _finish(self, target: registry.Resolved, record: ToolCallRow, workspace: Path) -> None:
         record.render_plan = self._plan(target, record, workspace)

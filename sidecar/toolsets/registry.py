@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..api.errors import NotFound, PermissionDenied
 from ..api.toolsets import Tool
 from ..store import Database
 from ..store.rows import now
+
+if TYPE_CHECKING:
+    from ..mcp_host.host import McpHost
 
 _TOOL_SQL = """
 SELECT t.tool_id, t.toolset_id, t.provider, t.name, t.description, t.input_schema,
@@ -55,16 +58,24 @@ async def toolset_tools(db: Database, toolset_id: str) -> list[Tool]:
     return [_tool(r) for r in rows]
 
 
-async def list_tools(db: Database, include_disabled: bool) -> list[Tool]:
+async def list_tools(db: Database, include_disabled: bool, host: McpHost | None = None) -> list[Tool]:
     tools = [_tool(r) for r in await db.fetchall(_TOOL_SQL + " ORDER BY t.toolset_id, t.rowid")]
+    if host is not None:
+        from .mcp_tools import discovered
+
+        tools += await discovered(db, host)
     return tools if include_disabled else [t for t in tools if t.enabled]
 
 
-async def get_tool(db: Database, tool_id: str) -> Tool:
-    return (await resolve(db, tool_id)).tool
+async def get_tool(db: Database, tool_id: str, host: McpHost | None = None) -> Tool:
+    return (await resolve(db, tool_id, host)).tool
 
 
-async def resolve(db: Database, tool_id: str) -> Resolved:
+async def resolve(db: Database, tool_id: str, host: McpHost | None = None) -> Resolved:
+    if tool_id.startswith("mcp:"):
+        from . import mcp_tools
+
+        return await mcp_tools.resolve(db, host, tool_id)
     row = await db.fetchone(_TOOL_SQL + " WHERE t.tool_id = ?", (tool_id,))
     if row is None:
         raise NotFound("tool", tool_id)
@@ -101,15 +112,23 @@ _OVERRIDE_FIELDS = ("renderer", "renderer_config", "name_override", "description
                     "requires_confirmation", "enabled")
 
 
-async def set_override(db: Database, toolset_id: str, tool_id: str, changes: dict[str, Any]) -> Tool:
+async def set_override(
+    db: Database, toolset_id: str, tool_id: str, changes: dict[str, Any], host: McpHost | None = None
+) -> Tool:
     """Upsert the user's override of one tool; ``changes`` holds only the fields to change."""
     if toolset_id == BUILTIN:
         return await _set_builtin_enabled(db, tool_id, changes)
-    canonical = tool_id if tool_id.startswith(f"{toolset_id}:") else f"{toolset_id}:{tool_id}"
     if await db.fetchone("SELECT 1 FROM toolsets WHERE id = ?", (toolset_id,)) is None:
         raise NotFound("toolset", toolset_id)
-    if await db.fetchone("SELECT 1 FROM tools WHERE tool_id = ? AND toolset_id = ?", (canonical, toolset_id)) is None:
-        raise NotFound("tool", canonical, f"toolset {toolset_id!r} has no tool {tool_id!r}")
+    if tool_id.startswith("mcp:"):
+        from . import mcp_tools
+
+        canonical = (await resolve(db, tool_id, host)).tool.id  # the tool must be known to be overridden
+        stored = mcp_tools.override_key(toolset_id, canonical)
+    else:
+        canonical = stored = tool_id if tool_id.startswith(f"{toolset_id}:") else f"{toolset_id}:{tool_id}"
+        if await db.fetchone("SELECT 1 FROM tools WHERE tool_id = ? AND toolset_id = ?", (canonical, toolset_id)) is None:
+            raise NotFound("tool", canonical, f"toolset {toolset_id!r} has no tool {tool_id!r}")
     values = {k: v for k, v in changes.items() if k in _OVERRIDE_FIELDS}
     if "renderer_config" in values and values["renderer_config"] is not None:
         values["renderer_config"] = json.dumps(values["renderer_config"])
@@ -118,17 +137,17 @@ async def set_override(db: Database, toolset_id: str, tool_id: str, changes: dic
             values[flag] = int(values[flag])
     async with db.write() as w:
         cursor = await w.execute(
-            "SELECT id FROM tool_overrides WHERE toolset_id = ? AND tool_id = ?", (toolset_id, canonical))
+            "SELECT id FROM tool_overrides WHERE toolset_id = ? AND tool_id = ?", (toolset_id, stored))
         existing = await cursor.fetchone()
         if existing is None:
             await w.execute(
                 "INSERT INTO tool_overrides (id, toolset_id, tool_id, updated_at, origin) VALUES (?, ?, ?, ?, 'user')",
-                (uuid.uuid4().hex, toolset_id, canonical, now()))
+                (uuid.uuid4().hex, toolset_id, stored, now()))
         sets = ", ".join(f"{k} = ?" for k in values)
         await w.execute(
             f"UPDATE tool_overrides SET {sets}{', ' if sets else ''}origin = 'user', updated_at = ? "
-            "WHERE toolset_id = ? AND tool_id = ?", (*values.values(), now(), toolset_id, canonical))
-    return await get_tool(db, canonical)
+            "WHERE toolset_id = ? AND tool_id = ?", (*values.values(), now(), toolset_id, stored))
+    return await get_tool(db, canonical, host)
 
 
 async def _set_builtin_enabled(db: Database, tool_id: str, changes: dict[str, Any]) -> Tool:

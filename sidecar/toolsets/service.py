@@ -81,6 +81,7 @@ class ToolsetService:
         async with self.db.write() as w:
             await w.execute("UPDATE toolsets SET enabled = ?, updated_at = ? WHERE id = ?",
                             (int(enabled), now(), toolset_id))
+        await self._changed(toolset_id)
         return await self.get(toolset_id)
 
     # -- install -----------------------------------------------------------------------------
@@ -117,6 +118,26 @@ class ToolsetService:
         await self._changed(m.id)
         return await self.get(m.id)
 
+    async def add_user_server(self, server: dict[str, Any]) -> ToolsetRow:
+        """mcpServers/add: a userMcp toolset whose id is the server's, holding only that server."""
+        from .bundle import Bundle
+        from .manifest import ManifestError, from_data
+
+        server_id = server.get("id")
+        try:
+            parsed = from_data({"manifest_version": "1", "id": server_id, "name": server_id,
+                                "mcp_servers": [server]})
+        except ManifestError as exc:
+            raise InvalidParams("params" + _wire_path(exc.path), exc.reason) from None
+        async with self._lock:
+            if await self.db.fetchone("SELECT 1 FROM toolsets WHERE id = ?", (server_id,)) is not None:
+                raise Conflict("already installed",
+                               f"a server or toolset {server_id!r} exists already; choose another id")
+            bundle = Bundle(Path(), "user", {}, parsed)
+            await self._write_rows(bundle, None, {}, replace=False)
+        await self._changed(server_id)
+        return await self.get(server_id)
+
     async def _changed(self, toolset_id: str) -> None:
         for listener in self.on_change:
             await listener(toolset_id)
@@ -146,12 +167,14 @@ class ToolsetService:
         return described
 
     async def _write_rows(
-        self, b: Bundle, revision: Path, described: dict[str, dict[str, Any]], *, replace: bool
+        self, b: Bundle, revision: Path | None, described: dict[str, dict[str, Any]], *, replace: bool
     ) -> None:
         from .bundle import kind_of
 
         m: Manifest = b.manifest
         stamp = now()
+        user = b.source_type == "user"  # mcpServers/add: no files, no source to follow
+        source_ref, files_dir = (None, None) if user else (str(b.source), str(revision))
         async with self.db.write() as w:
             if replace:
                 for table in ("toolset_files", "tools", "toolset_mcp_servers"):
@@ -160,15 +183,15 @@ class ToolsetService:
                 await w.execute(
                     "UPDATE toolsets SET name=?, version=?, description=?, source_type=?, source_ref=?, "
                     "manifest_version=?, updated_at=?, files_dir=? WHERE id=?",
-                    (m.name, m.version, m.description, b.source_type, str(b.source), m.manifest_version,
-                     stamp, str(revision), m.id))
+                    (m.name, m.version, m.description, b.source_type, source_ref, m.manifest_version,
+                     stamp, files_dir, m.id))
             else:
                 await w.execute(
                     "INSERT INTO toolsets (id, name, version, description, enabled, user_mcp, installed_at, "
                     "updated_at, source_type, source_ref, manifest_version, files_dir) "
-                    "VALUES (?, ?, ?, ?, 1, 0, ?, ?, ?, ?, ?, ?)",
-                    (m.id, m.name, m.version, m.description, stamp, stamp, b.source_type, str(b.source),
-                     m.manifest_version, str(revision)))
+                    "VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?)",
+                    (m.id, m.name, m.version, m.description, int(user), stamp, stamp, b.source_type,
+                     source_ref, m.manifest_version, files_dir))
             await w.executemany(
                 "INSERT INTO toolset_files (toolset_id, path, kind, sha256, size, stored_path) VALUES (?, ?, ?, ?, ?, ?)",
                 [(m.id, path, kind_of(path), hashlib.sha256(data).hexdigest(), len(data),
@@ -267,6 +290,17 @@ class ToolsetService:
             "env": secrets.placeholder_map(json.loads(r[7])),
             "requires_confirmation": bool(r[8]) or None, **json.loads(r[9] or "{}")}) for r in servers]
         return {k: v for k, v in out.items() if v != []}
+
+
+def _wire_path(manifest_path: str) -> str:
+    """``mcp_servers[0].url`` -> ``.url``: where mcpServers/add's params hold that field."""
+    place = manifest_path.removeprefix("mcp_servers[0]")
+    if place == manifest_path:
+        return "." + manifest_path if manifest_path else ""
+    parts = place.lstrip(".").split(".")
+    head = parts[0]
+    camel = head.split("_")[0] + "".join(w.title() for w in head.split("_")[1:])
+    return "." + ".".join([camel, *parts[1:]]) if head else ""
 
 
 def _tool_row(toolset_id: str, t: Any, code: dict[str, Any]) -> tuple[Any, ...]:

@@ -45,7 +45,10 @@ export async function session(): Promise<string> {
     const kind: "begin" | "end" | "report" = p.value.kind;
     void kind;
   });
-  const handlers: ServerRequestHandlers = {};
+  // Every server-to-client request needs a handler, typed by the contract.
+  const handlers: ServerRequestHandlers = {
+    "ui/elicit": async (p) => (p.message ? { action: "decline" } : { action: "cancel" }),
+  };
   void handlers;
 
   const closed: null = await request("shutdown", undefined);

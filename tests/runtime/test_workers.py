@@ -13,6 +13,7 @@ import anyio
 import pytest
 
 from sidecar.runtime.workers import Limits, ToolFailure, ToolsetWorkers, WorkerHost
+from tests.procs import wait_gone
 
 pytestmark = pytest.mark.anyio
 
@@ -158,22 +159,6 @@ async def failure(awaitable: Any) -> ToolFailure:
     with pytest.raises(ToolFailure) as info:
         await awaitable
     return info.value
-
-
-def gone(pid: int) -> bool:
-    """A zombie counts as gone: it runs nothing and only waits for its parent to reap it."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
-
-
-async def wait_gone(pid: int) -> bool:
-    with anyio.move_on_after(3):
-        while not gone(pid):
-            await anyio.sleep(0.02)
-    return gone(pid)
 
 
 async def wait_for_file(path: Path) -> None:

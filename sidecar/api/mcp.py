@@ -1,0 +1,178 @@
+"""MCP servers: connections declared by toolsets or added by the user (seed 001)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from .base import Empty, MethodSpec, Model
+from .errors import ErrorCode
+
+ServerType = Literal["stdio", "sse", "streamable-http"]
+
+
+class McpServer(Model):
+    id: str  # server key: toolset~server
+    server_id: str
+    toolset_id: str
+    type: ServerType
+    status: Literal["connecting", "connected", "error", "disabled"]
+    enabled: bool
+    tool_count: int = 0
+    error: str | None = None  # what failed, with the last lines of the server's stderr
+    user_mcp: bool = False  # added with mcpServers/add (its toolset holds only this server)
+    command: list[str] | None = None  # secrets masked
+    url: str | None = None  # secrets masked
+    server_name: str | None = None  # as the server introduced itself
+    requires_confirmation: bool = False
+
+
+class AddParams(Model):
+    id: str  # becomes the id of the server and of its userMcp toolset
+    type: ServerType = "stdio"
+    command: str | None = None
+    args: list[str] = []
+    # Values may be ${VAR} references, resolved from the environment at connect time.
+    env: dict[str, str] = {}
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = {}
+    requires_confirmation: bool = False
+    connect_timeout: float | None = None  # seconds (default 30)
+    call_timeout: float | None = None  # seconds (default 120)
+
+
+class ServerResult(Model):
+    server: McpServer
+
+
+class ServersResult(Model):
+    servers: list[McpServer]
+
+
+class ServerIdParams(Model):
+    id: str  # server key (toolset~server); a bare server id works when it names one server
+
+
+class ServerSetEnabledParams(Model):
+    id: str
+    enabled: bool
+
+
+class ServerStatusParams(Model):
+    server: McpServer
+
+
+class ResourcesResult(Model):
+    resources: list[dict[str, Any]]  # as the server lists them: uri, name, mimeType, ...
+
+
+class ReadResourceParams(Model):
+    id: str
+    uri: str
+
+
+class ReadResourceResult(Model):
+    contents: list[dict[str, Any]]  # text or base64 blob items, as MCP gives them
+
+
+class PromptsResult(Model):
+    prompts: list[dict[str, Any]]  # name, description, arguments
+
+
+class GetPromptParams(Model):
+    id: str
+    name: str
+    arguments: dict[str, str] = {}
+
+
+class GetPromptResult(Model):
+    messages: list[dict[str, Any]]
+    description: str | None = None
+
+
+class ElicitParams(Model):
+    server: str  # server key of the asking server
+    message: str
+    requested_schema: dict[str, Any]
+
+
+class ElicitResult(Model):
+    action: Literal["accept", "decline", "cancel"]
+    content: dict[str, Any] | None = None
+
+
+class McpImportPreviewParams(Model):
+    # A claude_desktop_config.json, a VS Code mcp.json or a Cursor mcp.json; when absent, the
+    # usual places of those apps on this machine are read.
+    path: str | None = None
+
+
+class FoundServer(Model):
+    id: str
+    source: Literal["claude", "vscode", "cursor"]
+    path: str  # the file it came from
+    type: ServerType
+    command: list[str] | None = None  # secrets masked
+    url: str | None = None  # secrets masked
+    env_keys: list[str] = []
+    exists: bool = False  # a server or toolset with this id is installed already
+    warnings: list[str] = []  # e.g. VS Code ${input:...} values that will need a ${VAR}
+
+
+class McpImportPreviewResult(Model):
+    servers: list[FoundServer]
+    warnings: list[str] = []  # files that could not be read, entries that were skipped
+
+
+class McpImportParams(Model):
+    ids: list[str]  # which of the previewed servers to add
+    path: str | None = None
+
+
+class McpImportResult(Model):
+    servers: list[McpServer]
+
+
+_NF, _CF, _IP, _ST, _UP = (ErrorCode.NOT_FOUND, ErrorCode.CONFLICT, ErrorCode.INVALID_PARAMS,
+                           ErrorCode.STORAGE_ERROR, ErrorCode.UPSTREAM_ERROR)
+
+SPECS = (
+    MethodSpec("mcpServers/add", "clientToServer", "request",
+               "Add a standalone MCP server: creates a userMcp toolset whose id is the server id and "
+               "connects in the background (mcpServers/status reports how it goes).",
+               params=AddParams, result=ServerResult, errors=(_IP, _CF, _ST)),
+    MethodSpec("mcpServers/list", "clientToServer", "request",
+               "Every configured MCP server with its connection status.", result=ServersResult,
+               errors=(_ST,)),
+    MethodSpec("mcpServers/remove", "clientToServer", "request",
+               "Remove a server added with mcpServers/add (with its toolset and overrides); servers "
+               "a toolset declares go with toolsets/uninstall.",
+               params=ServerIdParams, result=Empty, errors=(_NF, _CF, _ST)),
+    MethodSpec("mcpServers/setEnabled", "clientToServer", "request",
+               "Connect (true) or disconnect and stop (false) one server.",
+               params=ServerSetEnabledParams, result=ServerResult, errors=(_NF, _ST)),
+    MethodSpec("mcpServers/reconnect", "clientToServer", "request",
+               "Drop the connection and connect again now (after fixing its environment, say).",
+               params=ServerIdParams, result=ServerResult, errors=(_NF, _CF)),
+    MethodSpec("mcpServers/status", "serverToClient", "notification",
+               "A server's status changed (connecting, connected, error, disabled) or its tools did.",
+               params=ServerStatusParams),
+    MethodSpec("mcpServers/resources", "clientToServer", "request", "The resources a connected server offers.",
+               params=ServerIdParams, result=ResourcesResult, errors=(_NF, _CF, _UP)),
+    MethodSpec("mcpServers/readResource", "clientToServer", "request", "Read one resource of a server.",
+               params=ReadResourceParams, result=ReadResourceResult, errors=(_NF, _CF, _UP)),
+    MethodSpec("mcpServers/prompts", "clientToServer", "request", "The prompts a connected server offers.",
+               params=ServerIdParams, result=PromptsResult, errors=(_NF, _CF, _UP)),
+    MethodSpec("mcpServers/getPrompt", "clientToServer", "request", "Fill in one prompt of a server.",
+               params=GetPromptParams, result=GetPromptResult, errors=(_NF, _CF, _UP)),
+    MethodSpec("ui/elicit", "serverToClient", "request",
+               "An MCP server asks the user for input (MCP elicitation); the answer goes back to it.",
+               params=ElicitParams, result=ElicitResult),
+    MethodSpec("mcpServers/importPreview", "clientToServer", "request",
+               "Read the MCP servers configured in Claude Desktop, VS Code or Cursor and show what "
+               "importing them would add; adds nothing.",
+               params=McpImportPreviewParams, result=McpImportPreviewResult, errors=(_IP, _NF)),
+    MethodSpec("mcpServers/import", "clientToServer", "request",
+               "Add the servers picked from mcpServers/importPreview (each as mcpServers/add would).",
+               params=McpImportParams, result=McpImportResult, errors=(_IP, _NF, _CF, _ST)),
+)

@@ -1,0 +1,65 @@
+"""MCP connections and their supervision.
+
+The sidecar passes server configs in and gets states, tools and results out; this package knows
+nothing of JSON-RPC envelopes toward the UI or of the database. Importing it is cheap: the `mcp` SDK
+(over half a second to import) is loaded in a worker thread on the first connection.
+
+API::
+
+    from sidecar.mcp_host import McpHost, ServerConfig, ServerState, McpTool, McpError
+
+    host = McpHost(
+        on_status=async (ServerState) -> None,         # every change of a server's state
+        on_tools_changed=async (key: str) -> None,     # after tools were re-listed on list_changed
+        elicit=async (key: str, params: dict) -> dict,  # elicitation/create -> {"action", "content"?}
+        max_result_bytes=32 << 20,
+    )
+    host.bind(task_group)                # the sidecar's task group: supervisors live there
+    await host.sync(configs)             # desired set; returns at once (connects in the background)
+    host.states() -> list[ServerState];  host.state(key) -> ServerState  (KeyError if unknown)
+    host.tools(key) -> list[McpTool]     # [] unless connected
+    await host.reconnect(key)            # immediate attempt (drops the current connection)
+    await host.call_tool(key, name, args, *, timeout=None, on_progress=None) -> dict
+        # {"content": [MCP content JSON...], "structuredContent"?: ..., "isError": bool}
+    await host.list_resources(key) -> list[dict];   await host.read_resource(key, uri) -> dict
+    await host.list_prompts(key) -> list[dict];     await host.get_prompt(key, name, args) -> dict
+    await host.aclose()                  # stop everything; returns when the children are gone
+
+Requests raise `McpError(kind, message)`, kind one of ``not_connected``, ``timeout``, ``server``
+(a JSON-RPC error from the server, `code`/`data` kept; or an invalid answer), ``disconnected``,
+``too_large``. Cancelling the awaiting task sends ``notifications/cancelled`` to the server (the
+SDK's dispatcher does it, shielded and bounded) and re-raises. A call's timeout (`timeout` or the
+server's `call_timeout`) cancels the request the same way; it stands still while the server is
+waiting for the user on an elicitation.
+
+Behaviour:
+- `sync` keys servers by `ServerConfig.key` ("toolset~server"): new or enabled ones start
+  connecting, removed or disabled ones stop, changed ones restart (the old instance is fully stopped
+  before the new one starts), equal ones are left alone.
+- States: ``connecting`` (first attempt, or after `reconnect`) -> ``connected`` | ``error``;
+  ``disabled``. `on_status` fires only when a snapshot actually changes. `error` says what went
+  wrong, for stdio servers with the last lines of the child's stderr.
+- `${VAR}` in env values, args, command, cwd, url and header values are resolved from `os.environ`
+  at each connect; a missing one is an `error` state naming it (no retry until `sync`/`reconnect`).
+- Supervision: every failure (first connect or a lost connection) is retried with exponential backoff
+  from 0.5 s doubling to 30 s (reset after a connection that lasted a minute); during the wait the
+  state stays `error` with the message. Pending requests on a lost connection fail ``disconnected``.
+- Handshake: the legacy `initialize` handshake (npm servers and ours both speak it; the SDK's
+  'auto' mode probes `server/discover`, which older servers answer with garbage or not at all),
+  bounded by `connect_timeout`. Tools are listed after it (paginated) and re-listed on
+  ``notifications/tools/list_changed``.
+- stdio children (`stdio.StdioTransport`): own process group; environment = `scrubbed_env()` plus the
+  server's env; stderr read continuously (last 40 lines kept); stop = close stdin, 1 s, SIGTERM to the
+  group, 1 s, SIGKILL to the group. A command not on PATH is looked up on the user's login-shell PATH.
+- Results over `max_result_bytes` fail ``too_large``: stdio lines over the cap are skipped while
+  being read; HTTP answers are checked after parsing (their event cap is twice the limit).
+
+Modules: `config` (ServerConfig, `${VAR}`), `host` (McpHost), `stdio` and `remote` (transports,
+imported lazily), `commands` (PATH and login-shell lookup), `errors` (McpError).
+"""
+
+from .config import MissingVariable, ServerConfig
+from .errors import McpError
+from .host import McpHost, McpTool, ServerState
+
+__all__ = ["McpError", "McpHost", "McpTool", "MissingVariable", "ServerConfig", "ServerState"]

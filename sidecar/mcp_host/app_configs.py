@@ -1,0 +1,204 @@
+"""MCP servers configured in other apps: Claude Desktop, VS Code and Cursor.
+
+Users move here from those apps; reading their files spares them typing every server again.
+Claude Desktop and Cursor keep ``{"mcpServers": {name: {command, args, env} | {url, headers}}}``;
+VS Code keeps ``{"servers": {name: {type, command, args, env, url, headers}}, "inputs": [...]}``
+(JSON with comments), whose ``${input:x}`` prompts and ``${env:X}`` references become our
+``${VAR}`` placeholders, resolved from the environment at connect time.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+Source = Literal["claude", "vscode", "cursor"]
+MAX_CONFIG_BYTES = 4 << 20
+
+_ID_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_INPUT = re.compile(r"\$\{input:([^}]+)\}")
+_ENV = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+@dataclass
+class Found:
+    id: str
+    source: Source
+    path: str
+    type: str
+    command: str | None = None
+    args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def default_paths() -> list[tuple[Source, Path]]:
+    """Where each app keeps its user-level MCP configuration on this platform."""
+    home = Path.home()
+    if sys.platform == "darwin":
+        support = home / "Library" / "Application Support"
+        claude, code = support / "Claude", support / "Code" / "User"
+    elif sys.platform == "win32":
+        appdata = Path(os.environ.get("APPDATA", home / "AppData" / "Roaming"))
+        claude, code = appdata / "Claude", appdata / "Code" / "User"
+    else:
+        config = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+        claude, code = config / "Claude", config / "Code" / "User"
+    return [("claude", claude / "claude_desktop_config.json"), ("vscode", code / "mcp.json"),
+            ("cursor", home / ".cursor" / "mcp.json")]
+
+
+def discover(path: Path | None) -> tuple[list[Found], list[str]]:
+    """The servers of one given file, or of every app's usual file on this machine; one entry per
+    id (the first found wins, with a warning)."""
+    if path is not None:
+        if not path.is_file():
+            raise FileNotFoundError(path)
+        found, warnings = read(path)
+    else:
+        found, warnings = [], []
+        for source, candidate in default_paths():
+            if not candidate.is_file():
+                continue
+            try:
+                more, notes = read(candidate, source)
+            except ConfigError as exc:
+                warnings.append(str(exc))
+                continue
+            found += more
+            warnings += notes
+    unique: dict[str, Found] = {}
+    for f in found:
+        if f.id in unique:
+            warnings.append(f"{f.path}: {f.id!r} is also in {unique[f.id].path}; the first one is offered")
+        else:
+            unique[f.id] = f
+    return list(unique.values()), warnings
+
+
+def read(path: Path, source: Source | None = None) -> tuple[list[Found], list[str]]:
+    """The servers in one file, and warnings about entries that were skipped."""
+    import json5  # JSON with comments and trailing commas, as VS Code writes it
+
+    try:
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{path} is larger than {MAX_CONFIG_BYTES >> 20} MiB; not an MCP config")
+        data = json5.loads(path.read_text(encoding="utf-8"))
+    except ConfigError:
+        raise
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path} cannot be read: {exc}") from None
+    except ValueError as exc:
+        raise ConfigError(f"{path} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} holds {type(data).__name__}, not an object with mcpServers or servers")
+    if source is None:
+        source = _guess(path, data)
+    entries = data.get("servers") if source == "vscode" else data.get("mcpServers")
+    if entries is None and source == "vscode":
+        entries = data.get("mcpServers")  # some people paste the Claude shape into mcp.json
+    if not isinstance(entries, dict):
+        raise ConfigError(f"{path} has no {'servers' if source == 'vscode' else 'mcpServers'} object")
+    inputs = _inputs(data.get("inputs")) if source == "vscode" else {}
+    found, warnings = [], []
+    for name, entry in entries.items():
+        try:
+            found.append(_server(str(name), entry, source, path, inputs))
+        except ConfigError as exc:
+            warnings.append(f"{path}: {name!r} skipped: {exc}")
+    return found, warnings
+
+
+def _guess(path: Path, data: dict[str, Any]) -> Source:
+    if "servers" in data and "mcpServers" not in data:
+        return "vscode"
+    if ".cursor" in path.parts:
+        return "cursor"
+    return "claude"
+
+
+def _inputs(raw: Any) -> dict[str, str]:
+    """VS Code prompt ids -> the environment variable that will stand in for the prompt."""
+    out = {}
+    for item in raw if isinstance(raw, list) else ():
+        if isinstance(item, dict) and isinstance(item.get("id"), str):
+            out[item["id"]] = _env_name(item["id"])
+    return out
+
+
+def _server(name: str, entry: Any, source: Source, path: Path, inputs: dict[str, str]) -> Found:
+    if not isinstance(entry, dict):
+        raise ConfigError("the entry is not an object")
+    warnings: list[str] = []
+    server_id = name if _ID_OK.match(name) else _safe_id(name)
+    if server_id != name:
+        warnings.append(f"renamed from {name!r}: ids are letters, digits, '.', '_' and '-'")
+
+    def value(v: Any, where: str) -> str:
+        if not isinstance(v, (str, int, float, bool)):
+            raise ConfigError(f"{where} is not a string")
+        text = str(v)
+        for prompt in _INPUT.findall(text):
+            var = inputs.get(prompt) or _env_name(prompt)
+            warnings.append(f"{where} asked VS Code's user for {prompt!r}; set ${{{var}}} in the environment")
+        text = _INPUT.sub(lambda m: "${" + (inputs.get(m[1]) or _env_name(m[1])) + "}", text)
+        text = _ENV.sub(r"${\1}", text)
+        if "${workspaceFolder}" in text:
+            warnings.append(f"{where} uses ${{workspaceFolder}}, which has no meaning here; edit it after import")
+        return text
+
+    def mapping(raw: Any, where: str) -> dict[str, str]:
+        if raw is None:
+            return {}
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{where} is not an object")
+        return {str(k): value(v, f"{where}.{k}") for k, v in raw.items()}
+
+    declared = entry.get("type")
+    url = entry.get("url") or entry.get("serverUrl")
+    if declared in ("http", "streamable-http", "streamableHttp") or (declared is None and url):
+        kind = "sse" if declared is None and str(url).rstrip("/").endswith("/sse") else "streamable-http"
+    elif declared == "sse":
+        kind = "sse"
+    elif declared in (None, "stdio"):
+        kind = "stdio"
+    else:
+        raise ConfigError(f"unknown type {declared!r}")
+    if "envFile" in entry:
+        warnings.append("envFile is not read; put those variables in the environment or in env")
+    if kind == "stdio":
+        command = entry.get("command")
+        if not isinstance(command, str) or not command.strip():
+            raise ConfigError("a stdio server needs a command")
+        args = entry.get("args") or []
+        if not isinstance(args, list):
+            raise ConfigError("args is not a list")
+        return Found(server_id, source, str(path), kind, command=value(command, "command"),
+                     args=[value(a, f"args[{i}]") for i, a in enumerate(args)],
+                     env=mapping(entry.get("env"), "env"),
+                     cwd=value(entry["cwd"], "cwd") if entry.get("cwd") else None, warnings=warnings)
+    if not isinstance(url, str) or not re.match(r"^https?://", url):
+        raise ConfigError(f"a {kind} server needs an http(s) url")
+    return Found(server_id, source, str(path), kind, url=value(url, "url"),
+                 headers=mapping(entry.get("headers"), "headers"), env=mapping(entry.get("env"), "env"),
+                 warnings=warnings)
+
+
+def _env_name(prompt_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", prompt_id).strip("_").upper() or "INPUT"
+
+
+def _safe_id(name: str) -> str:
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-._")[:64]
+    return cleaned or "server"

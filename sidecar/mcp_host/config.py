@@ -1,0 +1,95 @@
+"""What the sidecar hands the host for one MCP server, and `${VAR}` resolution.
+
+A `ServerConfig` is plain data taken from `toolset_mcp_servers`. Its `env` values, `args`, `url` and
+`headers` values may hold `${VAR}` references; they are resolved from `os.environ` when the host
+connects (never stored resolved), so a secret lives in the user's environment and an export keeps the
+placeholder. A reference to a variable that is not set is a `MissingVariable`, which the host turns
+into an `error` state on that server.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Literal
+
+ServerType = Literal["stdio", "sse", "streamable-http"]
+SERVER_TYPES: frozenset[str] = frozenset({"stdio", "sse", "streamable-http"})
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """One MCP server as the sidecar wants it. Equality decides whether `McpHost.sync` restarts it."""
+
+    key: str
+    """The server key `toolset~server`: the host's identity for the server."""
+    server_id: str
+    toolset_id: str
+    type: ServerType
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Extra environment for a stdio child, over the scrubbed base. Values may hold `${VAR}`."""
+    cwd: str | None = None
+    url: str | None = None
+    """Endpoint of an `sse` or `streamable-http` server. May hold `${VAR}`."""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    """HTTP headers for `sse` / `streamable-http`. Values may hold `${VAR}`."""
+    connect_timeout: float = 30.0
+    call_timeout: float = 120.0
+    enabled: bool = True
+
+    def __post_init__(self) -> None:
+        # Frozen for real: a caller mutating its dict afterwards must not change a config in use.
+        object.__setattr__(self, "args", tuple(self.args))
+        object.__setattr__(self, "env", MappingProxyType(dict(self.env)))
+        object.__setattr__(self, "headers", MappingProxyType(dict(self.headers)))
+
+    def __hash__(self) -> int:  # mappings are not hashable; hash what identifies the server
+        return hash((self.key, self.type, self.command, self.args, self.url))
+
+
+class MissingVariable(Exception):
+    """A `${VAR}` reference names a variable that is not set."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+    def __str__(self) -> str:
+        return (f"{self.name} is not set: set it in the environment the app starts from, "
+                f"or edit the server")
+
+
+def references(text: str) -> list[str]:
+    """The variable names `text` refers to, in order."""
+    return _VAR.findall(text)
+
+
+def resolve(text: str, environ: Mapping[str, str] | None = None) -> str:
+    """Replace every `${VAR}` in `text` from `environ` (default `os.environ`).
+
+    Raises:
+        MissingVariable: a referenced variable is not set (an empty value counts as set).
+    """
+    if "${" not in text:
+        return text
+    env = os.environ if environ is None else environ
+
+    def sub(match: re.Match[str]) -> str:
+        name = match.group(1)
+        value = env.get(name)
+        if value is None:
+            raise MissingVariable(name)
+        return value
+
+    return _VAR.sub(sub, text)
+
+
+def resolve_mapping(values: Mapping[str, str], environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    return {k: resolve(v, environ) for k, v in values.items()}

@@ -1,0 +1,87 @@
+"""Reading the MCP server configs of Claude Desktop, VS Code and Cursor."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sidecar.mcp_host.app_configs import ConfigError, discover, read
+
+CLAUDE = {"mcpServers": {
+    "filesystem": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]},
+    "github": {"command": "docker", "args": ["run", "-i", "ghcr.io/github/github-mcp-server"],
+               "env": {"GITHUB_TOKEN": "ghp_secret"}},
+    "my server!": {"command": "uvx", "args": ["thing"]},
+    "broken": {"args": ["no command"]},
+}}
+
+VSCODE = """{
+  // VS Code writes JSON with comments
+  "inputs": [{"type": "promptString", "id": "perplexity-key", "description": "API key", "password": true}],
+  "servers": {
+    "perplexity": {"type": "stdio", "command": "npx", "args": ["-y", "server-perplexity-ask"],
+                   "env": {"PERPLEXITY_API_KEY": "${input:perplexity-key}", "HOME_DIR": "${env:HOME}"}},
+    "remote": {"type": "http", "url": "https://api.example.com/mcp", "headers": {"Authorization": "Bearer x"}},
+    "events": {"type": "sse", "url": "http://localhost:3001/sse"},
+    "odd": {"type": "websocket", "url": "ws://x"},
+  },
+}"""
+
+CURSOR = {"mcpServers": {"linear": {"url": "https://mcp.linear.app/sse"},
+                         "web": {"url": "https://example.com/mcp", "headers": {"X-Key": "k"}}}}
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_claude_desktop_servers_with_names_made_safe(tmp_path: Path):
+    found, warnings = read(write(tmp_path / "claude_desktop_config.json", json.dumps(CLAUDE)))
+    by_id = {f.id: f for f in found}
+    assert sorted(by_id) == ["filesystem", "github", "my-server"]
+    assert by_id["github"].env == {"GITHUB_TOKEN": "ghp_secret"} and by_id["github"].type == "stdio"
+    assert by_id["filesystem"].args[-1] == "/tmp"
+    assert any("renamed" in w for w in by_id["my-server"].warnings)
+    assert any("'broken' skipped" in w and "command" in w for w in warnings)
+
+
+def test_vscode_inputs_become_environment_placeholders(tmp_path: Path):
+    found, warnings = read(write(tmp_path / "Code" / "User" / "mcp.json", VSCODE))
+    by_id = {f.id: f for f in found}
+    assert by_id["perplexity"].env == {"PERPLEXITY_API_KEY": "${PERPLEXITY_KEY}", "HOME_DIR": "${HOME}"}
+    assert any("PERPLEXITY_KEY" in w for w in by_id["perplexity"].warnings)
+    assert by_id["remote"].type == "streamable-http" and by_id["remote"].headers == {"Authorization": "Bearer x"}
+    assert by_id["events"].type == "sse"
+    assert "odd" not in by_id and any("'odd' skipped" in w for w in warnings)
+
+
+def test_cursor_urls_pick_their_transport(tmp_path: Path):
+    found, _ = read(write(tmp_path / ".cursor" / "mcp.json", json.dumps(CURSOR)))
+    assert {f.id: f.type for f in found} == {"linear": "sse", "web": "streamable-http"}
+    assert all(f.source == "cursor" for f in found)
+
+
+@pytest.mark.parametrize("text, reason", [
+    ("[1, 2]", "not an object"), ("{not json", "not valid JSON"), ('{"other": {}}', "no mcpServers"),
+])
+def test_files_that_are_not_mcp_configs_say_so(tmp_path: Path, text: str, reason: str):
+    with pytest.raises(ConfigError, match=reason):
+        read(write(tmp_path / "x.json", text))
+
+
+def test_discover_reads_every_app_and_offers_each_id_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / ".config"))
+    write(tmp_path / ".config" / "Claude" / "claude_desktop_config.json", json.dumps(CLAUDE))
+    write(tmp_path / ".config" / "Code" / "User" / "mcp.json", VSCODE)
+    write(tmp_path / ".cursor" / "mcp.json", json.dumps({"mcpServers": {"github": {"command": "other"}}}))
+    found, warnings = discover(None)
+    sources = {f.id: f.source for f in found}
+    assert sources["github"] == "claude" and sources["perplexity"] == "vscode"
+    assert any("'github' is also in" in w for w in warnings)
+    with pytest.raises(FileNotFoundError):
+        discover(tmp_path / "missing.json")
