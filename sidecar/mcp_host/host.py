@@ -319,24 +319,7 @@ class McpHost:
         return out
 
     async def list_resources(self, key: str) -> list[dict]:
-        srv, conn, session = await self._ready(key)
-        caps = session.server_capabilities
-        if caps is not None and caps.resources is None:
-            return []
-        from mcp_types import PaginatedRequestParams
-
-        async def fetch() -> list[dict]:
-            items: list[dict] = []
-            cursor: str | None = None
-            for _ in range(100):
-                page = await session.list_resources(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
-                items.extend(_dump(r) for r in page.resources)
-                if not page.next_cursor or page.next_cursor == cursor:
-                    break
-                cursor = page.next_cursor
-            return items
-
-        return await self._request(srv, conn, "resources/list", None, fetch)
+        return await self._list_all(key, "resources")
 
     async def read_resource(self, key: str, uri: str) -> dict:
         srv, conn, session = await self._ready(key)
@@ -346,24 +329,30 @@ class McpHost:
         return out
 
     async def list_prompts(self, key: str) -> list[dict]:
+        return await self._list_all(key, "prompts")
+
+    async def _list_all(self, key: str, kind: str) -> list[dict]:
+        """Every page of ``resources/list`` or ``prompts/list`` ([] when the server has none)."""
         srv, conn, session = await self._ready(key)
         caps = session.server_capabilities
-        if caps is not None and caps.prompts is None:
+        if caps is not None and getattr(caps, kind) is None:
             return []
         from mcp_types import PaginatedRequestParams
+
+        fetch_page = getattr(session, f"list_{kind}")
 
         async def fetch() -> list[dict]:
             items: list[dict] = []
             cursor: str | None = None
             for _ in range(100):
-                page = await session.list_prompts(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
-                items.extend(_dump(p) for p in page.prompts)
+                page = await fetch_page(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
+                items.extend(_dump(item) for item in getattr(page, kind))
                 if not page.next_cursor or page.next_cursor == cursor:
                     break
                 cursor = page.next_cursor
             return items
 
-        return await self._request(srv, conn, "prompts/list", None, fetch)
+        return await self._request(srv, conn, f"{kind}/list", None, fetch)
 
     async def get_prompt(self, key: str, name: str, args: dict[str, str]) -> dict:
         srv, conn, session = await self._ready(key)
