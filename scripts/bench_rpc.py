@@ -43,6 +43,8 @@ import threading
 import time
 from pathlib import Path
 
+from _bench_table import print_table  # scripts/ is on sys.path when run as a script
+
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 MIB = 1 << 20
@@ -543,18 +545,7 @@ def main() -> int:
     print(f"mode     {'--quick' if args.quick else 'full'}   (MiB = 2^20 bytes; 'bytecode cached' rows "
           "run sidecar and reference with PYTHONPYCACHEPREFIX=<tmp> and bytecode writing on)")
     print()
-    headers = ("metric", "sidecar", "reference (same run)", "budget", "result")
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-
-    def fmt(cells: tuple[str, ...]) -> str:
-        return " | ".join(c.ljust(w) if i == 0 else c.rjust(w) if i < 4 else c.ljust(w)
-                          for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
-
-    print(fmt(headers))
-    print("-+-".join("-" * w for w in widths))
-    for r in rows:
-        print(fmt(r))
-    print()
+    print_table(rows)
     extra = []
     if rss["heavy_reported"]:
         extra.append(f"debug/info heavyModulesLoaded: {rss['heavy_reported']}")

@@ -57,6 +57,7 @@ sys.path.insert(0, str(ROOT))
 
 from sidecar.client import SidecarClient  # noqa: E402
 from sidecar.runtime.workers import SDK_DIR, Limits, ToolsetWorkers  # noqa: E402
+from _bench_table import print_table  # noqa: E402  (scripts/ is on sys.path when run as a script)
 
 PYTHON = sys.executable
 MIB = 1 << 20
@@ -490,18 +491,7 @@ def main() -> int:
           f"{args.rounds} interleaved rounds, warm-up {args.warmup}; workspace: {SEED_FILES} seed files "
           f"(MB = 2^20 bytes)")
     print()
-    headers = ("metric", "sidecar", "reference (same run)", "budget", "result")
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-
-    def fmt(cells: tuple[str, ...]) -> str:
-        return " | ".join(c.ljust(wd) if i == 0 else c.rjust(wd) if i < 4 else c.ljust(wd)
-                          for i, (c, wd) in enumerate(zip(cells, widths))).rstrip()
-
-    print(fmt(headers))
-    print("-+-".join("-" * wd for wd in widths))
-    for r in rows:
-        print(fmt(r))
-    print()
+    print_table(rows)
     if side.get("sidecar_rss"):
         print(f"sidecar RSS after the warm series: {side['sidecar_rss'] / MIB:.1f} MB (/proc VmRSS; "
               f"debug/info rssBytes {side['debug_info']['rssBytes'] / MIB:.1f} MB)")

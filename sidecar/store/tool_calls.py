@@ -43,27 +43,41 @@ def _row(r: Any) -> ToolCallRow:
     )
 
 
+_INSERT = ("INSERT INTO tool_calls (id, tool_id, chat_id, message_id, args, status, started_at, "
+           "pre_manifest_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+
+
+def _values(call: ToolCallRow) -> tuple[Any, ...]:
+    return (call.id, call.tool_id, call.chat_id, call.message_id, _encode(call.args), call.status,
+            call.started_at, call.pre_manifest_id)
+
+
 class ToolCallRepo:
     def __init__(self, db: Database) -> None:
         self.db = db
 
     async def start(self, call: ToolCallRow) -> None:
         async with self.db.write() as w:
-            await w.execute(
-                "INSERT INTO tool_calls (id, tool_id, chat_id, message_id, args, status, started_at, "
-                "pre_manifest_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (call.id, call.tool_id, call.chat_id, call.message_id, _encode(call.args), call.status,
-                 call.started_at, call.pre_manifest_id))
+            await w.execute(_INSERT, _values(call))
 
-    async def finish(self, call: ToolCallRow) -> None:
+    async def finish(self, call: ToolCallRow, *, inserted: bool = True) -> None:
+        """Record how the call ended (``inserted``: ``start`` wrote its row; else the whole row now)."""
         call.finished_at = call.finished_at or now()
+        outcome = (call.status, _encode(call.result) if call.result is not None else None, call.error,
+                   call.error_kind, _encode(call.render_plan) if call.render_plan else None,
+                   call.post_manifest_id, call.finished_at)
         async with self.db.write() as w:
-            await w.execute(
-                "UPDATE tool_calls SET status = ?, result = ?, error = ?, error_kind = ?, render_plan = ?, "
-                "post_manifest_id = ?, finished_at = ? WHERE id = ?",
-                (call.status, _encode(call.result) if call.result is not None else None, call.error,
-                 call.error_kind, _encode(call.render_plan) if call.render_plan else None,
-                 call.post_manifest_id, call.finished_at, call.id))
+            if inserted:
+                await w.execute(
+                    "UPDATE tool_calls SET status = ?, result = ?, error = ?, error_kind = ?, render_plan = ?, "
+                    "post_manifest_id = ?, finished_at = ? WHERE id = ?", (*outcome, call.id))
+            else:
+                await w.execute(
+                    "INSERT INTO tool_calls (id, tool_id, chat_id, message_id, args, started_at, pre_manifest_id, "
+                    "status, result, error, error_kind, render_plan, post_manifest_id, finished_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (call.id, call.tool_id, call.chat_id, call.message_id, _encode(call.args), call.started_at,
+                     call.pre_manifest_id, *outcome))
             await w.execute("UPDATE tools SET call_count = call_count + 1, last_called_at = ? WHERE tool_id = ?",
                             (call.finished_at, call.tool_id))
 

@@ -64,11 +64,15 @@ class ToolCallService:
             raise InvalidParams("params.chatId", f"{tool_id} works on a chat's workspace files; pass the chatId")
         record = ToolCallRow(id=new_id(), tool_id=tool_id, chat_id=chat_id, message_id=message_id,
                              args=args, status="running", started_at=now())
+        # A call in a chat is recorded when it starts (a crash leaves it as interrupted) and when it
+        # ends; one outside a chat touches nothing that lasts, so one write at the end will do.
+        durable = chat_id is not None or on_started is not None
         workspace: Path | None = None
         started = False
         try:
-            async with self._workspace(chat_id, record) as workspace:
-                await self.repo.start(record)
+            async with self._workspace(chat_id, record, tool.provider == "python") as workspace:
+                if durable:
+                    await self.repo.start(record)
                 started = True
                 if on_started is not None:
                     await on_started(record)
@@ -84,20 +88,23 @@ class ToolCallService:
         finally:
             # Written after the snapshot (taken as the workspace context closes), also when the
             # call was cancelled; not when it never got recorded as started.
-            if started and workspace is not None:
+            if started:
                 with anyio.CancelScope(shield=True):
-                    await self._finish(target, record, workspace)
+                    await self._finish(target, record, workspace, inserted=durable)
         return record
 
     @asynccontextmanager
-    async def _workspace(self, chat_id: str | None, record: ToolCallRow) -> AsyncIterator[Path]:
+    async def _workspace(self, chat_id: str | None, record: ToolCallRow, scratch: bool) -> AsyncIterator[Path | None]:
         if chat_id is None:
-            # Tools that need no workspace still get a cwd; whatever they leave there is dropped.
-            scratch = await anyio.to_thread.run_sync(self._make_scratch)
+            if not scratch:  # built-ins need a chat, MCP servers never see our folders
+                yield None
+                return
+            # Python tools get a cwd even outside a chat; whatever they leave there is dropped.
+            folder = await anyio.to_thread.run_sync(self._make_scratch)
             try:
-                yield scratch
+                yield folder
             finally:
-                await anyio.to_thread.run_sync(shutil.rmtree, scratch, True)
+                await anyio.to_thread.run_sync(shutil.rmtree, folder, True)
             return
         async with self.workspace.locked(chat_id) as (ws, chat):
             if not ws.in_sync:
@@ -114,7 +121,7 @@ class ToolCallService:
         self.scratch.mkdir(parents=True, exist_ok=True)
         return Path(tempfile.mkdtemp(prefix="call-", dir=self.scratch))
 
-    async def _run(self, target: registry.Resolved, args: dict[str, Any], workspace: Path,
+    async def _run(self, target: registry.Resolved, args: dict[str, Any], workspace: Path | None,
                    chat_id: str | None, call_id: str, on_progress: OnProgress | None) -> Any:
         tool = target.tool
         timeout = target.config.get("timeout") or self.workers.limits.default_timeout
@@ -122,6 +129,7 @@ class ToolCallService:
             from ..builtins import BUILTINS, BuiltinCall, BuiltinError
 
             try:
+                assert workspace is not None  # built-ins need a chat (checked above)
                 return await BUILTINS[tool.id].run(BuiltinCall(workspace, args, timeout))
             except BuiltinError as exc:
                 raise _Failed(exc.message, exc.kind, exc.result) from None
@@ -152,11 +160,12 @@ class ToolCallService:
             return result
         raise _Failed(f"tools of provider {tool.provider!r} cannot be run here", "load")
 
-    async def _finish(self, target: registry.Resolved, record: ToolCallRow, workspace: Path) -> None:
+    async def _finish(self, target: registry.Resolved, record: ToolCallRow, workspace: Path | None, *,
+                      inserted: bool) -> None:
         record.render_plan = self._plan(target, record, workspace)
-        await self.repo.finish(record)
+        await self.repo.finish(record, inserted=inserted)
 
-    def _plan(self, target: registry.Resolved, record: ToolCallRow, workspace: Path) -> dict[str, Any] | None:
+    def _plan(self, target: registry.Resolved, record: ToolCallRow, workspace: Path | None) -> dict[str, Any] | None:
         from ..runtime.render import RenderError, render_plan
 
         tool = target.tool

@@ -56,20 +56,36 @@ async def all_servers(db: Database) -> list[ServerRow]:
 
 async def find(db: Database, ref: str) -> ServerRow:
     """A server by key (``toolset~server``) or by bare server id when exactly one has it."""
+    return (await _lookup(db, ref, None))[0]
+
+
+async def find_with_override(db: Database, ref: str, tool: str) -> tuple[ServerRow, Any | None]:
+    """The server and its toolset's override of one of its tools, in one query (a call's hot path).
+    The override is (tool_id, renderer, renderer_config, name, description, confirmation, enabled)."""
+    return await _lookup(db, ref, tool)
+
+
+async def _lookup(db: Database, ref: str, tool: str | None) -> tuple[ServerRow, Any | None]:
+    sql, args = _SQL, []
+    if tool is not None:
+        sql = sql.replace("\nFROM", ", o.tool_id, o.renderer, o.renderer_config, o.name_override, "
+                          "o.description_override, o.requires_confirmation, o.enabled\nFROM", 1)
+        sql += " LEFT JOIN tool_overrides o ON o.toolset_id = s.toolset_id AND o.tool_id = s.id || ':' || ?"
+        args.append(tool)
     toolset_id, sep, server_id = ref.partition("~")
     if sep:
-        row = await db.fetchone(_SQL + " WHERE s.toolset_id = ? AND s.id = ?", (toolset_id, server_id))
-        if row is None:
-            raise NotFound("mcpServer", ref)
-        return _row(row)
-    rows = await db.fetchall(_SQL + " WHERE s.id = ?", (ref,))
+        rows = await db.fetchall(sql + " WHERE s.toolset_id = ? AND s.id = ?", (*args, toolset_id, server_id))
+    else:
+        rows = await db.fetchall(sql + " WHERE s.id = ?", (*args, ref))
     if not rows:
         raise NotFound("mcpServer", ref)
     if len(rows) > 1:
         keys = ", ".join(f"{r[1]}~{r[0]}" for r in rows)
         raise Conflict("ambiguous server id", f"{len(rows)} toolsets declare a server {ref!r} ({keys}); "
                                               "use the server key")
-    return _row(rows[0])
+    found = rows[0]
+    override = found[14:] if tool is not None and found[14] is not None else None
+    return _row(found), override
 
 
 async def set_enabled(db: Database, row: ServerRow, enabled: bool) -> ServerRow:

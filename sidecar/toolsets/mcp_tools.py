@@ -64,13 +64,12 @@ async def resolve(db: Database, host: McpHost | None, ref_id: str) -> Resolved:
     from .registry import Resolved
 
     ref, name = parse_id(ref_id)
-    row = await mcp_servers.find(db, ref)
+    row, override = await mcp_servers.find_with_override(db, ref, name)
     found = next((t for t in host.tools(row.key) if t.name == name), None) if host else None
     if found is None:
         state = host.state(row.key).status if host else "disconnected"
         raise NotFound("tool", ref_id, f"the MCP server {row.key} ({state}) has no tool {name!r} right now")
-    overrides = await _overrides(db, row, {})
-    tool = _view(row, found, overrides.get(f"{row.server_id}:{name}"))
+    tool = _view(row, found, override)
     return Resolved(tool, None, {"server_key": row.key, "tool_name": name}, None)
 
 
