@@ -58,7 +58,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from sidecar.client import SidecarClient  # noqa: E402
-from _bench_table import print_table  # noqa: E402  (scripts/ is on sys.path when run as a script)
+from _bench import pct, verdict, print_table  # noqa: E402  (scripts/ is on sys.path when run as a script)
 
 PYTHON = sys.executable
 FIXTURE = ROOT / "tests" / "fixtures" / "mcp" / "basic.py"
@@ -74,17 +74,6 @@ ECHO_TOOL = f"mcp:{CALL_KEY}:echo"
 
 # ---------------------------------------------------------------------------------------------
 # Statistics and small helpers
-
-
-def pct(values: list[float], q: float) -> float:
-    """Percentile q (0..100) with linear interpolation between closest ranks."""
-    s = sorted(values)
-    if len(s) == 1:
-        return s[0]
-    k = (len(s) - 1) * q / 100
-    lo = int(k)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (k - lo)
 
 
 def alive(pid: int) -> bool:
@@ -360,10 +349,6 @@ async def bench_startup(n: int, tmp: Path, run: Run) -> dict:
 
 # ---------------------------------------------------------------------------------------------
 # Report
-
-
-def verdict(ok: bool | None) -> str:
-    return "info" if ok is None else ("PASS" if ok else "FAIL <<<")
 
 
 async def run_all(args: argparse.Namespace, tmp: Path, run: Run) -> tuple[dict, dict, list[int]]:

@@ -43,7 +43,7 @@ import threading
 import time
 from pathlib import Path
 
-from _bench_table import print_table  # scripts/ is on sys.path when run as a script
+from _bench import pct, verdict, vm_rss_bytes, print_table  # scripts/ is on sys.path when run as a script
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
@@ -183,17 +183,6 @@ INIT_REQ = (b'{"jsonrpc":"2.0","id":1,"method":"initialize",'
 
 # ---------------------------------------------------------------------------------------------
 # Statistics
-
-
-def pct(values: list[float], q: float) -> float:
-    """Percentile q (0..100) with linear interpolation between closest ranks."""
-    s = sorted(values)
-    if len(s) == 1:
-        return s[0]
-    k = (len(s) - 1) * q / 100
-    lo = int(k)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (k - lo)
 
 
 class Exits:
@@ -401,17 +390,6 @@ def bench_rpc(n_ping: int, warmup: int, n_pipe: int, rounds: int, tmp: Path,
 # 4. Idle RSS and heavy modules
 
 
-def vm_rss_bytes(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
-
-
 def mapped_heavy_libraries(pid: int) -> list[str]:
     """Cross-check heavy_modules_loaded: extension modules of heavy packages in the memory map."""
     hits = set()
@@ -453,10 +431,6 @@ def bench_rss(tmp: Path, exits: Exits) -> dict:
 
 # ---------------------------------------------------------------------------------------------
 # Report
-
-
-def verdict(ok: bool | None) -> str:
-    return "info" if ok is None else ("PASS" if ok else "FAIL <<<")
 
 
 def main() -> int:

@@ -57,7 +57,7 @@ sys.path.insert(0, str(ROOT))
 
 from sidecar.client import SidecarClient  # noqa: E402
 from sidecar.runtime.workers import SDK_DIR, Limits, ToolsetWorkers  # noqa: E402
-from _bench_table import print_table  # noqa: E402  (scripts/ is on sys.path when run as a script)
+from _bench import pct, verdict, vm_rss_bytes, print_table  # noqa: E402  (scripts/ is on sys.path when run as a script)
 
 PYTHON = sys.executable
 MIB = 1 << 20
@@ -99,28 +99,6 @@ def touch(name: str, n: int = 0) -> dict:
 
 # ---------------------------------------------------------------------------------------------
 # Statistics and small helpers
-
-
-def pct(values: list[float], q: float) -> float:
-    """Percentile q (0..100) with linear interpolation between closest ranks."""
-    s = sorted(values)
-    if len(s) == 1:
-        return s[0]
-    k = (len(s) - 1) * q / 100
-    lo = int(k)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (k - lo)
-
-
-def vm_rss_bytes(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
 
 
 def write_toolset(folder: Path) -> Path:
@@ -395,10 +373,6 @@ async def bench_bundle(client: SidecarClient, n: int, tmp: Path) -> dict:
 
 # ---------------------------------------------------------------------------------------------
 # Report
-
-
-def verdict(ok: bool | None) -> str:
-    return "info" if ok is None else ("PASS" if ok else "FAIL <<<")
 
 
 async def run_all(args: argparse.Namespace, tmp: Path) -> tuple[dict, list[float], dict]:

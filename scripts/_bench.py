@@ -1,0 +1,46 @@
+"""What every scripts/bench_*.py shares: statistics, process memory, and the table it prints
+(metric | sidecar | same-run reference | budget | result)."""
+
+from __future__ import annotations
+
+HEADERS = ("metric", "sidecar", "reference (same run)", "budget", "result")
+
+
+def print_table(rows: list[tuple[str, ...]]) -> None:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(HEADERS)]
+
+    def fmt(cells: tuple[str, ...]) -> str:
+        return " | ".join(c.ljust(w) if i == 0 else c.rjust(w) if i < 4 else c.ljust(w)
+                          for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    print(fmt(HEADERS))
+    print("-+-".join("-" * w for w in widths))
+    for r in rows:
+        print(fmt(r))
+    print()
+
+
+def pct(values: list[float], q: float) -> float:
+    """Percentile q (0..100) with linear interpolation between closest ranks."""
+    s = sorted(values)
+    if len(s) == 1:
+        return s[0]
+    k = (len(s) - 1) * q / 100
+    lo = int(k)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+def vm_rss_bytes(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def verdict(ok: bool | None) -> str:
+    return "info" if ok is None else ("PASS" if ok else "FAIL <<<")
