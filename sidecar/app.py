@@ -84,9 +84,6 @@ class Sidecar:
         from .toolsets import mcp_servers
 
         rows = await mcp_servers.all_servers(self.db)  # type: ignore[arg-type]
-        if any(r.should_run for r in rows) and "mcp.client" not in sys.modules:
-            # The SDK takes over half a second to import: not on the event loop's thread.
-            await anyio.to_thread.run_sync(_import_mcp_sdk)
         await self.mcp.sync([mcp_servers.config_of(r) for r in rows])
 
     async def _mcp_status(self, state: Any) -> None:
@@ -222,10 +219,6 @@ class Sidecar:
             conn.close()
             tg.cancel_scope.cancel()
         return self.exit_code
-
-
-def _import_mcp_sdk() -> None:
-    import mcp.client.client  # noqa: F401
 
 
 def _async(fn: Callable[[], None]) -> Callable[[], Awaitable[None]]:

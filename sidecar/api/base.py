@@ -12,6 +12,12 @@ class Model(msgspec.Struct, rename="camel", forbid_unknown_fields=True, omit_def
     """Base of every wire Struct: camelCase on the wire, unknown fields rejected."""
 
 
+def wire_name(field: str) -> str:
+    """A Model field's name on the wire (what ``rename="camel"`` makes of it), for messages."""
+    head, *rest = field.split("_")
+    return head + "".join(p.title() for p in rest)
+
+
 Direction = Literal["clientToServer", "serverToClient", "both"]
 Kind = Literal["request", "notification"]
 CancelMode = Literal["interrupt", "signal"]

@@ -44,7 +44,7 @@ def server_out(row: ServerRow, app: Sidecar) -> McpServer:
     return McpServer(
         id=row.key, server_id=row.server_id, toolset_id=row.toolset_id, type=row.type,  # type: ignore[arg-type]
         status=status, enabled=row.should_run, tool_count=tools, error=error, user_mcp=row.user_mcp,
-        command=[row.command, *secrets.mask_args(row.args)] if row.command else None,
+        command=secrets.masked_command(row.command, row.args),
         url=secrets.mask_url(row.url) if row.url else None, server_name=name,
         requires_confirmation=row.requires_confirmation,
     )
@@ -127,9 +127,9 @@ def handlers(app: Sidecar) -> dict[str, Any]:
         added = []
         for wanted in dict.fromkeys(p.ids):
             f = by_id[wanted]
-            toolset = await app.toolsets.add_user_server(_drop_empty({
+            toolset = await app.toolsets.add_user_server({
                 "id": f.id, "type": f.type, "command": f.command, "args": f.args, "env": f.env, "cwd": f.cwd,
-                "url": f.url, "headers": f.headers}))
+                "url": f.url, "headers": f.headers})
             added.append(server_out(await mcp_servers.find(app.db, f"{toolset.id}~{toolset.id}"), app))
         return McpImportResult(added)
 
@@ -142,14 +142,10 @@ def handlers(app: Sidecar) -> dict[str, Any]:
 
 def _declaration(p: AddParams) -> dict[str, Any]:
     """mcpServers/add params as a manifest's mcp_servers entry (checked the same way)."""
-    return _drop_empty({
+    return {
         "id": p.id, "type": p.type, "command": p.command, "args": p.args, "env": p.env, "cwd": p.cwd,
         "url": p.url, "headers": p.headers, "requires_confirmation": p.requires_confirmation,
-        "connect_timeout": p.connect_timeout, "call_timeout": p.call_timeout})
-
-
-def _drop_empty(d: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in d.items() if v not in (None, [], {})}
+        "connect_timeout": p.connect_timeout, "call_timeout": p.call_timeout}
 
 
 async def _found(path: str | None) -> tuple[list[Any], list[str]]:
@@ -171,6 +167,6 @@ def _found_out(f: Any, exists: bool) -> FoundServer:
     from ..toolsets import secrets
 
     return FoundServer(id=f.id, source=f.source, path=f.path, type=f.type,
-                       command=[f.command, *secrets.mask_args(f.args)] if f.command else None,
+                       command=secrets.masked_command(f.command, f.args),
                        url=secrets.mask_url(f.url) if f.url else None, env_keys=sorted(f.env),
                        exists=exists, warnings=f.warnings)

@@ -74,7 +74,7 @@ def handlers(app: Sidecar) -> dict[str, Any]:
             mcp_servers=[
                 InspectedServer(
                     id=s.id, type=s.type,
-                    command=[s.command, *secrets.mask_args(s.args)] if s.command else None,
+                    command=secrets.masked_command(s.command, s.args),
                     url=secrets.mask_url(s.url) if s.url else None, cwd=s.cwd,
                     env=secrets.mask_map(s.env), headers=secrets.mask_map(s.headers),
                 )
@@ -103,7 +103,7 @@ def handlers(app: Sidecar) -> dict[str, Any]:
             await registry.toolset_tools(app.db, p.id),  # type: ignore[arg-type]
             [ConfiguredServer(id=f"{p.id}~{r[0]}", server_id=r[0], toolset_id=p.id, type=r[1],
                               enabled=bool(r[10]),
-                              command=[r[2], *secrets.mask_args(json.loads(r[3]))] if r[2] else None,
+                              command=secrets.masked_command(r[2], json.loads(r[3])),
                               url=secrets.mask_url(r[5]) if r[5] else None)
              for r in servers],
         )

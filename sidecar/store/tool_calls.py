@@ -85,13 +85,11 @@ class ToolCallRepo:
         row = await self.db.fetchone(f"SELECT {_COLS} FROM tool_calls WHERE id = ?", (call_id,))
         return _row(row) if row else None
 
-    async def for_chat(self, chat_id: str) -> list[ToolCallRow]:
-        rows = await self.db.fetchall(
-            f"SELECT {_COLS} FROM tool_calls WHERE chat_id = ? ORDER BY started_at", (chat_id,))
-        return [_row(r) for r in rows]
-
     async def fail_unfinished(self) -> int:
-        """Calls a previous sidecar left running can never finish: say so instead of 'running'."""
+        """Calls a previous sidecar left running can never finish: say so instead of 'running'.
+        Runs at every start, so the usual case (none) is one indexed read, not a write."""
+        if await self.db.fetchone("SELECT 1 FROM tool_calls WHERE status IN ('pending', 'running') LIMIT 1") is None:
+            return 0
         async with self.db.write() as w:
             cursor = await w.execute(
                 "UPDATE tool_calls SET status = 'error', error_kind = 'interrupted', finished_at = ?, "

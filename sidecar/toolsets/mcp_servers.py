@@ -17,6 +17,11 @@ FROM toolset_mcp_servers s JOIN toolsets ts ON ts.id = s.toolset_id
 """
 
 
+# An MCP tool's override as mcp_tools reads it, in this order.
+OVERRIDE_COLUMNS = ("tool_id", "renderer", "renderer_config", "name_override", "description_override",
+                    "requires_confirmation", "enabled")
+
+
 @dataclass(frozen=True)
 class ServerRow:
     server_id: str
@@ -60,16 +65,15 @@ async def find(db: Database, ref: str) -> ServerRow:
 
 
 async def find_with_override(db: Database, ref: str, tool: str) -> tuple[ServerRow, Any | None]:
-    """The server and its toolset's override of one of its tools, in one query (a call's hot path).
-    The override is (tool_id, renderer, renderer_config, name, description, confirmation, enabled)."""
+    """The server and its toolset's override of one of its tools (OVERRIDE_COLUMNS), in one query:
+    this is on every MCP call's path."""
     return await _lookup(db, ref, tool)
 
 
 async def _lookup(db: Database, ref: str, tool: str | None) -> tuple[ServerRow, Any | None]:
     sql, args = _SQL, []
     if tool is not None:
-        sql = sql.replace("\nFROM", ", o.tool_id, o.renderer, o.renderer_config, o.name_override, "
-                          "o.description_override, o.requires_confirmation, o.enabled\nFROM", 1)
+        sql = sql.replace("\nFROM", ", " + ", ".join(f"o.{c}" for c in OVERRIDE_COLUMNS) + "\nFROM", 1)
         sql += " LEFT JOIN tool_overrides o ON o.toolset_id = s.toolset_id AND o.tool_id = s.id || ':' || ?"
         args.append(tool)
     toolset_id, sep, server_id = ref.partition("~")

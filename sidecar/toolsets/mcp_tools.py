@@ -16,8 +16,7 @@ if TYPE_CHECKING:
     from ..mcp_host.host import McpHost, McpTool
     from .registry import Resolved
 
-_OVERRIDES = ("SELECT tool_id, renderer, renderer_config, name_override, description_override, "
-              "requires_confirmation, enabled FROM tool_overrides WHERE toolset_id = ?")
+_OVERRIDES = f"SELECT {', '.join(mcp_servers.OVERRIDE_COLUMNS)} FROM tool_overrides WHERE toolset_id = ?"
 
 
 def tool_id(row: ServerRow, name: str) -> str:

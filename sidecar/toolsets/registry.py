@@ -8,6 +8,7 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..api.base import wire_name
 from ..api.errors import NotFound, PermissionDenied
 from ..api.toolsets import Tool
 from ..store import Database
@@ -153,7 +154,7 @@ async def set_override(
 async def _set_builtin_enabled(db: Database, tool_id: str, changes: dict[str, Any]) -> Tool:
     if await db.fetchone("SELECT 1 FROM tools WHERE tool_id = ? AND provider = 'builtin'", (tool_id,)) is None:
         raise NotFound("tool", tool_id, f"there is no built-in tool {tool_id!r}")
-    other = sorted(_camel(k) for k in changes if k != "enabled")
+    other = sorted(wire_name(k) for k in changes if k != "enabled")
     if other:
         raise PermissionDenied(
             f"built-in tools are read-only except enabled; {', '.join(other)} cannot be changed for {tool_id!r}")
@@ -162,7 +163,3 @@ async def _set_builtin_enabled(db: Database, tool_id: str, changes: dict[str, An
             await w.execute("UPDATE tools SET enabled = ? WHERE tool_id = ?", (int(changes["enabled"]), tool_id))
     return await get_tool(db, tool_id)
 
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(p.title() for p in rest)

@@ -90,3 +90,8 @@ def placeholder_url(url: str) -> str:
 
 def placeholder_args(args: list[str]) -> list[str]:
     return _rewrite_args(args, _placeholder)
+
+
+def masked_command(command: str | None, args: list[str]) -> list[str] | None:
+    """A server's command line as responses show it: the command, then its args with secrets masked."""
+    return [command, *mask_args(args)] if command else None

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.to_thread
 
+from ..api.base import wire_name
 from ..api.errors import Conflict, InvalidBundle, InvalidParams, NotFound
 from ..store import Database
 from ..store.rows import now
@@ -62,9 +63,8 @@ class ToolsetService:
         self.root = data_dir / "toolsets"
         self.workers = workers
         self._lock = anyio.Lock()  # one install/uninstall at a time
-        # Filled by the MCP host: called with a toolset id before its rows go away.
-        self.before_uninstall: list[Any] = []
-        # Called with a toolset id after it was installed, upgraded or uninstalled.
+        # Called with a toolset id after it was installed, upgraded, switched or uninstalled (the
+        # MCP host and the authoring loop follow the toolsets this way).
         self.on_change: list[Callable[[str], Awaitable[None]]] = []
 
     async def get(self, toolset_id: str) -> ToolsetRow:
@@ -119,14 +119,15 @@ class ToolsetService:
         return await self.get(m.id)
 
     async def add_user_server(self, server: dict[str, Any]) -> ToolsetRow:
-        """mcpServers/add: a userMcp toolset whose id is the server's, holding only that server."""
+        """mcpServers/add: a userMcp toolset whose id is the server's, holding only that server.
+        ``server`` is a manifest's mcp_servers entry; unset (None or empty) fields are dropped."""
         from .bundle import Bundle
         from .manifest import ManifestError, from_data
 
         server_id = server.get("id")
         try:
             parsed = from_data({"manifest_version": "1", "id": server_id, "name": server_id,
-                                "mcp_servers": [server]})
+                                "mcp_servers": [_drop_empty(server)]})
         except ManifestError as exc:
             raise InvalidParams("params" + _wire_path(exc.path), exc.reason) from None
         async with self._lock:
@@ -230,8 +231,6 @@ class ToolsetService:
     async def uninstall(self, toolset_id: str) -> None:
         async with self._lock:
             toolset = await self.get(toolset_id)
-            for hook in self.before_uninstall:
-                await hook(toolset_id)
             await self.workers.discard(toolset_id)
             async with self.db.write() as w:
                 await w.execute("DELETE FROM toolsets WHERE id = ?", (toolset_id,))
@@ -297,10 +296,8 @@ def _wire_path(manifest_path: str) -> str:
     place = manifest_path.removeprefix("mcp_servers[0]")
     if place == manifest_path:
         return "." + manifest_path if manifest_path else ""
-    parts = place.lstrip(".").split(".")
-    head = parts[0]
-    camel = head.split("_")[0] + "".join(w.title() for w in head.split("_")[1:])
-    return "." + ".".join([camel, *parts[1:]]) if head else ""
+    head, *rest = place.lstrip(".").split(".")
+    return "." + ".".join([wire_name(head), *rest]) if head else ""
 
 
 def _tool_row(toolset_id: str, t: Any, code: dict[str, Any]) -> tuple[Any, ...]:
