@@ -174,10 +174,12 @@ class Sidecar:
             self._closers.clear()
             self.shutdown_done = True
 
-    async def _watch_signals(self) -> None:
+    async def _watch_signals(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         if sys.platform == "win32":
+            task_status.started()
             return
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+            task_status.started()
             async for signum in signals:
                 self.request_stop(f"signal {signal.Signals(signum).name}", process.EXIT_OK)
                 return
@@ -194,15 +196,17 @@ class Sidecar:
         self.connection = conn
         async with anyio.create_task_group() as tg:
             self._tg = tg
+            await tg.start(self._watch_signals)  # before the first answer: a signal after it stops us cleanly
             await tg.start(conn.serve)
             if self.workspace is not None:
                 self.workspace.bind(tg, self._workspace_changed)
             if self.toolsets is not None:
                 self._follow_local_toolsets(tg)
+            if self.tool_calls is not None:
+                self.tool_calls.bind(tg)
             if self.mcp is not None:
                 self.mcp.bind(tg)
                 tg.start_soon(self.sync_mcp)
-            tg.start_soon(self._watch_signals)
             if self.settings.parent_pid:
                 self.watch_parent(self.settings.parent_pid)
             await self._stop.wait()
@@ -275,6 +279,7 @@ async def serve(
         app.on_close("tool workers", workers.aclose)
         app.toolsets = ToolsetService(app.db, settings.data_dir, workers)
         app.tool_calls = ToolCallService(app.db, app.workspace, workers, settings.data_dir / "scratch")
+        app.on_close("tool call records", app.tool_calls.aclose)
         app.mcp = McpHost(on_status=app._mcp_status, on_tools_changed=app._mcp_tools_changed,
                           elicit=app._mcp_elicit)
         app.on_close("MCP servers", app.mcp.aclose)

@@ -185,6 +185,8 @@ class Connection:
         self._out: MemoryObjectSendStream[bytes] = send
         self._out_recv: MemoryObjectReceiveStream[bytes] = recv
         self._writer_done = anyio.Event()
+        self._queued = 0  # messages handed to the writer task and not yet written
+        self._out_closed = False
 
     # ------------------------------------------------------------------ running
 
@@ -243,6 +245,7 @@ class Connection:
 
     async def flush(self, timeout: float) -> None:
         """Write out everything queued (bounded by ``timeout``), then stop writing."""
+        self._out_closed = True
         self._out.close()
         with anyio.move_on_after(timeout, shield=True):
             await self._writer_done.wait()
@@ -535,9 +538,22 @@ class Connection:
     async def _write(self, message: bytes) -> None:
         if self._out_broken:
             return
+        if not self._queued and not self._out_closed:
+            # Nothing waits to go out before it: write now, without a hop to the writer task.
+            try:
+                sent = self.transport.try_send(message)
+            except (anyio.BrokenResourceError, OSError) as exc:
+                log.warning("the client stopped reading our output: %s", exc)
+                self._out_broken = True
+                return
+            if sent == len(message):
+                return
+            message = message[sent:]  # the rest goes first: the queue is empty
         try:
+            self._queued += 1
             await self._out.send(message)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._queued -= 1
             log.debug("dropped a message written after the writer closed")
 
     async def _writer(self) -> None:
@@ -546,6 +562,7 @@ class Connection:
         try:
             async for first in self._out_recv:
                 if self._out_broken:
+                    self._queued -= 1
                     continue  # keep draining so producers never block on a dead client
                 batch = [first]
                 while len(batch) < 1024:
@@ -558,6 +575,8 @@ class Connection:
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
                     log.warning("the client stopped reading our output: %s", exc)
                     self._out_broken = True
+                finally:
+                    self._queued -= len(batch)
         finally:
             self._writer_done.set()
 

@@ -1,9 +1,11 @@
 """Byte transports under a connection: stdio for the real process, memory pipes for tests.
 
-A transport hands the connection batches of complete lines and takes joined writes. Reading stdin
-happens on a dedicated feeder thread (the same code on every platform, and a blocking read never
-stalls the event loop); it hands over everything one ``read`` produced in one hop, and blocks while
-the connection is behind, so a fast client cannot grow our memory.
+A transport hands the connection batches of complete lines and takes joined writes. A pipe or
+socket (what a desktop app gives its child) is read on the event loop when it is readable: no
+thread hop per message. Anything else (a tty, a file, Windows) is read on a feeder thread, so a
+blocking read never stalls the loop. Either way everything one ``read`` produced is handed over
+at once, and nothing is read while the connection is behind, so a fast client cannot grow our
+memory.
 """
 
 from __future__ import annotations
@@ -36,6 +38,10 @@ class Transport(Protocol):
         """Write all of ``data``; raises ``anyio.BrokenResourceError`` when the peer is gone."""
         ...
 
+    def try_send(self, data: bytes) -> int:
+        """Write what can be written without waiting; returns how many bytes (0: use ``send``)."""
+        ...
+
     async def aclose(self) -> None: ...
 
 
@@ -50,14 +56,17 @@ class StdioTransport:
         self._batches_in: MemoryObjectSendStream[list[Frame]] = send
         self._batches_out: MemoryObjectReceiveStream[list[Frame]] = recv
         self._thread: threading.Thread | None = None
-        # A pipe or socket can be written without blocking from the loop itself; a tty or file
-        # is shared with other processes, so flipping it to non-blocking would surprise them.
-        mode = os.fstat(write_fd).st_mode
-        self._nonblocking = sys.platform != "win32" and (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode))
+        self._nonblocking = _pollable(write_fd)
         if self._nonblocking:
             os.set_blocking(write_fd, False)
+        self._poll_reads = _pollable(read_fd)
+        if self._poll_reads:
+            os.set_blocking(read_fd, False)
+        self._at_eof = False
 
     def start(self) -> None:
+        if self._poll_reads:
+            return
         token = anyio.lowlevel.current_token()
         self._thread = threading.Thread(
             target=self._feed, args=(token,), name="sidecar-stdin", daemon=True
@@ -85,7 +94,25 @@ class StdioTransport:
             pass
 
     async def receive(self) -> list[Frame]:
-        return await self._batches_out.receive()
+        if not self._poll_reads:
+            return await self._batches_out.receive()
+        while not self._at_eof:
+            try:
+                chunk = os.read(self._read_fd, READ_CHUNK)
+            except BlockingIOError:
+                await anyio.wait_readable(self._read_fd)
+                continue
+            except OSError as exc:
+                log.warning("reading stdin failed: %s", exc)
+                chunk = b""
+            if not chunk:
+                self._at_eof = True
+                frames = self._splitter.finish()
+            else:
+                frames = self._splitter.feed(chunk)
+            if frames:
+                return frames
+        raise anyio.EndOfStream
 
     async def send(self, data: bytes) -> None:
         if not self._nonblocking:
@@ -102,8 +129,25 @@ class StdioTransport:
                 raise anyio.BrokenResourceError from exc
             view = view[n:]
 
+    def try_send(self, data: bytes) -> int:
+        if not self._nonblocking:
+            return 0
+        try:
+            return os.write(self._write_fd, data)
+        except BlockingIOError:
+            return 0
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            raise anyio.BrokenResourceError from exc
+
     async def aclose(self) -> None:
         self._batches_out.close()
+
+
+def _pollable(fd: int) -> bool:
+    # A pipe or socket is ours alone and can be non-blocking; a tty or file is shared with other
+    # processes, so flipping it to non-blocking would surprise them.
+    mode = os.fstat(fd).st_mode
+    return sys.platform != "win32" and (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode))
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -149,6 +193,15 @@ class MemoryTransport:
             await self._outgoing.send(data)
         except anyio.ClosedResourceError as exc:
             raise anyio.BrokenResourceError from exc
+
+    def try_send(self, data: bytes) -> int:
+        try:
+            self._outgoing.send_nowait(data)
+        except anyio.WouldBlock:
+            return 0
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
+            raise anyio.BrokenResourceError from exc
+        return len(data)
 
     async def aclose(self) -> None:
         self._outgoing.close()

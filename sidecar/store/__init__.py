@@ -1,5 +1,5 @@
 """SQLite persistence: one writer connection, numbered migrations, one repository per aggregate."""
 
-from .db import Database
+from .db import CATALOG, Database
 
-__all__ = ["Database"]
+__all__ = ["CATALOG", "Database"]

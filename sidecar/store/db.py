@@ -9,10 +9,10 @@ from __future__ import annotations
 import logging
 import re
 import sqlite3
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 import anyio
@@ -20,6 +20,12 @@ import anyio
 from ..api.errors import StorageError
 
 log = logging.getLogger("sidecar.store")
+
+T = TypeVar("T")
+
+# The cache name of the tool catalog: toolsets, tools, tool_overrides and toolset_mcp_servers.
+# Every write to those tables is a ``write(changes=CATALOG)``.
+CATALOG = "catalog"
 
 PRAGMAS = (
     "PRAGMA journal_mode=WAL",
@@ -52,6 +58,11 @@ class Database:
         self._conn = conn
         self.path = path
         self._write_lock = anyio.Lock()
+        # Read-through caches of data that changes rarely (the tool catalog), by name. A write
+        # that says it changes a name empties that cache when it begins and when it ends.
+        self._memo: dict[str, dict[Any, Any]] = {}
+        self._versions: dict[str, int] = {}
+        self._changing: dict[str, int] = {}
 
     @classmethod
     async def open(cls, path: Path) -> Database:
@@ -121,11 +132,42 @@ class Database:
         rows = await self.fetchall(sql, params)
         return rows[0] if rows else None
 
+    async def cached(self, name: str, key: Any, load: Callable[[], Awaitable[T]]) -> T:
+        """``load()``'s value, kept until a ``write(changes=name)``. A value read while such a
+        write is open (this connection sees its uncommitted rows) or ends is not kept."""
+        memo = self._memo.setdefault(name, {})
+        if key in memo:
+            return memo[key]  # type: ignore[no-any-return]
+        version = self._versions.get(name, 0)
+        value = await load()
+        if self._versions.get(name, 0) == version and not self._changing.get(name):
+            memo[key] = value
+        return value
+
+    def _changed(self, name: str, delta: int) -> None:
+        self._changing[name] = self._changing.get(name, 0) + delta
+        self._versions[name] = self._versions.get(name, 0) + 1
+        self._memo.pop(name, None)
+
     # -- writes ------------------------------------------------------------------------------
 
     @asynccontextmanager
-    async def write(self) -> AsyncIterator[aiosqlite.Connection]:
-        """One transaction; writers queue here so exactly one is open at a time."""
+    async def write(self, changes: str | None = None) -> AsyncIterator[aiosqlite.Connection]:
+        """One transaction; writers queue here so exactly one is open at a time. ``changes``
+        names the cache (see ``cached``) this write makes stale."""
+        if changes is None:
+            async with self._transaction() as conn:
+                yield conn
+            return
+        self._changed(changes, 1)
+        try:
+            async with self._transaction() as conn:
+                yield conn
+        finally:
+            self._changed(changes, -1)
+
+    @asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[aiosqlite.Connection]:
         async with self._write_lock:
             conn = self._conn
             try:

@@ -1,13 +1,27 @@
-"""Tool calls: written when a call starts and again when it ends, never in between."""
+"""Tool calls: written when a call starts and again when it ends, never in between.
+
+A call outside a chat changes nothing that lasts, so its record may be written after the reply
+(``finish(later=True)``): records queue up and a background task writes them in one transaction
+per batch. Reads and shutdown flush the queue first, so no reader misses one.
+"""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+import anyio
 import msgspec
+from anyio.abc import TaskGroup
+
 
 from .db import Database
 from .rows import now
+
+log = logging.getLogger("sidecar.store")
+
+# How long a queued record may wait for others to share its transaction.
+BATCH_WINDOW = 0.05
 
 _encode = msgspec.json.encode
 _decode = msgspec.json.decode
@@ -55,33 +69,92 @@ def _values(call: ToolCallRow) -> tuple[Any, ...]:
 class ToolCallRepo:
     def __init__(self, db: Database) -> None:
         self.db = db
+        self._queued: list[ToolCallRow] = []
+        self._queued_done = anyio.Event()  # set once the queued batch is written
+        self._writing: anyio.Event | None = None  # the batch being written, if any
+        self._wake = anyio.Event()
+        self._hurry = anyio.Event()  # a reader is waiting: write now
+        self._draining = False
+
+    def bind(self, tg: TaskGroup) -> None:
+        """Write ``later`` records in the background from now on (until ``aclose``)."""
+        self._draining = True
+        tg.start_soon(self._drain)
 
     async def start(self, call: ToolCallRow) -> None:
         async with self.db.write() as w:
             await w.execute(_INSERT, _values(call))
 
-    async def finish(self, call: ToolCallRow, *, inserted: bool = True) -> None:
-        """Record how the call ended (``inserted``: ``start`` wrote its row; else the whole row now)."""
+    async def finish(self, call: ToolCallRow, *, inserted: bool = True, later: bool = False) -> None:
+        """Record how the call ended (``inserted``: ``start`` wrote its row; else the whole row;
+        ``later``: a row not inserted yet may be written after this returns)."""
         call.finished_at = call.finished_at or now()
-        outcome = (call.status, _encode(call.result) if call.result is not None else None, call.error,
-                   call.error_kind, _encode(call.render_plan) if call.render_plan else None,
-                   call.post_manifest_id, call.finished_at)
+        if later and not inserted and self._draining:
+            self._queued.append(call)
+            self._wake.set()
+            return
         async with self.db.write() as w:
-            if inserted:
-                await w.execute(
-                    "UPDATE tool_calls SET status = ?, result = ?, error = ?, error_kind = ?, render_plan = ?, "
-                    "post_manifest_id = ?, finished_at = ? WHERE id = ?", (*outcome, call.id))
-            else:
-                await w.execute(
-                    "INSERT INTO tool_calls (id, tool_id, chat_id, message_id, args, started_at, pre_manifest_id, "
-                    "status, result, error, error_kind, render_plan, post_manifest_id, finished_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (call.id, call.tool_id, call.chat_id, call.message_id, _encode(call.args), call.started_at,
-                     call.pre_manifest_id, *outcome))
-            await w.execute("UPDATE tools SET call_count = call_count + 1, last_called_at = ? WHERE tool_id = ?",
-                            (call.finished_at, call.tool_id))
+            await self._write(w, [call], inserted)
+
+    async def flush(self) -> None:
+        """Return once every record queued so far is written."""
+        if self._queued:
+            self._hurry.set()
+            await self._queued_done.wait()
+        elif self._writing is not None:
+            await self._writing.wait()
+
+    async def aclose(self) -> None:
+        self._draining = False
+        self._wake.set()
+        self._hurry.set()
+        await self.flush()
+
+    async def _drain(self) -> None:
+        while self._draining or self._queued:
+            await self._wake.wait()
+            self._wake = anyio.Event()
+            if not self._queued:
+                continue
+            if self._draining and not self._hurry.is_set():
+                # Let a burst of calls gather into one transaction, away from their replies.
+                with anyio.move_on_after(BATCH_WINDOW):
+                    await self._hurry.wait()
+            self._hurry = anyio.Event()
+            batch, done = self._queued, self._queued_done
+            self._queued, self._queued_done, self._writing = [], anyio.Event(), done
+            try:
+                with anyio.CancelScope(shield=True):
+                    async with self.db.write() as w:
+                        await self._write(w, batch, inserted=False)
+            except Exception:  # the writer must outlive a bad batch; the calls were answered already
+                log.exception("%d tool call records could not be written", len(batch))
+            finally:
+                self._writing = None
+                done.set()
+
+    @staticmethod
+    async def _write(w: Any, calls: list[ToolCallRow], inserted: bool) -> None:
+        outcomes = [(c.status, _encode(c.result) if c.result is not None else None, c.error, c.error_kind,
+                     _encode(c.render_plan) if c.render_plan else None, c.post_manifest_id, c.finished_at)
+                    for c in calls]
+        if inserted:
+            await w.executemany(
+                "UPDATE tool_calls SET status = ?, result = ?, error = ?, error_kind = ?, render_plan = ?, "
+                "post_manifest_id = ?, finished_at = ? WHERE id = ?",
+                [(*o, c.id) for c, o in zip(calls, outcomes)])
+        else:
+            await w.executemany(
+                "INSERT INTO tool_calls (id, tool_id, chat_id, message_id, args, started_at, pre_manifest_id, "
+                "status, result, error, error_kind, render_plan, post_manifest_id, finished_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(c.id, c.tool_id, c.chat_id, c.message_id, _encode(c.args), c.started_at, c.pre_manifest_id, *o)
+                 for c, o in zip(calls, outcomes)])
+        await w.executemany("UPDATE tools SET call_count = call_count + 1, last_called_at = ? WHERE tool_id = ?",
+                            [(c.finished_at, c.tool_id) for c in calls])
 
     async def get(self, call_id: str) -> ToolCallRow | None:
+        await self.flush()
         row = await self.db.fetchone(f"SELECT {_COLS} FROM tool_calls WHERE id = ?", (call_id,))
         return _row(row) if row else None
 

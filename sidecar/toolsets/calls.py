@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
+from anyio.abc import TaskGroup
 
 from ..api.errors import Conflict, InvalidParams, NotFound, StorageError
 from ..store import Database
@@ -46,6 +47,12 @@ class ToolCallService:
         self.repo = ToolCallRepo(db)
         self.scratch = scratch
         self.mcp: McpHost | None = None  # set once the MCP host exists
+
+    def bind(self, tg: TaskGroup) -> None:
+        self.repo.bind(tg)
+
+    async def aclose(self) -> None:
+        await self.repo.aclose()
 
     async def call(
         self, tool_id: str, args: dict[str, Any], chat_id: str | None, *,
@@ -163,7 +170,8 @@ class ToolCallService:
     async def _finish(self, target: registry.Resolved, record: ToolCallRow, workspace: Path | None, *,
                       inserted: bool) -> None:
         record.render_plan = self._plan(target, record, workspace)
-        await self.repo.finish(record, inserted=inserted)
+        # Outside a chat, nothing waits on the record: it is written after the reply.
+        await self.repo.finish(record, inserted=inserted, later=record.chat_id is None)
 
     def _plan(self, target: registry.Resolved, record: ToolCallRow, workspace: Path | None) -> dict[str, Any] | None:
         from ..runtime.render import RenderError, render_plan

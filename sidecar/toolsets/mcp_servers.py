@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..api.errors import Conflict, NotFound
-from ..store import Database
+from ..store import CATALOG, Database
 
 _SQL = """
 SELECT s.id, s.toolset_id, s.server_type, s.enabled, s.command, s.args, s.cwd, s.url, s.headers, s.env,
@@ -93,7 +93,7 @@ async def _lookup(db: Database, ref: str, tool: str | None) -> tuple[ServerRow, 
 
 
 async def set_enabled(db: Database, row: ServerRow, enabled: bool) -> ServerRow:
-    async with db.write() as w:
+    async with db.write(CATALOG) as w:
         await w.execute("UPDATE toolset_mcp_servers SET enabled = ? WHERE toolset_id = ? AND id = ?",
                         (int(enabled), row.toolset_id, row.server_id))
     return await find(db, row.key)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..api.errors import NotFound
 from ..api.toolsets import Tool
-from ..store import Database
+from ..store import CATALOG, Database
 from . import mcp_servers
 from .mcp_servers import ServerRow
 
@@ -63,7 +63,8 @@ async def resolve(db: Database, host: McpHost | None, ref_id: str) -> Resolved:
     from .registry import Resolved
 
     ref, name = parse_id(ref_id)
-    row, override = await mcp_servers.find_with_override(db, ref, name)
+    row, override = await db.cached(CATALOG, ("mcp", ref, name),
+                                    lambda: mcp_servers.find_with_override(db, ref, name))
     found = next((t for t in host.tools(row.key) if t.name == name), None) if host else None
     if found is None:
         state = host.state(row.key).status if host else "disconnected"

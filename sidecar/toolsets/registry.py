@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ..api.base import wire_name
 from ..api.errors import NotFound, PermissionDenied
 from ..api.toolsets import Tool
-from ..store import Database
+from ..store import CATALOG, Database
 from ..store.rows import now
 
 if TYPE_CHECKING:
@@ -77,6 +77,11 @@ async def resolve(db: Database, tool_id: str, host: McpHost | None = None) -> Re
         from . import mcp_tools
 
         return await mcp_tools.resolve(db, host, tool_id)
+    # On every call's path; the catalog changes seldom, so it is read once per change.
+    return await db.cached(CATALOG, tool_id, lambda: _load(db, tool_id))
+
+
+async def _load(db: Database, tool_id: str) -> Resolved:
     row = await db.fetchone(_TOOL_SQL + " WHERE t.tool_id = ?", (tool_id,))
     if row is None:
         raise NotFound("tool", tool_id)
@@ -99,7 +104,7 @@ async def sync_builtins(db: Database) -> None:
     stored = {r[0]: tuple(r[1:]) for r in rows}
     if stored == wanted:
         return
-    async with db.write() as w:
+    async with db.write(CATALOG) as w:
         await w.executemany("DELETE FROM tools WHERE tool_id = ?", [(k,) for k in stored if k not in wanted])
         await w.executemany(
             "INSERT INTO tools (tool_id, provider, name, description, input_schema, requires_confirmation, "
@@ -136,7 +141,7 @@ async def set_override(
     for flag in ("requires_confirmation", "enabled"):
         if values.get(flag) is not None:
             values[flag] = int(values[flag])
-    async with db.write() as w:
+    async with db.write(CATALOG) as w:
         cursor = await w.execute(
             "SELECT id FROM tool_overrides WHERE toolset_id = ? AND tool_id = ?", (toolset_id, stored))
         existing = await cursor.fetchone()
@@ -159,7 +164,7 @@ async def _set_builtin_enabled(db: Database, tool_id: str, changes: dict[str, An
         raise PermissionDenied(
             f"built-in tools are read-only except enabled; {', '.join(other)} cannot be changed for {tool_id!r}")
     if changes.get("enabled") is not None:
-        async with db.write() as w:
+        async with db.write(CATALOG) as w:
             await w.execute("UPDATE tools SET enabled = ? WHERE tool_id = ?", (int(changes["enabled"]), tool_id))
     return await get_tool(db, tool_id)
 

@@ -24,7 +24,7 @@ import anyio.to_thread
 
 from ..api.base import wire_name
 from ..api.errors import Conflict, InvalidBundle, InvalidParams, NotFound
-from ..store import Database
+from ..store import CATALOG, Database
 from ..store.rows import now
 from . import secrets
 
@@ -78,7 +78,7 @@ class ToolsetService:
 
     async def set_enabled(self, toolset_id: str, enabled: bool) -> ToolsetRow:
         await self.get(toolset_id)
-        async with self.db.write() as w:
+        async with self.db.write(CATALOG) as w:
             await w.execute("UPDATE toolsets SET enabled = ?, updated_at = ? WHERE id = ?",
                             (int(enabled), now(), toolset_id))
         await self._changed(toolset_id)
@@ -176,7 +176,7 @@ class ToolsetService:
         stamp = now()
         user = b.source_type == "user"  # mcpServers/add: no files, no source to follow
         source_ref, files_dir = (None, None) if user else (str(b.source), str(revision))
-        async with self.db.write() as w:
+        async with self.db.write(CATALOG) as w:
             if replace:
                 for table in ("toolset_files", "tools", "toolset_mcp_servers"):
                     await w.execute(f"DELETE FROM {table} WHERE toolset_id = ?", (m.id,))
@@ -232,7 +232,7 @@ class ToolsetService:
         async with self._lock:
             toolset = await self.get(toolset_id)
             await self.workers.discard(toolset_id)
-            async with self.db.write() as w:
+            async with self.db.write(CATALOG) as w:
                 await w.execute("DELETE FROM toolsets WHERE id = ?", (toolset_id,))
             await anyio.to_thread.run_sync(shutil.rmtree, self.root / toolset.id, True)
         await self._changed(toolset_id)
