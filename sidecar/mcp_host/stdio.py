@@ -29,12 +29,10 @@ import sys
 from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
-from typing import Any
 
 import anyio
 import anyio.abc
 import mcp_types as types
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
 log = logging.getLogger(__name__)
@@ -81,6 +79,124 @@ def describe_returncode(code: int | None) -> str:
     return f"exited with code {code}"
 
 
+class _StdinWriter:
+    """The write stream a `ClientSession` takes, writing to the child's stdin in the sender's task
+    (no hop through a writer task). A message is appended to the pipe's buffer whole, so
+    concurrent senders never interleave; after the child is gone, sends are dropped and its
+    stdout EOF tells the session."""
+
+    def __init__(self, process: anyio.abc.Process) -> None:
+        self._stdin = process.stdin
+        self._closed = False
+
+    async def send(self, message: SessionMessage, /) -> None:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        data = message.message.model_dump_json(by_alias=True, exclude_unset=True).encode("utf-8") + b"\n"
+        assert self._stdin is not None
+        try:
+            await self._stdin.send(data)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            pass
+
+    async def aclose(self) -> None:
+        self._closed = True
+
+    async def __aenter__(self) -> _StdinWriter:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class _StdoutReader:
+    """The read stream a `ClientSession` takes: the child's stdout split into messages in the
+    session's own reading task (no hop through a reader task and a memory stream)."""
+
+    def __init__(self, transport: StdioTransport, stdout: anyio.abc.ByteReceiveStream) -> None:
+        self._t = transport
+        self._stdout = stdout
+        self._ready: deque[SessionMessage] = deque()
+        self._buf = bytearray()
+        self._skipping = False
+        self._head = self._tail = b""
+        self._skipped = 0
+        self._ended = False
+
+    async def receive(self) -> SessionMessage:
+        while not self._ready:
+            if self._ended:
+                raise anyio.EndOfStream
+            try:
+                chunk = await self._stdout.receive(_CHUNK)
+            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                if self._buf and not self._skipping:
+                    self._put(self._t._parse(bytes(self._buf)))
+                self._end()
+                continue
+            self._feed(chunk)
+        return self._ready.popleft()
+
+    def _put(self, item: SessionMessage | None) -> None:
+        if item is not None:
+            self._ready.append(item)
+
+    def _feed(self, chunk: bytes) -> None:
+        max_line = self._t.max_line
+        pos = 0
+        size = len(chunk)
+        while pos < size:
+            nl = chunk.find(b"\n", pos)
+            end = size if nl < 0 else nl
+            if self._skipping:
+                self._skipped += end - pos
+                self._tail = (self._tail + chunk[max(pos, end - 512):end])[-512:]
+            elif nl >= 0 and not self._buf and end - pos <= max_line:
+                # The common case: a whole line inside one chunk, no copy into the buffer.
+                self._put(self._t._parse(chunk[pos:end]))
+                pos = nl + 1
+                continue
+            else:
+                self._buf += chunk[pos:end]
+                if len(self._buf) > max_line:
+                    self._skipping = True
+                    self._head, self._tail, self._skipped = bytes(self._buf[:512]), bytes(self._buf[-512:]), len(self._buf)
+                    self._buf = bytearray()
+            if nl < 0:
+                break
+            if self._skipping:
+                self._put(self._t._oversized(self._head, self._tail, self._skipped))
+                self._skipping = False
+            else:
+                line = bytes(self._buf)
+                self._buf = bytearray()
+                self._put(self._t._parse(line))
+            pos = nl + 1
+
+    def _end(self) -> None:
+        self._ended = True
+        self._t.closed.set()
+
+    async def aclose(self) -> None:
+        self._end()
+        self._ready.clear()
+
+    def __aiter__(self) -> _StdoutReader:
+        return self
+
+    async def __anext__(self) -> SessionMessage:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _StdoutReader:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
 class StdioTransport:
     def __init__(
         self,
@@ -111,8 +227,6 @@ class StdioTransport:
         """Set when the child's stdout ends (it exited or closed it)."""
         self.stderr_done = anyio.Event()
         self._process: anyio.abc.Process | None = None
-        self._writer_done = anyio.Event()
-        self._discard = False
 
     @property
     def returncode(self) -> int | None:
@@ -133,7 +247,7 @@ class StdioTransport:
     # -- lifecycle -------------------------------------------------------------------------------
 
     @asynccontextmanager
-    async def open(self) -> AsyncIterator[tuple[MemoryObjectReceiveStream[Any], MemoryObjectSendStream[Any]]]:
+    async def open(self) -> AsyncIterator[tuple[_StdoutReader, _StdinWriter]]:
         """Spawn the child and yield the (read, write) stream pair a `ClientSession` takes.
 
         Raises:
@@ -147,24 +261,21 @@ class StdioTransport:
         self._process = process
         self.pid = process.pid
         log.debug("[%s] started pid %d", self.label, process.pid)
-        read_w, read_r = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-        write_w, write_r = anyio.create_memory_object_stream[SessionMessage](0)
+        assert process.stdout is not None
+        read_r = _StdoutReader(self, process.stdout)
+        write_w = _StdinWriter(process)
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self._read_stdout, read_w)
             tg.start_soon(self._read_stderr)
-            tg.start_soon(self._write_stdin, write_r)
             try:
                 yield read_r, write_w
             finally:
                 with anyio.CancelScope(shield=True):
-                    read_r.close()
-                    write_w.close()
+                    await read_r.aclose()
+                    await write_w.aclose()
                     await self._stop(process)
                 tg.cancel_scope.cancel()
 
     async def _stop(self, process: anyio.abc.Process) -> None:
-        with anyio.move_on_after(_WRITER_FLUSH):
-            await self._writer_done.wait()
         if process.stdin is not None:
             # Bounded: closing waits for buffered bytes a child that never reads would never take.
             with anyio.move_on_after(_WRITER_FLUSH), \
@@ -238,81 +349,10 @@ class StdioTransport:
 
     # -- pipes -------------------------------------------------------------------------------------
 
-    async def _write_stdin(self, write_r: MemoryObjectReceiveStream[SessionMessage]) -> None:
-        assert self._process is not None and self._process.stdin is not None
-        stdin = self._process.stdin
-        try:
-            async with write_r:
-                async for message in write_r:
-                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                    await stdin.send(data.encode("utf-8") + b"\n")
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            # The child closed its stdin or died; stdout EOF tells the session.
-            pass
-        finally:
-            self._writer_done.set()
-
-    async def _read_stdout(self, read_w: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
-        assert self._process is not None and self._process.stdout is not None
-        stdout = self._process.stdout
-        buf = bytearray()
-        skipping = False
-        head = tail = b""
-        skipped = 0
-        try:
-            while True:
-                try:
-                    chunk = await stdout.receive(_CHUNK)
-                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-                    break
-                pos = 0
-                size = len(chunk)
-                while pos < size:
-                    nl = chunk.find(b"\n", pos)
-                    end = size if nl < 0 else nl
-                    if skipping:
-                        skipped += end - pos
-                        tail = (tail + chunk[max(pos, end - 512):end])[-512:]
-                    elif nl >= 0 and not buf and end - pos <= self.max_line:
-                        # The common case: a whole line inside one chunk, no copy into the buffer.
-                        await self._deliver(read_w, chunk[pos:end])
-                        pos = nl + 1
-                        continue
-                    else:
-                        buf += chunk[pos:end]
-                        if len(buf) > self.max_line:
-                            skipping = True
-                            head, tail, skipped = bytes(buf[:512]), bytes(buf[-512:]), len(buf)
-                            buf = bytearray()
-                    if nl < 0:
-                        break
-                    if skipping:
-                        await self._oversized(read_w, head, tail, skipped)
-                        skipping = False
-                    else:
-                        line = bytes(buf)
-                        buf = bytearray()
-                        await self._deliver(read_w, line)
-                    pos = nl + 1
-            if buf and not skipping:
-                await self._deliver(read_w, bytes(buf))
-        finally:
-            self.closed.set()
-            await read_w.aclose()
-
-    async def _send(self, read_w: MemoryObjectSendStream[SessionMessage | Exception], item: SessionMessage) -> None:
-        if self._discard:
-            return
-        try:
-            await read_w.send(item)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            # The session is gone: keep draining stdout so the child can't block on a full pipe.
-            self._discard = True
-
-    async def _deliver(self, read_w: MemoryObjectSendStream[SessionMessage | Exception], line: bytes) -> None:
+    def _parse(self, line: bytes) -> SessionMessage | None:
         line = line.rstrip(b"\r")
         if not line.strip():
-            return
+            return None
         try:
             message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
         except ValueError:
@@ -322,23 +362,22 @@ class StdioTransport:
             if not self.garbage_seen.is_set() or len(self.garbage) < 5:
                 log.warning("[%s] non-JSON-RPC line on stdout: %r", self.label, text)
             self.garbage_seen.set()
-            return
+            return None
         self.message_seen = True
-        await self._send(read_w, SessionMessage(message))
+        return SessionMessage(message)
 
-    async def _oversized(self, read_w: MemoryObjectSendStream[SessionMessage | Exception],
-                         head: bytes, tail: bytes, size: int) -> None:
+    def _oversized(self, head: bytes, tail: bytes, size: int) -> SessionMessage | None:
         request_id = _find_id(head, tail)
         log.warning("[%s] skipped a %d-byte message over the %d-byte limit (id %r)",
                     self.label, size, self.max_line, request_id)
         if request_id is None:
-            return
+            return None
         error = types.ErrorData(
             code=TOO_LARGE_CODE,
             message=f"the response is {size} bytes, over the {self.max_line}-byte limit",
             data={"covaltTooLarge": True, "size": size},
         )
-        await self._send(read_w, SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error)))
+        return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
 
     async def _read_stderr(self) -> None:
         assert self._process is not None and self._process.stderr is not None
