@@ -377,6 +377,8 @@ class McpHost:
         """The live session; a server that is (re)connecting right now gets its connect timeout
         to come back, so a call right after a crash waits for the restart instead of failing."""
         srv = self._servers.get(key)
+        if srv is not None and srv.status == "connected" and srv.conn is not None and not srv.conn.lost.is_set():
+            return self._session(key)  # the usual case, without arming a timeout
         if srv is not None:
             with anyio.move_on_after(srv.config.connect_timeout):
                 while srv.status == "connecting" or (srv.status == "connected" and (

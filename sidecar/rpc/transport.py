@@ -96,10 +96,17 @@ class StdioTransport:
     async def receive(self) -> list[Frame]:
         if not self._poll_reads:
             return await self._batches_out.receive()
+        yielded = False
         while not self._at_eof:
             try:
                 chunk = os.read(self._read_fd, READ_CHUNK)
             except BlockingIOError:
+                if not yielded:
+                    # Let the requests just dispatched start first: arming the fd's watch costs
+                    # more than their way to the point where they wait.
+                    yielded = True
+                    await anyio.lowlevel.checkpoint()
+                    continue
                 await anyio.wait_readable(self._read_fd)
                 continue
             except OSError as exc:

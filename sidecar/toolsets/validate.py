@@ -20,8 +20,8 @@ def check_args(schema: dict[str, Any] | None, args: Any, where: str = "params.ar
         raise InvalidParams(where, f"expected an object of arguments, got {_json_type(args)}")
     if not schema:
         return
-    validator = _validator(json.dumps(schema, sort_keys=True))
-    if validator is None:
+    validator = _validator_of(schema)
+    if validator is None or validator.is_valid(args):
         return
     from jsonschema.exceptions import best_match
 
@@ -39,6 +39,22 @@ def check_args(schema: dict[str, Any] | None, args: Any, where: str = "params.ar
         if extra:
             raise InvalidParams(f"{path}.{extra[0]}", "unknown argument")
     raise InvalidParams(path, error.message)
+
+
+# By the schema object itself (kept alive here, so its id is not reused): the registry hands out
+# the same dict on every call of a tool, and hashing its JSON each time cost more than validating.
+_BY_ID: dict[int, tuple[dict[str, Any], Any]] = {}
+
+
+def _validator_of(schema: dict[str, Any]) -> Any:
+    hit = _BY_ID.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    if len(_BY_ID) >= 1024:
+        _BY_ID.clear()
+    validator = _validator(json.dumps(schema, sort_keys=True))
+    _BY_ID[id(schema)] = (schema, validator)
+    return validator
 
 
 @lru_cache(maxsize=512)
