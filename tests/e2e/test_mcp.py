@@ -75,6 +75,16 @@ async def test_added_server_connects_and_its_tools_are_first_class(sidecar: Side
     assert renamed["tool"]["name"] == "Parrot"
     again = await call(sidecar, "mcp:basic~basic:echo", {"text": "yo"})
     assert again["renderPlan"]["renderer"] == "document"
+    await sidecar.request("tools/setOverride", {"toolsetId": "basic", "toolId": "mcp:basic~basic:echo", "enabled": False})
+    off = await sidecar.request_raw("tools/call", {"toolId": "mcp:basic~basic:echo", "args": {"text": "no"}})
+    assert off["error"]["code"] == -32011 and "disabled" in off["error"]["message"]
+    await sidecar.request("tools/setOverride", {"toolsetId": "basic", "toolId": "mcp:basic~basic:echo", "enabled": True})
+    await sidecar.request("mcpServers/setEnabled", {"id": "basic~basic", "enabled": False})
+    off = await sidecar.request_raw("tools/call", {"toolId": "mcp:basic~basic:add", "args": {"a": 1, "b": 1}})
+    assert off["error"]["code"] in (-32010, -32011)  # the server is off: its tools are gone or disabled
+    await sidecar.request("mcpServers/setEnabled", {"id": "basic~basic", "enabled": True})
+    await status(sidecar, "basic~basic", "connected", "error")
+    assert (await call(sidecar, "mcp:basic~basic:echo", {"text": "back"}))["result"]["content"][0]["text"] == "back"
 
     resources = await sidecar.request("mcpServers/resources", {"id": "basic~basic"})
     assert resources["resources"][0]["uri"] == "fixture://greeting"

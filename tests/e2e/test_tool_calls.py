@@ -237,3 +237,39 @@ async def test_cancelling_a_call_stops_the_tool_and_keeps_the_chat_usable(sideca
     # The chat's lock was released and the toolset's next call gets a fresh worker.
     ok = await call(sidecar, "app-builder:write_file", {"path": "after.txt", "content": "x"}, chat_id)
     assert ok["status"] == "success"
+
+
+async def test_calls_outside_a_chat_are_recorded_even_when_the_sidecar_stops_right_after(
+        data_dir: Path, tmp_path: Path):
+    # Their records are written after the reply; a read right away and a shutdown both see them.
+    async with SidecarClient.spawn(data_dir) as sidecar:
+        await install(sidecar, tmp_path)
+        ids = [(await call(sidecar, "app-builder:echo", {"value": {"n": n}}))["id"] for n in range(25)]
+        first = (await sidecar.request("tools/htmlPage", {"toolCallId": ids[0]}))["html"]
+        assert '"n":0' in first.replace(" ", "")
+        last = (await call(sidecar, "app-builder:echo", {"value": {"n": "last"}}))["id"]
+    async with SidecarClient.spawn(data_dir) as again:
+        for call_id in (*ids, last):
+            assert (await again.request("tools/htmlPage", {"toolCallId": call_id}))["html"]
+
+
+async def test_answers_larger_than_the_pipe_arrive_whole_between_small_ones(sidecar: SidecarClient):
+    # A pipe takes 64 KiB at once: the rest of a big answer must go out before anything else.
+    chat_id = await chat(sidecar)
+    text = "".join(f"line {i:07d}\n" for i in range(250_000))  # 3.25 MB
+    await call(sidecar, "write_file", {"path": "big.txt", "content": text}, chat_id)
+    got: dict[str, object] = {}
+
+    async def read(n: int) -> None:
+        got[f"read{n}"] = await call(sidecar, "read_file", {"path": "big.txt", "limit": 4 << 20}, chat_id)
+
+    async def ping(n: int) -> None:
+        got[f"ping{n}"] = await sidecar.request("ping")
+
+    async with anyio.create_task_group() as tg:
+        for n in range(4):
+            tg.start_soon(read, n)
+            tg.start_soon(ping, n)
+    for n in range(4):
+        assert got[f"ping{n}"] == {}
+        assert got[f"read{n}"]["result"]["content"] == text  # type: ignore[index]

@@ -135,3 +135,33 @@ async def test_a_corrupt_file_is_a_storage_error(tmp_path: Path):
 def test_migrations_are_numbered_without_gaps():
     numbers = [n for n, _, _ in migrations()]
     assert numbers == list(range(1, len(numbers) + 1))
+
+
+async def test_cached_reads_follow_the_writes_that_say_they_change_them(tmp_path: Path):
+    db = await Database.open(tmp_path / "s.db")
+    try:
+        async with db.write() as w:
+            await w.execute("INSERT INTO settings (key, value, updated_at) VALUES ('k', '1', 'now')")
+
+        async def load() -> str:
+            return (await db.fetchone("SELECT value FROM settings WHERE key = 'k'"))[0]
+
+        assert await db.cached("catalog", "k", load) == "1"
+        async with db.write() as w:  # says nothing about the catalog: the cache stays
+            await w.execute("UPDATE settings SET value = '2' WHERE key = 'k'")
+        assert await db.cached("catalog", "k", load) == "1"
+        async with db.write(changes="catalog") as w:
+            await w.execute("UPDATE settings SET value = '3' WHERE key = 'k'")
+            # Read inside the open transaction (this connection sees it): returned, not kept.
+            assert await db.cached("catalog", "k", load) == "3"
+            await w.execute("UPDATE settings SET value = '4' WHERE key = 'k'")
+        assert await db.cached("catalog", "k", load) == "4"
+
+        with pytest.raises(RuntimeError):
+            async with db.write(changes="catalog") as w:
+                await w.execute("UPDATE settings SET value = '5' WHERE key = 'k'")
+                assert await db.cached("catalog", "k", load) == "5"
+                raise RuntimeError("rolled back")
+        assert await db.cached("catalog", "k", load) == "4"  # the rolled-back value was never kept
+    finally:
+        await db.close()
