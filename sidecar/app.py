@@ -25,6 +25,8 @@ from .api.errors import ApiError, InstanceLocked, StorageError
 from .rpc import Connection, MethodTable, RequestContext, StdioTransport, Transport
 from .settings import Settings
 from .chat.chats import ChatService
+from .chat.providers.service import ProviderService
+from .chat.turns import TurnService
 from .store import Database
 from .toolsets.calls import ToolCallService
 from .toolsets.service import ToolsetService
@@ -42,6 +44,8 @@ class Sidecar:
         self.db: Database | None = None
         self.workspace: WorkspaceService = None  # type: ignore[assignment]  # set in serve()
         self.chats: ChatService = None  # type: ignore[assignment]
+        self.providers: ProviderService = None  # type: ignore[assignment]
+        self.turns: TurnService = None  # type: ignore[assignment]
         self.toolsets: ToolsetService = None  # type: ignore[assignment]
         self.tool_calls: ToolCallService = None  # type: ignore[assignment]
         self.mcp: McpHost = None  # type: ignore[assignment]
@@ -274,6 +278,8 @@ async def serve(
         app.workspace = WorkspaceService(app.db, settings.data_dir)
         app.on_close("workspace watchers", app.workspace.aclose)
         app.chats = ChatService(app.workspace)
+        app.providers = ProviderService(app.db)
+        app.on_close("model providers", app.providers.aclose)
         await _recover(app.db)
         workers = WorkerHost()
         app.on_close("tool workers", workers.aclose)
@@ -284,6 +290,7 @@ async def serve(
                           elicit=app._mcp_elicit)
         app.on_close("MCP servers", app.mcp.aclose)
         app.tool_calls.mcp = app.mcp
+        app.turns = TurnService(app.chats, app.tool_calls, app.providers)
         app.toolsets.on_change.append(app.sync_mcp)
         return await app.run(transport, build_method_table(app))
     finally:
@@ -295,10 +302,15 @@ async def _recover(db: Database) -> None:
     from .store.tool_calls import ToolCallRepo
     from .toolsets import registry
 
+    from .store.chats import ChatRepo
+
     await registry.sync_builtins(db)
     failed = await ToolCallRepo(db).fail_unfinished()
     if failed:
         log.warning("%d tool calls were cut off when the sidecar last stopped", failed)
+    cut = await ChatRepo(db).fail_streaming()
+    if cut:
+        log.warning("%d chat turns were cut off when the sidecar last stopped", cut)
 
 
 def main(argv: list[str] | None = None) -> int:

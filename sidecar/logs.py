@@ -18,5 +18,7 @@ def setup(level: str) -> logging.handlers.QueueListener:
     root = logging.getLogger()
     root.handlers[:] = [logging.handlers.QueueHandler(q)]
     root.setLevel(level.upper())
+    # aiosqlite's debug lines print every statement's parameters, stored API keys included.
+    logging.getLogger("aiosqlite").setLevel(logging.INFO)
     listener.start()
     return listener

@@ -21,6 +21,10 @@ export interface ClientRequests {
   "chats/switchBranch": { params: T.SwitchBranchParams; result: T.ChatResult };
   /** Append a message (imported history, a note) under parentId or the active leaf; it becomes the active leaf. */
   "chats/addMessage": { params: T.AddMessageParams; result: T.MessageResult };
+  /** Run a chat turn: the user message joins the branch, the model's reply streams as chat/event notifications, its tool calls run in the chat's workspace (asking ui/confirmToolCall where a tool requires it) until the model stops or maxTurns. $/cancelRequest ends it with stopReason cancelled; what was produced is kept. */
+  "chat/send": { params: T.SendParams; result: T.SendResult };
+  /** Run one tool in a chat without a model (the "+" palette): it becomes a message in the branch with its tool call and render plan. */
+  "chat/invokeTool": { params: T.InvokeToolParams; result: T.InvokeToolResult };
   /** List the files of a workspace version (default: the current one). */
   "workspace/files": { params: T.FilesParams; result: T.FilesResult };
   /** Read one file as text or base64, up to maxBytes (InvalidParams past it). */
@@ -81,6 +85,14 @@ export interface ClientRequests {
   "mcpServers/importPreview": { params: T.McpImportPreviewParams; result: T.McpImportPreviewResult };
   /** Add the servers picked from mcpServers/importPreview (each as mcpServers/add would). */
   "mcpServers/import": { params: T.McpImportParams; result: T.McpImportResult };
+  /** Every model provider (the built-in scripted one first) and which one is the default. */
+  "providers/list": { params: undefined; result: T.ProvidersResult };
+  /** Create or replace a model provider; keys are stored as given and only ever shown masked. */
+  "providers/set": { params: T.SetProviderParams; result: T.ProviderResult };
+  /** Remove a provider (the built-in scripted one cannot be); if it was the default, scripted becomes the default again. */
+  "providers/remove": { params: T.ProviderIdParams; result: T.Empty };
+  /** Make a provider the one that answers turns that name none. */
+  "providers/setDefault": { params: T.ProviderIdParams; result: T.ProviderResult };
   /** Process facts: pid, memory, uptime, which heavy modules are loaded. */
   "debug/info": { params: undefined; result: T.DebugInfo };
   /** Wait ms milliseconds (reporting $/progress when given a workDoneToken); cancellable. For exercising cancellation and progress. */
@@ -101,6 +113,8 @@ export interface ClientNotifications {
 
 /** Requests the server sends, by method name. */
 export interface ServerRequests {
+  /** Ask the user whether a tool may run (allowChat: for this chat; allowAlways: until the tool's definition changes); args may come back edited. */
+  "ui/confirmToolCall": { params: T.ConfirmToolCallParams; result: T.ConfirmToolCallResult };
   /** An MCP server asks the user for input (MCP elicitation); the answer goes back to it. */
   "ui/elicit": { params: T.ElicitParams; result: T.ElicitResult };
 }
@@ -111,6 +125,8 @@ export interface ServerNotifications {
   "$/cancelRequest": { params: T.CancelParams };
   /** Progress of a long request that was given a workDoneToken. */
   "$/progress": { params: T.ProgressParams };
+  /** One step of a running turn, for the assistant message messageId, in seq order. */
+  "chat/event": { params: T.ChatEventParams };
   /** Files of a chat's workspace changed from outside the sidecar (an editor); the change is saved as a new edit version. */
   "workspace/changed": { params: T.ChangedParams };
   /** A toolset imported from a folder (sourceType local) followed an edit of that folder. */

@@ -87,9 +87,48 @@ export interface Message {
   content: string;
   createdAt: string;
   status: string;
-  toolCalls: Record<string, unknown>[];
+  toolCalls: ToolCall[];
   parentId?: string | null;
   manifestId?: string | null;
+  provider?: string | null;
+  model?: string | null;
+  stopReason?: string | null;
+  usage?: TokenUsage | null;
+  attachments?: Attachment[];
+}
+
+export interface ToolCall {
+  id: string;
+  toolId: string;
+  args: Record<string, unknown>;
+  status: "error" | "pending" | "running" | "success";
+  startedAt: string;
+  chatId?: string | null;
+  messageId?: string | null;
+  result?: unknown;
+  error?: string | null;
+  errorKind?: string | null;
+  renderPlan?: RenderPlan | null;
+  preManifestId?: string | null;
+  postManifestId?: string | null;
+  finishedAt?: string | null;
+}
+
+export interface RenderPlan {
+  renderer: "code" | "document" | "frame" | "html";
+  config: Record<string, unknown>;
+  missing?: string[];
+}
+
+export interface TokenUsage {
+  inputTokens?: number;
+  outputTokens?: number;
+}
+
+/** Something a user message mentions; its tools join the chat's turns from that message on. */
+export interface Attachment {
+  kind: "mcpServer" | "toolset";
+  id: string;
 }
 
 export interface SwitchBranchParams {
@@ -106,6 +145,99 @@ export interface AddMessageParams {
 
 export interface MessageResult {
   message: Message;
+  chat: Chat;
+}
+
+export interface SendParams {
+  chatId: string;
+  content: string;
+  parentId?: string | null;
+  provider?: string | null;
+  model?: string | null;
+  attachments?: Attachment[];
+  maxTurns?: number;
+  system?: string | null;
+}
+
+export interface SendResult {
+  messageId: string;
+  userMessageId: string;
+  stopReason: "cancelled" | "endTurn" | "error" | "maxTurns";
+  error?: string | null;
+  usage?: TokenUsage | null;
+}
+
+export interface ChatEventParams {
+  chatId: string;
+  messageId: string;
+  seq: number;
+  event: MessageStartedEvent | TextDeltaEvent | ToolCallStartedEvent | ToolCallFinishedEvent | MessageCompletedEvent | ErrorEvent;
+}
+
+export interface MessageStartedEvent {
+  kind: "messageStarted";
+  userMessageId: string;
+  provider: string;
+  parentId?: string | null;
+  model?: string | null;
+}
+
+export interface TextDeltaEvent {
+  kind: "textDelta";
+  text: string;
+}
+
+export interface ToolCallStartedEvent {
+  kind: "toolCallStarted";
+  toolCall: ToolCall;
+  toolName: string;
+}
+
+export interface ToolCallFinishedEvent {
+  kind: "toolCallFinished";
+  toolCall: ToolCall;
+}
+
+export interface MessageCompletedEvent {
+  kind: "messageCompleted";
+  stopReason: "cancelled" | "endTurn" | "error" | "maxTurns";
+  content: string;
+  manifestId?: string | null;
+  usage?: TokenUsage | null;
+}
+
+export interface ErrorEvent {
+  kind: "error";
+  message: string;
+  code?: number | null;
+  retryable?: boolean;
+}
+
+export interface ConfirmToolCallParams {
+  chatId: string;
+  toolCallId: string;
+  toolId: string;
+  toolName: string;
+  args: Record<string, unknown>;
+  messageId?: string | null;
+  description?: string | null;
+}
+
+export interface ConfirmToolCallResult {
+  decision: "allowAlways" | "allowChat" | "allowOnce" | "deny";
+  args?: Record<string, unknown> | null;
+}
+
+export interface InvokeToolParams {
+  chatId: string;
+  toolId: string;
+  args: Record<string, unknown>;
+  parentId?: string | null;
+}
+
+export interface InvokeToolResult {
+  message: Message;
+  toolCall: ToolCall;
   chat: Chat;
 }
 
@@ -369,29 +501,6 @@ export interface ToolCallResult {
   toolCall: ToolCall;
 }
 
-export interface ToolCall {
-  id: string;
-  toolId: string;
-  args: Record<string, unknown>;
-  status: "error" | "pending" | "running" | "success";
-  startedAt: string;
-  chatId?: string | null;
-  messageId?: string | null;
-  result?: unknown;
-  error?: string | null;
-  errorKind?: string | null;
-  renderPlan?: RenderPlan | null;
-  preManifestId?: string | null;
-  postManifestId?: string | null;
-  finishedAt?: string | null;
-}
-
-export interface RenderPlan {
-  renderer: "code" | "document" | "frame" | "html";
-  config: Record<string, unknown>;
-  missing?: string[];
-}
-
 export interface ToolsetChangedParams {
   id: string;
   change: "reloadFailed" | "reloaded";
@@ -528,6 +637,41 @@ export interface McpImportResult {
   servers: McpServer[];
 }
 
+export interface ProvidersResult {
+  providers: Provider[];
+  defaultId: string;
+}
+
+export interface Provider {
+  id: string;
+  kind: "anthropic" | "openai" | "scripted";
+  hasApiKey: boolean;
+  config: Record<string, unknown>;
+  isDefault: boolean;
+  builtIn: boolean;
+  baseUrl?: string | null;
+  apiKey?: string | null;
+  defaultModel?: string | null;
+  updatedAt?: string | null;
+}
+
+export interface SetProviderParams {
+  id: string;
+  kind: "anthropic" | "openai" | "scripted";
+  baseUrl?: string | null;
+  apiKey?: string | null;
+  defaultModel?: string | null;
+  config?: Record<string, unknown>;
+}
+
+export interface ProviderResult {
+  provider: Provider;
+}
+
+export interface ProviderIdParams {
+  id: string;
+}
+
 export interface DebugInfo {
   pid: number;
   version: string;
@@ -537,6 +681,7 @@ export interface DebugInfo {
   rssBytes: number;
   inflightRequests: number;
   heavyModulesLoaded: string[];
+  dbTransactions?: number;
 }
 
 export interface SleepParams {

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+import msgspec
+
 from .base import Empty, MethodSpec, Model
 from .errors import ErrorCode
+from .toolsets import ToolCall
 
 _NF, _ST = ErrorCode.NOT_FOUND, ErrorCode.STORAGE_ERROR
+_IP, _CF, _UP = ErrorCode.INVALID_PARAMS, ErrorCode.CONFLICT, ErrorCode.UPSTREAM_ERROR
 
 
 class Chat(Model):
@@ -27,11 +31,30 @@ class Message(Model):
     content: str
     created_at: str
     status: str
-    # Tool calls made while producing this message (filled by chat turns).
-    tool_calls: list[dict[str, Any]]
+    # Tool calls made while producing this message (a turn's, or one run from the "+" palette).
+    tool_calls: list[ToolCall]
     parent_id: str | None = None
     # The workspace after this message; absent means it inherits its parent's.
     manifest_id: str | None = None
+    # Assistant messages: who answered and why the turn stopped.
+    provider: str | None = None
+    model: str | None = None
+    stop_reason: str | None = None
+    usage: TokenUsage | None = None
+    # User messages: the toolsets and MCP servers it brought into the chat (seed 003).
+    attachments: list[Attachment] = []
+
+
+class TokenUsage(Model):
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class Attachment(Model):
+    """Something a user message mentions; its tools join the chat's turns from that message on."""
+
+    kind: Literal["toolset", "mcpServer"]
+    id: str  # toolset id, or MCP server key (``toolset~server``) or unambiguous server id
 
 
 class CreateChatParams(Model):
@@ -73,6 +96,104 @@ class MessageResult(Model):
     chat: Chat
 
 
+class SendParams(Model):
+    chat_id: str
+    content: str
+    # Absent: the active leaf. An earlier message starts a new branch from it (edit a question:
+    # the old question's parent; retry an answer: the question), with that point's files; null
+    # starts a new first message (edit the chat's first question).
+    parent_id: str | None | msgspec.UnsetType = msgspec.UNSET
+    provider: str | None = None  # a providers/list id; default: the default provider
+    model: str | None = None  # default: the provider's default model
+    attachments: list[Attachment] = []
+    # Model calls in this turn at most (each answer with tool calls leads to one more).
+    max_turns: int = 10
+    system: str | None = None  # a system prompt for this turn
+
+
+StopReason = Literal["endTurn", "maxTurns", "cancelled", "error"]
+
+
+class SendResult(Model):
+    message_id: str  # the assistant message
+    user_message_id: str
+    stop_reason: StopReason
+    error: str | None = None
+    usage: TokenUsage | None = None
+
+
+class MessageStartedEvent(Model, tag="messageStarted", tag_field="kind"):
+    user_message_id: str
+    provider: str
+    parent_id: str | None = None
+    model: str | None = None
+
+
+class TextDeltaEvent(Model, tag="textDelta", tag_field="kind"):
+    text: str
+
+
+class ToolCallStartedEvent(Model, tag="toolCallStarted", tag_field="kind"):
+    tool_call: ToolCall
+    tool_name: str  # as the UI shows it: the tool's name, ``<source>.<tool>`` for attached ones
+
+
+class ToolCallFinishedEvent(Model, tag="toolCallFinished", tag_field="kind"):
+    tool_call: ToolCall  # with result or error, and the render plan
+
+
+class MessageCompletedEvent(Model, tag="messageCompleted", tag_field="kind"):
+    stop_reason: StopReason
+    content: str  # the whole text of the message
+    manifest_id: str | None = None
+    usage: TokenUsage | None = None
+
+
+class ErrorEvent(Model, tag="error", tag_field="kind"):
+    message: str
+    code: int | None = None  # the JSON-RPC error code it maps to (UpstreamError, Timeout, ...)
+    retryable: bool = False
+
+
+ChatEvent = (MessageStartedEvent | TextDeltaEvent | ToolCallStartedEvent | ToolCallFinishedEvent
+             | MessageCompletedEvent | ErrorEvent)
+
+
+class ChatEventParams(Model):
+    chat_id: str
+    message_id: str
+    seq: int  # per message, from 1, without gaps: a gap means a lost notification
+    event: ChatEvent
+
+
+class ConfirmToolCallParams(Model):
+    chat_id: str
+    tool_call_id: str
+    tool_id: str
+    tool_name: str
+    args: dict[str, Any]
+    message_id: str | None = None
+    description: str | None = None
+
+
+class ConfirmToolCallResult(Model):
+    decision: Literal["allowOnce", "allowChat", "allowAlways", "deny"]
+    args: dict[str, Any] | None = None  # edited arguments, checked against the schema before use
+
+
+class InvokeToolParams(Model):
+    chat_id: str
+    tool_id: str
+    args: dict[str, Any]
+    parent_id: str | None | msgspec.UnsetType = msgspec.UNSET  # as in chat/send
+
+
+class InvokeToolResult(Model):
+    message: Message
+    tool_call: ToolCall
+    chat: Chat
+
+
 SPECS = (
     MethodSpec("chats/create", "clientToServer", "request", "Create an empty chat.",
                params=CreateChatParams, result=ChatResult, errors=(_ST,)),
@@ -87,9 +208,27 @@ SPECS = (
     MethodSpec("chats/switchBranch", "clientToServer", "request",
                "Make the branch through messageId active (down to its newest leaf) and "
                "materialise its files; outside edits are first saved to the branch being left.",
-               params=SwitchBranchParams, result=ChatResult, errors=(_NF, _ST)),
+               params=SwitchBranchParams, result=ChatResult, errors=(_NF, _CF, _ST)),
     MethodSpec("chats/addMessage", "clientToServer", "request",
                "Append a message (imported history, a note) under parentId or the active leaf; "
                "it becomes the active leaf.",
-               params=AddMessageParams, result=MessageResult, errors=(_NF, _ST)),
+               params=AddMessageParams, result=MessageResult, errors=(_NF, _CF, _ST)),
+    MethodSpec("chat/send", "clientToServer", "request",
+               "Run a chat turn: the user message joins the branch, the model's reply streams as "
+               "chat/event notifications, its tool calls run in the chat's workspace (asking "
+               "ui/confirmToolCall where a tool requires it) until the model stops or maxTurns. "
+               "$/cancelRequest ends it with stopReason cancelled; what was produced is kept.",
+               params=SendParams, result=SendResult, errors=(_NF, _IP, _CF, _ST), cancel="signal",
+               seed_endpoints=("stream",)),
+    MethodSpec("chat/event", "serverToClient", "notification",
+               "One step of a running turn, for the assistant message messageId, in seq order.",
+               params=ChatEventParams),
+    MethodSpec("ui/confirmToolCall", "serverToClient", "request",
+               "Ask the user whether a tool may run (allowChat: for this chat; allowAlways: until "
+               "the tool's definition changes); args may come back edited.",
+               params=ConfirmToolCallParams, result=ConfirmToolCallResult),
+    MethodSpec("chat/invokeTool", "clientToServer", "request",
+               "Run one tool in a chat without a model (the \"+\" palette): it becomes a message in "
+               "the branch with its tool call and render plan.",
+               params=InvokeToolParams, result=InvokeToolResult, errors=(_NF, _IP, _CF, _ST)),
 )

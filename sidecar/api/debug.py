@@ -17,6 +17,8 @@ class DebugInfo(Model):
     inflight_requests: int
     # Heavy optional modules already imported: start-up must not pay for them.
     heavy_modules_loaded: list[str]
+    # Database write transactions committed since start (benchmarks count what a turn costs).
+    db_transactions: int = 0
 
 
 class SleepParams(Model):

@@ -7,8 +7,11 @@ with its messages.
 
 from __future__ import annotations
 
-from ..api.errors import NotFound
+import msgspec
+
+from ..api.errors import Conflict, NotFound
 from ..store.chats import ChatRow, MessageRow
+from ..store.rows import new_id, now
 from ..workspace.service import WorkspaceService
 
 
@@ -40,6 +43,20 @@ class ChatService:
     def __init__(self, workspace: WorkspaceService) -> None:
         self.workspace = workspace
         self.repo = workspace.chats
+        self.turning: set[str] = set()  # chats with a turn or a direct tool run in progress
+
+    def claim(self, chat_id: str) -> None:
+        """One turn per chat; its tree and files are not to move under it meanwhile."""
+        if chat_id in self.turning:
+            raise Conflict("turn running", f"chat {chat_id} has a turn in progress; wait for it or cancel it")
+        self.turning.add(chat_id)
+
+    def release(self, chat_id: str) -> None:
+        self.turning.discard(chat_id)
+
+    def _check_idle(self, chat_id: str) -> None:
+        if chat_id in self.turning:
+            raise Conflict("turn running", f"chat {chat_id} has a turn in progress; wait for it or cancel it")
 
     async def create(self, title: str) -> ChatRow:
         return await self.repo.create(title)
@@ -59,6 +76,7 @@ class ChatService:
         return effective_manifest(messages, message_id)
 
     async def delete(self, chat_id: str) -> None:
+        self._check_idle(chat_id)
         async with self.workspace.locked(chat_id):
             await self.repo.delete(chat_id)
             await self.workspace.forget(chat_id)
@@ -68,23 +86,37 @@ class ChatService:
     ) -> MessageRow:
         """Append a message under ``parent_id`` (default: the active leaf) and make it active.
         Adding under an earlier message starts a new branch with that message's files."""
+        self._check_idle(chat_id)
+        return (await self.append(chat_id, msgspec.UNSET if parent_id is None else parent_id, MessageRow(new_id(), chat_id, None, role, content, None,
+                                                                 "complete", now())))[0]
+
+    async def append(self, chat_id: str, parent_id: str | None | msgspec.UnsetType, *new: MessageRow
+                     ) -> tuple[MessageRow, str | None]:
+        """Add ``new`` (a chain: each the parent of the next) under ``parent_id`` (UNSET: the active
+        leaf; None: as a new first message), the workspace brought to that point first; the last
+        becomes the active leaf. Returns the first message and the manifest the chain starts from."""
         async with self.workspace.locked(chat_id) as (ws, chat):
             messages = await self.repo.messages(chat_id)
             by_id = {m.id: m for m in messages}
-            if parent_id is None:
+            if parent_id is msgspec.UNSET:
                 parent_id = chat.active_leaf_message_id
-            elif parent_id not in by_id:
+            elif parent_id is not None and parent_id not in by_id:
                 raise NotFound("message", parent_id)
             await self.workspace.capture(ws, chat)  # outside edits stay with the branch they hit
             inherited = effective_manifest(by_id, parent_id)
             if parent_id != chat.active_leaf_message_id:
                 await self.workspace.materialize(ws, inherited)
             own = ws.active_manifest_id if ws.active_manifest_id != inherited else None
-            msg = await self.repo.add_message(chat_id, parent_id, role, content, own)
-            await self.repo.set_position(chat_id, msg.id, ws.active_manifest_id)
-            return msg
+            first = new[0]
+            first.parent_id, first.manifest_id = parent_id, own
+            for parent, child in zip(new, new[1:]):
+                child.parent_id = parent.id
+            await self.repo.insert(*new)
+            await self.repo.set_position(chat_id, new[-1].id, ws.active_manifest_id)
+            return first, ws.active_manifest_id
 
     async def switch_branch(self, chat_id: str, message_id: str) -> ChatRow:
+        self._check_idle(chat_id)
         async with self.workspace.locked(chat_id) as (ws, chat):
             messages = await self.repo.messages(chat_id)
             by_id = {m.id: m for m in messages}

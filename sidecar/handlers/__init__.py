@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from ..api import SPECS
 from ..rpc import MethodTable
 from ..rpc.methods import Handler
-from . import chats, debug, lifecycle, mcp, toolsets, workspace
+from . import chats, debug, lifecycle, mcp, providers, toolsets, workspace
 
 if TYPE_CHECKING:
     from ..app import Sidecar
@@ -18,7 +18,7 @@ ENGINE_METHODS = {"$/cancelRequest"}  # answered by the engine itself
 def build_method_table(app: Sidecar) -> MethodTable:
     """Bind every client-to-server spec to its handler; refuse to start if one is missing."""
     handlers: dict[str, Handler] = {}
-    for module in (lifecycle, chats, workspace, toolsets, mcp, debug):
+    for module in (lifecycle, chats, workspace, toolsets, mcp, providers, debug):
         handlers.update(module.handlers(app))
     table = MethodTable()
     for spec in SPECS:

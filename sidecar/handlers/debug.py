@@ -41,6 +41,7 @@ def handlers(app: Sidecar) -> dict[str, Any]:
             rss_bytes=rss_bytes(),
             inflight_requests=ctx.connection.inflight_count,
             heavy_modules_loaded=[m for m in HEAVY_MODULES if m in sys.modules],
+            db_transactions=app.db.transactions if app.db is not None else 0,
         )
 
     async def sleep(params: SleepParams, ctx: RequestContext) -> SleepResult:

@@ -28,10 +28,23 @@ class MessageRow(msgspec.Struct):
     manifest_id: str | None
     status: str
     created_at: str
+    # JSON: a turn's steps (text and tool calls in order) or a user message's attachments.
+    parts: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    stop_reason: str | None = None
+    usage: str | None = None  # JSON {inputTokens, outputTokens}
 
 
 _CHAT_COLS = "id, title, created_at, updated_at, active_leaf_message_id, active_manifest_id"
-_MSG_COLS = "id, chat_id, parent_id, role, content, manifest_id, status, created_at"
+_MSG_COLS = ("id, chat_id, parent_id, role, content, manifest_id, status, created_at, parts, provider, model, "
+             "stop_reason, usage")
+_MSG_INSERT = f"INSERT INTO messages ({_MSG_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+
+
+def _msg_values(m: MessageRow) -> tuple[Any, ...]:
+    return (m.id, m.chat_id, m.parent_id, m.role, m.content, m.manifest_id, m.status, m.created_at, m.parts,
+            m.provider, m.model, m.stop_reason, m.usage)
 
 
 def _chat(row: Any) -> ChatRow:
@@ -82,20 +95,39 @@ class ChatRepo:
 
     async def add_message(
         self, chat_id: str, parent_id: str | None, role: str, content: str,
-        manifest_id: str | None, *, make_active: bool = True,
+        manifest_id: str | None, *, make_active: bool = True, parts: str | None = None,
     ) -> MessageRow:
-        msg = MessageRow(new_id(), chat_id, parent_id, role, content, manifest_id, "complete", now())
+        msg = MessageRow(new_id(), chat_id, parent_id, role, content, manifest_id, "complete", now(), parts)
+        await self.insert(msg, make_active=make_active)
+        return msg
+
+    async def insert(self, *messages: MessageRow, make_active: bool = True) -> None:
+        """Insert messages (each one's parent first) in one transaction; the last becomes the
+        active leaf."""
+        async with self.db.write() as w:
+            await w.executemany(_MSG_INSERT, [_msg_values(m) for m in messages])
+            if make_active and messages:
+                last = messages[-1]
+                await w.execute("UPDATE chats SET active_leaf_message_id = ?, updated_at = ? WHERE id = ?",
+                                (last.id, last.created_at, last.chat_id))
+
+    async def update(self, msg: MessageRow) -> None:
+        """Write what a message has become (a turn's checkpoint or its end)."""
         async with self.db.write() as w:
             await w.execute(
-                f"INSERT INTO messages ({_MSG_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (msg.id, chat_id, parent_id, role, content, manifest_id, msg.status, msg.created_at),
-            )
-            if make_active:
-                await w.execute(
-                    "UPDATE chats SET active_leaf_message_id = ?, updated_at = ? WHERE id = ?",
-                    (msg.id, msg.created_at, chat_id),
-                )
-        return msg
+                "UPDATE messages SET content = ?, manifest_id = ?, status = ?, parts = ?, provider = ?, model = ?, "
+                "stop_reason = ?, usage = ? WHERE id = ?",
+                (msg.content, msg.manifest_id, msg.status, msg.parts, msg.provider, msg.model, msg.stop_reason,
+                 msg.usage, msg.id))
+
+    async def fail_streaming(self) -> int:
+        """Turns a previous sidecar left streaming can never finish: say so."""
+        if await self.db.fetchone("SELECT 1 FROM messages WHERE status = 'streaming' LIMIT 1") is None:
+            return 0
+        async with self.db.write() as w:
+            cursor = await w.execute(
+                "UPDATE messages SET status = 'error', stop_reason = 'error' WHERE status = 'streaming'")
+            return cursor.rowcount
 
     async def set_position(self, chat_id: str, leaf_id: str | None, manifest_id: str | None) -> None:
         """Move the active leaf and the active manifest."""

@@ -63,6 +63,7 @@ class Database:
         self._memo: dict[str, dict[Any, Any]] = {}
         self._versions: dict[str, int] = {}
         self._changing: dict[str, int] = {}
+        self.transactions = 0  # committed write transactions, for debug/info
 
     @classmethod
     async def open(cls, path: Path) -> Database:
@@ -187,6 +188,7 @@ class Database:
             try:
                 with anyio.CancelScope(shield=True):
                     await conn.execute("COMMIT")
+                    self.transactions += 1
             except sqlite3.Error as exc:
                 with anyio.CancelScope(shield=True):
                     await conn.execute("ROLLBACK")

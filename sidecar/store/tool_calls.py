@@ -153,6 +153,12 @@ class ToolCallRepo:
         await w.executemany("UPDATE tools SET call_count = call_count + 1, last_called_at = ? WHERE tool_id = ?",
                             [(c.finished_at, c.tool_id) for c in calls])
 
+    async def for_chat(self, chat_id: str) -> list[ToolCallRow]:
+        await self.flush()
+        rows = await self.db.fetchall(
+            f"SELECT {_COLS} FROM tool_calls WHERE chat_id = ? ORDER BY started_at, id", (chat_id,))
+        return [_row(r) for r in rows]
+
     async def get(self, call_id: str) -> ToolCallRow | None:
         await self.flush()
         row = await self.db.fetchone(f"SELECT {_COLS} FROM tool_calls WHERE id = ?", (call_id,))

@@ -57,19 +57,21 @@ class ToolCallService:
     async def call(
         self, tool_id: str, args: dict[str, Any], chat_id: str | None, *,
         message_id: str | None = None, on_started: OnStarted | None = None,
-        on_progress: OnProgress | None = None,
+        on_progress: OnProgress | None = None, call_id: str | None = None, allow_disabled: bool = False,
     ) -> ToolCallRow:
+        """``allow_disabled``: a tool a chat got from an attachment runs even when its toolset is
+        off globally (seed 003)."""
         target = await registry.resolve(self.db, tool_id, self.mcp)
         tool_id = target.tool.id  # canonical, also when a legacy MCP id was given
         tool = target.tool
-        if not tool.enabled:
+        if not tool.enabled and not allow_disabled:
             raise Conflict("tool disabled", f"the tool {tool_id!r} is disabled; enable it (tools/setOverride "
                                             "or toolsets/setEnabled) to run it")
         check_args(tool.input_schema, args)
         needs_workspace = bool(target.config.get("needs_workspace"))
         if chat_id is None and needs_workspace:
             raise InvalidParams("params.chatId", f"{tool_id} works on a chat's workspace files; pass the chatId")
-        record = ToolCallRow(id=new_id(), tool_id=tool_id, chat_id=chat_id, message_id=message_id,
+        record = ToolCallRow(id=call_id or new_id(), tool_id=tool_id, chat_id=chat_id, message_id=message_id,
                              args=args, status="running", started_at=now())
         # A call in a chat is recorded when it starts (a crash leaves it as interrupted) and when it
         # ends; one outside a chat touches nothing that lasts, so one write at the end will do.
@@ -99,6 +101,12 @@ class ToolCallService:
                 with anyio.CancelScope(shield=True):
                     await self._finish(target, record, workspace, inserted=durable)
         return record
+
+    async def record_refused(self, record: ToolCallRow) -> None:
+        """Keep a call that never ran (denied by the user, unknown tool, bad arguments) in the
+        history like any other, so the chat shows it and the model's context can be rebuilt."""
+        record.status = "error"
+        await self.repo.finish(record, inserted=False)
 
     @asynccontextmanager
     async def _workspace(self, chat_id: str | None, record: ToolCallRow, scratch: bool) -> AsyncIterator[Path | None]:

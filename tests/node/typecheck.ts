@@ -48,7 +48,15 @@ export async function session(): Promise<string> {
   // Every server-to-client request needs a handler, typed by the contract.
   const handlers: ServerRequestHandlers = {
     "ui/elicit": async (p) => (p.message ? { action: "decline" } : { action: "cancel" }),
+    "ui/confirmToolCall": async (p) => (p.toolId === "run_command" ? { decision: "deny" } : { decision: "allowOnce" }),
   };
+  onNotification("chat/event", (p) => {
+    // The event is a discriminated union on kind.
+    if (p.event.kind === "textDelta") {
+      const text: string = p.event.text;
+      void text;
+    }
+  });
   void handlers;
 
   const closed: null = await request("shutdown", undefined);

@@ -1,0 +1,72 @@
+"""Model providers: which APIs the chat turns can call, with what key and model."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from .base import Empty, MethodSpec, Model
+from .errors import ErrorCode
+
+ProviderKind = Literal["scripted", "openai", "anthropic"]
+
+
+class Provider(Model):
+    id: str
+    kind: ProviderKind
+    has_api_key: bool
+    # timeout (seconds), maxRetries, headers (values masked); a scripted provider's script
+    config: dict[str, Any]
+    is_default: bool
+    built_in: bool  # the scripted provider: always there, never removed
+    base_url: str | None = None
+    api_key: str | None = None  # masked ("sk-…abcd"); a ${VAR} reference is shown as is
+    default_model: str | None = None
+    updated_at: str | None = None  # absent: the built-in provider was never configured
+
+
+class ProvidersResult(Model):
+    providers: list[Provider]
+    default_id: str
+
+
+class SetProviderParams(Model):
+    # ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$; an existing id is replaced whole (but for apiKey)
+    id: str
+    kind: ProviderKind
+    base_url: str | None = None  # an OpenAI- or Anthropic-compatible server; may hold ${VAR}
+    # Absent: keep the stored key; null: remove it. A literal key or a ${VAR} reference, read from
+    # the environment when the provider connects.
+    api_key: str | None | msgspec.UnsetType = msgspec.UNSET
+    default_model: str | None = None
+    # timeout (seconds > 0), maxRetries (0-10, default 2), headers (values may hold ${VAR});
+    # for kind scripted: script (a list of replies)
+    config: dict[str, Any] = {}
+
+
+class ProviderResult(Model):
+    provider: Provider
+
+
+class ProviderIdParams(Model):
+    id: str
+
+
+_NF, _IP, _PD, _ST = ErrorCode.NOT_FOUND, ErrorCode.INVALID_PARAMS, ErrorCode.PERMISSION_DENIED, ErrorCode.STORAGE_ERROR
+
+SPECS = (
+    MethodSpec("providers/list", "clientToServer", "request",
+               "Every model provider (the built-in scripted one first) and which one is the default.",
+               result=ProvidersResult, errors=(_ST,)),
+    MethodSpec("providers/set", "clientToServer", "request",
+               "Create or replace a model provider; keys are stored as given and only ever shown masked.",
+               params=SetProviderParams, result=ProviderResult, errors=(_IP, _ST)),
+    MethodSpec("providers/remove", "clientToServer", "request",
+               "Remove a provider (the built-in scripted one cannot be); if it was the default, scripted "
+               "becomes the default again.",
+               params=ProviderIdParams, result=Empty, errors=(_NF, _PD, _ST)),
+    MethodSpec("providers/setDefault", "clientToServer", "request",
+               "Make a provider the one that answers turns that name none.",
+               params=ProviderIdParams, result=ProviderResult, errors=(_NF, _ST)),
+)

@@ -1,0 +1,158 @@
+"""Anthropic's messages API, streamed through the official ``anthropic`` SDK as raw events."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from .base import (
+    ChatMessage,
+    Finished,
+    ProviderError,
+    ProviderEvent,
+    StopReason,
+    TextDelta,
+    ToolCallReady,
+    ToolSpec,
+    TurnRequest,
+    Usage,
+)
+from .remote import RemoteProvider, ToolCallBuffer
+
+DEFAULT_MAX_TOKENS = 4096  # the API requires a limit; a turn may ask for another
+
+_STOP_REASONS: dict[str, StopReason] = {
+    "end_turn": "end_turn", "stop_sequence": "end_turn", "tool_use": "tool_use", "max_tokens": "max_tokens",
+    "model_context_window_exceeded": "max_tokens", "refusal": "refusal",
+}
+
+
+class AnthropicProvider(RemoteProvider):
+    kind = "anthropic"
+    sdk_name = "anthropic"
+    env_key = "ANTHROPIC_API_KEY"
+
+    def _new_client(self, options: dict[str, Any]) -> Any:
+        from anthropic import AsyncAnthropic
+
+        return AsyncAnthropic(**options)
+
+    async def _open(self, client: Any, model: str, request: TurnRequest) -> Any:
+        return await client.messages.create(**request_body(request, model))
+
+    def _parser(self) -> EventParser:
+        return EventParser()
+
+
+def request_body(request: TurnRequest, model: str) -> dict[str, Any]:
+    system, messages = wire_messages(request)
+    body: dict[str, Any] = {
+        "model": model,
+        "max_tokens": request.max_tokens or DEFAULT_MAX_TOKENS,
+        "messages": messages,
+        "stream": True,
+    }
+    if system:
+        body["system"] = system
+    if request.tools:
+        body["tools"] = [wire_tool(t) for t in request.tools]
+    return body
+
+
+def wire_tool(tool: ToolSpec) -> dict[str, Any]:
+    return {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}
+
+
+def wire_messages(request: TurnRequest) -> tuple[str, list[dict[str, Any]]]:
+    """(system, messages). System text goes to the top level; a tool result is a ``tool_result``
+    block in a user message, and consecutive messages of one role become one message, as the
+    API wants every result of an assistant's calls in the single user message after it."""
+    system = [request.system] if request.system else []
+    out: list[dict[str, Any]] = []
+    for m in request.messages:
+        if m.role == "system":
+            system.append(m.content)
+        else:
+            _append(out, "assistant" if m.role == "assistant" else "user", _blocks(m))
+    return "\n\n".join(s for s in system if s), out
+
+
+def _blocks(m: ChatMessage) -> list[dict[str, Any]]:
+    if m.role == "tool":
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.tool_call_id or ""}
+        if m.content:
+            block["content"] = m.content
+        if m.is_error:
+            block["is_error"] = True
+        return [block]
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": m.content}] if m.content else []  # no empty text blocks
+    blocks += [{"type": "tool_use", "id": c.id, "name": c.name,
+                "input": c.arguments if c.arguments is not None else {}} for c in m.tool_calls]
+    return blocks
+
+
+def _append(out: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) -> None:
+    if not blocks:
+        return
+    if out and out[-1]["role"] == role:
+        out[-1]["content"].extend(blocks)
+    else:
+        out.append({"role": role, "content": blocks})
+
+
+class EventParser:
+    """Raw message stream events in, provider events out. A tool call is whole at its block's
+    ``content_block_stop``; usage is complete only at the end (``message_delta`` carries the output)."""
+
+    def __init__(self) -> None:
+        self._calls = ToolCallBuffer()
+        self._model: str | None = None
+        self._input: int | None = None
+        self._output: int | None = None
+        self._stop_reason: str | None = None
+        self._stopped = False
+
+    def feed(self, event: Any) -> Iterable[ProviderEvent]:
+        kind = event.type
+        if kind == "message_start":
+            self._model = event.message.model
+            self._usage(event.message.usage)
+        elif kind == "content_block_start":
+            block = event.content_block
+            if block.type == "tool_use":
+                self._calls.add(event.index, block.id, block.name)
+            elif block.type == "text" and block.text:
+                yield TextDelta(block.text)
+        elif kind == "content_block_delta":
+            delta = event.delta
+            if delta.type == "text_delta" and delta.text:
+                yield TextDelta(delta.text)
+            elif delta.type == "input_json_delta":
+                self._calls.add(event.index, fragment=delta.partial_json)
+        elif kind == "content_block_stop":
+            call = self._calls.pop(event.index)
+            if call is not None:
+                yield ToolCallReady(call)
+        elif kind == "message_delta":
+            self._stop_reason = event.delta.stop_reason or self._stop_reason
+            self._usage(event.usage)
+        elif kind == "message_stop":
+            self._stopped = True
+
+    def _usage(self, usage: Any) -> None:
+        if usage is None:
+            return
+        # Cached prompt tokens are counted apart from input_tokens; all of them were read.
+        if getattr(usage, "input_tokens", None) is not None:
+            self._input = usage.input_tokens + sum(
+                getattr(usage, name, None) or 0 for name in ("cache_creation_input_tokens", "cache_read_input_tokens"))
+        if usage.output_tokens is not None:
+            self._output = usage.output_tokens  # cumulative: the last one counts
+
+    def finish(self) -> Iterable[ProviderEvent]:
+        if not self._stopped:
+            raise ProviderError("the answer ended before the model finished: try again", retryable=True)
+        yield from (ToolCallReady(c) for c in self._calls.drain())  # a block left open: still a whole call
+        if self._input is not None or self._output is not None:
+            yield Usage(self._input, self._output)
+        yield Finished(_STOP_REASONS.get(self._stop_reason or "", "other"), self._model)

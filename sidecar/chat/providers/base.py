@@ -1,0 +1,96 @@
+"""What every model provider speaks: a provider-neutral context in, a stream of events out.
+
+A turn hands a provider the branch as ``ChatMessage``s and the tools it may call as ``ToolSpec``s
+(already under provider-safe names), and reads ``ProviderEvent``s until ``Finished``. Providers
+buffer a tool call's argument fragments themselves and yield the call once it is whole, so the turn
+never sees half an argument. A failure is a ``ProviderError``; text yielded before it still counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+Role = Literal["system", "user", "assistant", "tool"]
+StopReason = Literal["end_turn", "tool_use", "max_tokens", "refusal", "other"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    name: str  # provider-safe alias, ^[a-zA-Z0-9_-]{1,64}$, unique within the request
+    description: str
+    input_schema: dict[str, Any]
+    tool_id: str = ""  # the canonical id behind the alias (the scripted provider names tools by it)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRequest:
+    id: str  # the provider's id for the call, echoed back with its result
+    name: str  # the alias the model used (may name a tool it was not given)
+    arguments: dict[str, Any] | None  # None when the model's argument text was not a JSON object
+    raw_arguments: str = ""  # the text as the model sent it (for the error when it did not parse)
+
+
+@dataclass(slots=True)
+class ChatMessage:
+    role: Role
+    content: str = ""
+    # assistant: the calls it made; tool: the one call this message answers
+    tool_calls: list[ToolCallRequest] = field(default_factory=list)
+    tool_call_id: str | None = None
+    is_error: bool = False  # tool: the result is an error (Anthropic's is_error)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRequest:
+    model: str | None  # None: the provider's default model
+    messages: list[ChatMessage]
+    tools: list[ToolSpec]
+    system: str | None = None
+    max_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallReady:
+    call: ToolCallRequest
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    stop_reason: StopReason
+    model: str | None = None  # the model that answered, when the provider says
+
+
+ProviderEvent = TextDelta | ToolCallReady | Usage | Finished
+
+
+class ProviderError(Exception):
+    """The provider failed. ``status`` is the HTTP status when there was one; ``retryable`` says
+    whether trying again later could help (429, 5xx, a cut connection)."""
+
+    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.retryable = retryable
+
+
+class Provider(Protocol):
+    id: str
+    kind: str
+
+    def stream(self, request: TurnRequest) -> AsyncIterator[ProviderEvent]:
+        """One model call. Cancelling the iteration closes the underlying stream."""
+        ...

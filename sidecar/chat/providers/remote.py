@@ -1,0 +1,270 @@
+"""What the providers that call a model API share: how to reach it, and how its failures read.
+
+The official SDKs do the HTTP (their retry honours 429/5xx and ``Retry-After``); this module turns
+what they raise into a ``ProviderError`` that tells the user what to fix, and never lets the API key
+through: the SDK's own message and traceback are dropped, and anything the server echoes is scrubbed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any, Protocol
+
+import anyio
+import anyio.to_thread
+
+from .base import ProviderError, ProviderEvent, ToolCallRequest, TurnRequest
+
+DEFAULT_MAX_RETRIES = 2
+# A custom base URL (a local server, a proxy) may need no key, but both SDKs insist on one.
+UNUSED_KEY = "unused"
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One configured provider as its stored settings say; ``${VAR}`` references unresolved."""
+
+    provider_id: str
+    base_url: str | None = None
+    api_key: str | None = None
+    default_model: str | None = None
+    timeout: float | None = None  # seconds; None: the SDK's default
+    max_retries: int = DEFAULT_MAX_RETRIES
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, provider_id: str, base_url: str | None, api_key: str | None, default_model: str | None,
+           config: dict[str, Any]) -> Endpoint:
+        timeout = config.get("timeout")
+        return cls(provider_id, base_url, api_key, default_model,
+                   float(timeout) if timeout is not None else None,
+                   int(config.get("maxRetries", DEFAULT_MAX_RETRIES)), dict(config.get("headers") or {}))
+
+    def resolved(self, env_key: str) -> tuple[str | None, str | None, dict[str, str]]:
+        """(base_url, api_key, headers) with ``${VAR}`` read from the environment now. Without a
+        stored key the SDK's own variable (``env_key``) is the fallback, as the SDK would do."""
+        import os
+
+        from ...mcp_host.config import MissingVariable, resolve, resolve_mapping
+
+        try:
+            base_url = resolve(self.base_url) if self.base_url else None
+            key = resolve(self.api_key) if self.api_key else os.environ.get(env_key)
+            headers = resolve_mapping(self.headers)
+        except MissingVariable as exc:
+            raise ProviderError(f"{exc.name} is not set: set it in the environment the app starts from, "
+                                f"or change the provider {self.provider_id!r} with providers/set") from None
+        if not key:
+            if not base_url:
+                raise ProviderError(f"the provider {self.provider_id!r} has no API key: set apiKey with "
+                                    f"providers/set (or {env_key} in the environment)")
+            key = UNUSED_KEY
+        return base_url, key, headers
+
+    def model_for(self, request: TurnRequest) -> str:
+        model = request.model or self.default_model
+        if not model:
+            raise ProviderError(f"no model to ask: set defaultModel of the provider {self.provider_id!r} "
+                                "with providers/set, or name one in the request")
+        return model
+
+    def client_options(self, env_key: str) -> dict[str, Any]:
+        """Keyword arguments common to ``AsyncOpenAI`` and ``AsyncAnthropic``."""
+        base_url, key, headers = self.resolved(env_key)
+        options: dict[str, Any] = {"api_key": key, "max_retries": self.max_retries, "default_headers": headers}
+        if base_url:
+            options["base_url"] = base_url
+        if self.timeout is not None:
+            options["timeout"] = self.timeout
+        return options
+
+
+class RemoteProvider:
+    """A provider behind an official SDK. Subclasses say how to build the client, how to open the
+    stream and how to read it; this class owns the client, the error mapping and the closing."""
+
+    kind: str
+    sdk_name: str  # the SDK's module, imported on first use: the sidecar starts without it
+    env_key: str  # the variable the SDK reads its key from when none is stored
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        self.id = endpoint.provider_id
+        self.endpoint = endpoint
+        self._client: Any = None
+        self._secrets: list[str] = []
+
+    async def stream(self, request: TurnRequest) -> AsyncIterator[ProviderEvent]:
+        # The first use imports the SDK (hundreds of ms): in a thread, so other work goes on meanwhile.
+        sdk = await anyio.to_thread.run_sync(importlib.import_module, self.sdk_name)
+        streaming = False
+        try:
+            model = self.endpoint.model_for(request)
+            parser = self._parser()
+            chunks = await self._open(self._connected(), model, request)
+            streaming = True
+            try:
+                async for chunk in chunks:
+                    for event in parser.feed(chunk):
+                        yield event
+            finally:
+                # However the iteration ends (done, failed, cancelled, the caller stopped), the HTTP
+                # response is closed so the server stops generating; shielded, as a cancelled turn
+                # would otherwise cancel the close too.
+                with anyio.CancelScope(shield=True):
+                    await chunks.close()
+            for event in parser.finish():
+                yield event
+        except Exception as exc:
+            error = provider_error(exc, sdk, self.endpoint, self._secrets, streaming=streaming)
+            if error is None:
+                raise
+            # ``from None``: the SDK's exception carries the request, headers and all.
+            raise error from None
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    def _connected(self) -> Any:
+        if self._client is None:
+            options = self.endpoint.client_options(self.env_key)
+            self._secrets = [options["api_key"], *options["default_headers"].values()]
+            self._client = self._new_client(options)
+        return self._client
+
+    def _new_client(self, options: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    async def _open(self, client: Any, model: str, request: TurnRequest) -> Any:
+        """The SDK's stream for one call: an async iterator of chunks with an async ``close()``."""
+        raise NotImplementedError
+
+    def _parser(self) -> StreamParser:
+        raise NotImplementedError
+
+
+class StreamParser(Protocol):
+    """Reads one call's chunks. ``finish`` runs when the stream has ended without an error."""
+
+    def feed(self, chunk: Any) -> Iterable[ProviderEvent]: ...
+
+    def finish(self) -> Iterable[ProviderEvent]: ...
+
+
+def provider_error(exc: BaseException, sdk: ModuleType, endpoint: Endpoint, secrets: list[str], *,
+                   streaming: bool) -> ProviderError | None:
+    """``exc`` as a ProviderError when it is a failure of the API or of the connection to it;
+    None for anything else (a bug, which should surface as itself). ``streaming``: the response had
+    begun, so a broken connection cut an answer rather than failing to connect."""
+    import httpx2
+
+    if isinstance(exc, ProviderError):
+        return exc
+    if isinstance(exc, sdk.APIStatusError) and exc.status_code != 200:  # 200: an error event, below
+        return _status_error(exc.status_code, _scrub(_detail(exc.body, exc.message), secrets), endpoint)
+    if isinstance(exc, sdk.APITimeoutError):
+        limit = f"{endpoint.timeout:g}s" if endpoint.timeout is not None else "the time limit"
+        return ProviderError(f"the provider gave no answer within {limit}: try again, or raise config.timeout "
+                             "with providers/set", retryable=True)
+    if isinstance(exc, sdk.APIConnectionError | httpx2.TransportError):
+        cause = _scrub(str(exc.__cause__ or exc), secrets)
+        if streaming:
+            return ProviderError(f"the connection was cut mid-answer ({cause}): try again", retryable=True)
+        return ProviderError(f"cannot reach {_where(endpoint)} ({cause}): check baseUrl and the network",
+                             retryable=True)
+    if isinstance(exc, sdk.APIError):  # an error event in a stream that had begun well (e.g. overloaded)
+        return ProviderError(f"the provider failed mid-answer: {_scrub(_detail(exc.body, exc.message), secrets)}",
+                             retryable=True)
+    return None
+
+
+def _status_error(status: int, detail: str, endpoint: Endpoint) -> ProviderError:
+    if status == 401:  # the server's text may quote part of the key: leave it out
+        return ProviderError("the API key was refused (HTTP 401): set it with providers/set", status=401)
+    if status == 403:
+        return ProviderError(f"access denied (HTTP 403): {detail}; check what the API key may use", status=403)
+    if status == 404:
+        return ProviderError(f"not found (HTTP 404): {detail}; check the model name and baseUrl", status=404)
+    if status == 429:
+        return ProviderError(f"rate limited (HTTP 429) after {endpoint.max_retries} retries: {detail}; wait and "
+                             "try again, or raise config.maxRetries", status=429, retryable=True)
+    if status >= 500 or status == 408:
+        return ProviderError(f"the provider failed (HTTP {status}): {detail}; try again later", status=status,
+                             retryable=True)
+    return ProviderError(f"the provider rejected the request (HTTP {status}): {detail}", status=status)
+
+
+def _detail(body: object, fallback: str) -> str:
+    """The server's own words: ``{"error": {"type": ..., "message": ...}}`` in both APIs' errors
+    (the openai SDK hands over just the inner object for an error inside a stream)."""
+    error = body.get("error", body) if isinstance(body, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        kind = error.get("type")
+        return f"{kind}: {error['message']}" if isinstance(kind, str) and kind else error["message"]
+    if isinstance(body, str) and body.strip():
+        return body.strip()[:500]
+    return fallback
+
+
+def _scrub(text: str, secrets: list[str]) -> str:
+    """A server may echo what it was sent; the secrets it was sent never reach a message."""
+    from ...toolsets.secrets import MASK
+
+    for secret in secrets:
+        if len(secret) >= 4 and secret != UNUSED_KEY:
+            text = text.replace(secret, MASK)
+    return text
+
+
+def _where(endpoint: Endpoint) -> str:
+    from ...toolsets.secrets import mask_url
+
+    return mask_url(endpoint.base_url) if endpoint.base_url else "the provider's API"
+
+
+def parse_arguments(text: str) -> dict[str, Any] | None:
+    """A tool call's argument text as the object it should be; None when it is not one. No text at
+    all means no arguments (both APIs send that for a tool without parameters)."""
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+class ToolCallBuffer:
+    """Tool calls whose id, name and argument text arrive in pieces, keyed by the stream's index."""
+
+    def __init__(self) -> None:
+        self._calls: dict[int, list[str]] = {}  # index -> [id, name, argument text so far]
+
+    def add(self, index: int, id: str | None = None, name: str | None = None, fragment: str | None = None) -> None:
+        call = self._calls.setdefault(index, ["", "", ""])
+        if id:
+            call[0] = id
+        if name and not call[1]:
+            call[1] = name
+        if fragment:
+            call[2] += fragment
+
+    def __bool__(self) -> bool:
+        return bool(self._calls)
+
+    def pop(self, index: int) -> ToolCallRequest | None:
+        call = self._calls.pop(index, None)
+        if call is None:
+            return None
+        id, name, text = call
+        return ToolCallRequest(id=id or f"call_{index}", name=name, arguments=parse_arguments(text),
+                               raw_arguments=text)
+
+    def drain(self) -> list[ToolCallRequest]:
+        """Every call still buffered, in index order."""
+        return [call for index in sorted(self._calls) if (call := self.pop(index)) is not None]

@@ -1,0 +1,227 @@
+"""Which model providers exist, how each is reached, and which one answers when a turn names none.
+
+Rows live in the ``providers`` table; the default's id in ``settings``. The built-in ``scripted``
+provider needs no row (a row may still give it a script) and cannot be removed, so there is always
+a provider to talk to. API keys are stored as given: a ``${VAR}`` reference is resolved from the
+environment only when a provider connects, and nothing here logs a key.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import logging
+import re
+from dataclasses import dataclass
+from typing import Any, Final
+
+from ...api.errors import InvalidParams, NotFound, PermissionDenied
+from ...store import Database
+from ...store.rows import now
+from .base import Provider
+
+log = logging.getLogger("sidecar.providers")
+
+BUILTIN_ID: Final = "scripted"
+KINDS: Final = ("scripted", "openai", "anthropic")
+DEFAULT_SETTING: Final = "default_provider"
+ID_PATTERN: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+# config keys of the providers that call an API; a scripted provider's config is its own business.
+REMOTE_CONFIG: Final = ("timeout", "maxRetries", "headers")
+
+
+class Keep(enum.Enum):
+    KEEP = "keep"
+
+
+KEEP: Final = Keep.KEEP  # ``set(api_key=KEEP)``: leave the stored key as it is
+
+
+@dataclass(frozen=True)
+class ProviderRow:
+    id: str
+    kind: str
+    base_url: str | None = None
+    api_key: str | None = None  # as stored: a literal secret or a ${VAR} reference
+    default_model: str | None = None
+    config: dict[str, Any] | None = None
+    updated_at: str | None = None  # None: the built-in provider, never configured
+
+    @property
+    def built_in(self) -> bool:
+        return self.id == BUILTIN_ID
+
+
+_BUILTIN = ProviderRow(BUILTIN_ID, "scripted")
+_COLUMNS = "id, kind, base_url, api_key, default_model, config, updated_at"
+
+
+def _row(r: Any) -> ProviderRow:
+    return ProviderRow(r[0], r[1], r[2], r[3], r[4], json.loads(r[5] or "{}"), r[6])
+
+
+class ProviderService:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        # id -> (updated_at of the row it was built from, instance): a provider keeps its client
+        # (and a scripted one its place in the script) until its row changes.
+        self._instances: dict[str, tuple[str | None, Provider]] = {}
+
+    async def list(self) -> list[ProviderRow]:
+        """The built-in provider first, then the configured ones by id."""
+        rows = [_row(r) for r in await self.db.fetchall(f"SELECT {_COLUMNS} FROM providers ORDER BY id")]
+        builtin = next((r for r in rows if r.built_in), _BUILTIN)
+        return [builtin, *(r for r in rows if not r.built_in)]
+
+    async def find(self, provider_id: str) -> ProviderRow:
+        r = await self.db.fetchone(f"SELECT {_COLUMNS} FROM providers WHERE id = ?", (provider_id,))
+        if r is not None:
+            return _row(r)
+        if provider_id == BUILTIN_ID:
+            return _BUILTIN
+        raise NotFound("provider", provider_id)
+
+    async def set(self, provider_id: str, kind: str, *, base_url: str | None = None,
+                  api_key: str | None | Keep = KEEP, default_model: str | None = None,
+                  config: dict[str, Any] | None = None) -> ProviderRow:
+        """Create or replace a provider. Every field is as given, except ``api_key=KEEP`` (keeps the
+        stored key, which responses only ever show masked), and a key or header value sent back
+        exactly as responses mask it, which keeps the stored value too."""
+        _check_id(provider_id)
+        if kind not in KINDS:
+            raise InvalidParams("params.kind", f"must be one of {', '.join(KINDS)}")
+        if provider_id == BUILTIN_ID and kind != "scripted":
+            raise InvalidParams("params.kind", f"the built-in provider {BUILTIN_ID!r} is always scripted")
+        try:
+            old: ProviderRow | None = await self.find(provider_id)
+        except NotFound:
+            old = None
+        if api_key is KEEP or (old is not None and old.api_key and api_key == masked_key(old.api_key)):
+            api_key = old.api_key if old is not None and kind != "scripted" else None
+        config = dict(config or {})
+        _check(kind, base_url, api_key, default_model, config)
+        _keep_masked_headers(config, (old.config or {}) if old is not None else {})
+        row = ProviderRow(provider_id, kind, base_url, api_key or None, default_model or None, config, now())
+        async with self.db.write() as conn:
+            await conn.execute(
+                f"INSERT INTO providers ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
+                "kind = excluded.kind, base_url = excluded.base_url, api_key = excluded.api_key, "
+                "default_model = excluded.default_model, config = excluded.config, updated_at = excluded.updated_at",
+                (row.id, row.kind, row.base_url, row.api_key, row.default_model, json.dumps(config), row.updated_at))
+        self._instances.pop(provider_id, None)
+        log.info("provider %s set (kind %s)", provider_id, kind)
+        return row
+
+    async def remove(self, provider_id: str) -> None:
+        if provider_id == BUILTIN_ID:
+            raise PermissionDenied(f"the built-in provider {BUILTIN_ID!r} cannot be removed")
+        async with self.db.write() as conn:
+            cursor = await conn.execute("DELETE FROM providers WHERE id = ?", (provider_id,))
+            if cursor.rowcount == 0:
+                raise NotFound("provider", provider_id)
+            await conn.execute("DELETE FROM settings WHERE key = ? AND value = ?", (DEFAULT_SETTING, provider_id))
+        self._instances.pop(provider_id, None)
+        log.info("provider %s removed", provider_id)
+
+    async def set_default(self, provider_id: str) -> ProviderRow:
+        row = await self.find(provider_id)
+        async with self.db.write() as conn:
+            await conn.execute(
+                "INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET "
+                "value = excluded.value, updated_at = excluded.updated_at", (DEFAULT_SETTING, provider_id, now()))
+        return row
+
+    async def default_id(self) -> str:
+        r = await self.db.fetchone(
+            "SELECT s.value FROM settings s JOIN providers p ON p.id = s.value WHERE s.key = ?", (DEFAULT_SETTING,))
+        return r[0] if r is not None else BUILTIN_ID
+
+    async def get(self, provider_id: str | None = None) -> Provider:
+        """The provider to stream from (None: the default). Failing to connect is the provider's
+        ``ProviderError`` on its first stream, not an error here: only an unknown id is."""
+        row = await self.find(provider_id or await self.default_id())
+        cached = self._instances.get(row.id)
+        if cached is not None and cached[0] == row.updated_at:
+            return cached[1]
+        provider = _build(row)
+        self._instances[row.id] = (row.updated_at, provider)
+        return provider
+
+    async def aclose(self) -> None:
+        """Close the HTTP clients of the providers built so far."""
+        for _, provider in self._instances.values():
+            close = getattr(provider, "aclose", None)
+            if close is not None:
+                await close()
+        self._instances.clear()
+
+
+def masked_key(key: str) -> str:
+    """How responses show an API key: enough to tell keys apart (``sk-…abcd``), never enough to use.
+    A ``${VAR}`` reference is not a secret and shows as is."""
+    from ...toolsets.secrets import MASK, is_reference
+
+    if is_reference(key):
+        return key
+    return f"{key[:3]}…{key[-4:]}" if len(key) >= 16 else MASK
+
+
+def _build(row: ProviderRow) -> Provider:
+    # Each kind's module (and its SDK) is imported only once a provider of that kind is used.
+    config = row.config or {}
+    if row.kind == "scripted":
+        from .scripted import ScriptedProvider
+
+        return ScriptedProvider(row.id, config)
+    from .remote import Endpoint
+
+    endpoint = Endpoint.of(row.id, row.base_url, row.api_key, row.default_model, config)
+    if row.kind == "openai":
+        from .openai_compat import OpenAIProvider
+
+        return OpenAIProvider(endpoint)
+    from .anthropic import AnthropicProvider
+
+    return AnthropicProvider(endpoint)
+
+
+def _check_id(provider_id: str) -> None:
+    if not ID_PATTERN.match(provider_id):
+        raise InvalidParams("params.id", "use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
+
+
+def _check(kind: str, base_url: str | None, api_key: str | None, default_model: str | None,
+           config: dict[str, Any]) -> None:
+    if kind == "scripted":
+        if base_url or api_key:
+            raise InvalidParams("params.baseUrl" if base_url else "params.apiKey",
+                                "a scripted provider calls no API: leave it out")
+        script = config.get("script")
+        if script is not None and not (isinstance(script, list) and all(isinstance(s, dict) for s in script)):
+            raise InvalidParams("params.config.script", "must be a list of reply objects")
+        return
+    if base_url is not None and "${" not in base_url and not re.match(r"^https?://[^/\s]+", base_url):
+        raise InvalidParams("params.baseUrl", "must be an http:// or https:// URL (or hold a ${VAR} reference)")
+    for key, value in config.items():
+        path = f"params.config.{key}"
+        if key not in REMOTE_CONFIG:
+            raise InvalidParams(path, f"unknown setting; a {kind} provider takes {', '.join(REMOTE_CONFIG)}")
+        if key == "timeout" and not (_is_number(value) and value > 0):
+            raise InvalidParams(path, "must be a number of seconds above 0")
+        if key == "maxRetries" and not (isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 10):
+            raise InvalidParams(path, "must be a whole number from 0 to 10")
+        if key == "headers" and not (isinstance(value, dict) and all(isinstance(v, str) for v in value.values())):
+            raise InvalidParams(path, "must map header names to string values")
+
+
+def _keep_masked_headers(config: dict[str, Any], old_config: dict[str, Any]) -> None:
+    """A header sent back as the mask responses showed keeps its stored value."""
+    from ...toolsets.secrets import MASK
+
+    headers, old = config.get("headers"), old_config.get("headers") or {}
+    if isinstance(headers, dict):
+        config["headers"] = {k: old[k] if v == MASK and k in old else v for k, v in headers.items()}
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)

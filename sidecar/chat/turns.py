@@ -1,0 +1,342 @@
+"""A chat turn (seed 000 §4.3, §7.4 ``stream``; the prompt turn of the Agent Client Protocol):
+the user's message joins the branch, the model's reply streams, its tool calls run in the chat's
+workspace through the same path as ``tools/call``, results go back to the model, until it stops.
+
+The assistant message is stored when the turn starts (status ``streaming``), checkpointed while a
+long turn runs, and written whole when it ends, however it ends; never per token. Its ``parts``
+keep the steps (text and tool calls, in order), so the next turn can show the model exactly what
+happened. Tool calls are stored by the tool-call service, each when it starts and ends.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import msgspec
+
+from ..api.chats import (
+    ConfirmToolCallParams,
+    ConfirmToolCallResult,
+    ErrorEvent,
+    MessageCompletedEvent,
+    MessageStartedEvent,
+    SendParams,
+    SendResult,
+    StopReason,
+    TokenUsage,
+    ToolCallFinishedEvent,
+    ToolCallStartedEvent,
+)
+from ..api.errors import ApiError, ErrorCode, InvalidParams
+from ..api.toolsets import ToolCall
+from ..store.chats import MessageRow
+from ..store.rows import new_id, now
+from ..store.tool_calls import ToolCallRow
+from ..toolsets.validate import check_args
+from . import context, permissions, toolbox
+from .events import Emit, EventStream
+from .providers.base import ChatMessage, Finished, ProviderError, TextDelta, ToolCallReady, ToolCallRequest, TurnRequest, Usage
+
+if TYPE_CHECKING:
+    from ..toolsets.calls import ToolCallService
+    from .chats import ChatService
+    from .providers.base import Provider
+
+log = logging.getLogger("sidecar.chat")
+
+Confirm = Callable[[ConfirmToolCallParams], Awaitable[ConfirmToolCallResult]]
+WaitCancel = Callable[[], Awaitable[None]]
+
+CHECKPOINT_EVERY = 2.0  # seconds between writes of a running turn's message
+MAX_TURNS = 100
+SPILL_DIR = ".tool-results"
+
+
+def call_out(row: ToolCallRow) -> ToolCall:
+    return msgspec.convert(row, ToolCall, from_attributes=True)
+
+
+@dataclass
+class _Turn:
+    chat_id: str
+    message: MessageRow
+    events: EventStream
+    tools: toolbox.ToolBox
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    saved_at: float = field(default_factory=time.monotonic)
+
+    pieces: list[str] = field(default_factory=list)  # streamed into the last step, not joined yet
+
+    @property
+    def text(self) -> str:
+        self._join()
+        return "".join(s["text"] for s in self.steps if s["t"] == "text")
+
+    def add_text(self, text: str) -> None:
+        # Gathered as pieces: += on the step's string would copy the whole reply per delta.
+        if not self.steps or self.steps[-1]["t"] != "text":
+            self.steps.append({"t": "text", "text": ""})
+        self.pieces.append(text)
+
+    def add_step(self, step: dict[str, Any]) -> None:
+        self._join()
+        self.steps.append(step)
+
+    def _join(self) -> None:
+        if self.pieces:
+            self.steps[-1]["text"] += "".join(self.pieces)
+            self.pieces.clear()
+
+    def usage(self) -> TokenUsage | None:
+        if not (self.input_tokens or self.output_tokens):
+            return None
+        return TokenUsage(self.input_tokens, self.output_tokens)
+
+
+class TurnService:
+    def __init__(self, chats: ChatService, tool_calls: ToolCallService, providers: Any) -> None:
+        self.chats = chats
+        self.workspace = chats.workspace
+        self.db = chats.repo.db
+        self.tool_calls = tool_calls
+        self.providers = providers  # ProviderService: get(id | None) -> Provider
+
+    async def send(self, p: SendParams, emit: Emit, confirm: Confirm, wait_cancel: WaitCancel) -> SendResult:
+        if not 1 <= p.max_turns <= MAX_TURNS:
+            raise InvalidParams("params.maxTurns", f"must be between 1 and {MAX_TURNS}")
+        await self.workspace.require_chat(p.chat_id)
+        provider: Provider = await self.providers.get(p.provider)
+        attached = [(a.kind, await toolbox.check_attachment(self.db, a.kind, a.id)) for a in p.attachments]
+        self.chats.claim(p.chat_id)
+        try:
+            return await self._send(p, provider, attached, emit, confirm, wait_cancel)
+        finally:
+            self.chats.release(p.chat_id)
+
+    async def _send(self, p: SendParams, provider: Provider, attached: list[tuple[str, str]], emit: Emit,
+                    confirm: Confirm, wait_cancel: WaitCancel) -> SendResult:
+        stamp = now()
+        parts = json.dumps({"attachments": [{"kind": k, "id": i} for k, i in attached]}) if attached else None
+        user = MessageRow(new_id(), p.chat_id, None, "user", p.content, None, "complete", stamp, parts)
+        reply = MessageRow(new_id(), p.chat_id, None, "assistant", "", None, "streaming", stamp,
+                           provider=provider.id, model=p.model)
+        _, start_manifest = await self.chats.append(p.chat_id, p.parent_id, user, reply)
+        messages = await self.chats.repo.messages(p.chat_id)
+        path = context.branch(messages, user.id)
+        calls = {c.id: c for c in await self.tool_calls.repo.for_chat(p.chat_id)}
+        history = context.build(path, calls)
+        if p.system:
+            history.insert(0, ChatMessage("system", p.system))
+        tools = await toolbox.build(self.db, self.tool_calls.mcp, _attachments(path))
+
+        stop: StopReason = "endTurn"
+        error: str | None = None
+        async with anyio.create_task_group() as tg:
+            turn = _Turn(p.chat_id, reply, EventStream(emit, p.chat_id, reply.id, tg), tools)
+            await turn.events.send(MessageStartedEvent(user.id, provider.id, user.parent_id, p.model))
+
+            async def watch() -> None:
+                await wait_cancel()
+                work.cancel()
+
+            tg.start_soon(watch)
+            with anyio.CancelScope() as work:
+                try:
+                    stop = await self._loop(turn, provider, p, history, confirm)
+                except ProviderError as exc:
+                    stop, error = "error", exc.message
+                    await turn.events.send(ErrorEvent(exc.message, int(ErrorCode.UPSTREAM_ERROR), exc.retryable))
+                except ApiError as exc:
+                    stop, error = "error", exc.message
+                    await turn.events.send(ErrorEvent(exc.message, int(exc.code)))
+                except Exception as exc:  # a bug must end the turn, not the sidecar; the partial reply stays
+                    log.exception("chat turn %s failed", reply.id)
+                    stop, error = "error", f"the turn failed: {type(exc).__name__}: {exc}"
+                    await turn.events.send(ErrorEvent(error, int(ErrorCode.INTERNAL_ERROR)))
+            if work.cancelled_caught:
+                stop = "cancelled"
+            with anyio.CancelScope(shield=True):
+                await self._finish(turn, stop, start_manifest)
+            tg.cancel_scope.cancel()
+        return SendResult(reply.id, user.id, stop, error, turn.usage())
+
+    async def invoke(self, chat_id: str, tool_id: str, args: dict[str, Any], parent_id: str | None
+                     ) -> tuple[MessageRow, ToolCallRow]:
+        """Run one tool in a chat without a model (the "+" palette, seed 002): it becomes a
+        ``tool`` message in the branch, with its call, render plan and the files after it."""
+        from ..toolsets import registry
+
+        await self.workspace.require_chat(chat_id)
+        tool = await registry.get_tool(self.db, tool_id, self.tool_calls.mcp)
+        check_args(tool.input_schema, args)  # refused before anything joins the branch
+        self.chats.claim(chat_id)
+        try:
+            msg = MessageRow(new_id(), chat_id, None, "tool", f"Ran {tool.name}", None, "streaming", now())
+            _, start_manifest = await self.chats.append(chat_id, parent_id, msg)
+            try:
+                row = await self.tool_calls.call(tool.id, args, chat_id, message_id=msg.id)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    chat = await self.workspace.require_chat(chat_id)
+                    if chat.active_manifest_id != start_manifest:
+                        msg.manifest_id = chat.active_manifest_id
+                    msg.status = "complete"
+                    await self.chats.repo.update(msg)
+                    await self.chats.repo.set_position(chat_id, msg.id, chat.active_manifest_id)
+            msg.content = f"Ran {tool.name}: {'done' if row.status == 'success' else 'failed'}"
+            await self.chats.repo.update(msg)
+            return msg, row
+        finally:
+            self.chats.release(chat_id)
+
+    async def _loop(self, turn: _Turn, provider: Provider, p: SendParams, history: list[ChatMessage],
+                    confirm: Confirm) -> StopReason:
+        specs = turn.tools.specs()
+        for _ in range(p.max_turns):
+            said: list[str] = []
+            asked: list[ToolCallRequest] = []
+            async for event in provider.stream(TurnRequest(p.model, history, specs)):
+                if isinstance(event, TextDelta):
+                    said.append(event.text)
+                    turn.add_text(event.text)
+                    await turn.events.text(event.text)
+                    if time.monotonic() - turn.saved_at > CHECKPOINT_EVERY:
+                        await self._save(turn, "streaming", None)  # a crash mid-stream keeps the text
+                elif isinstance(event, ToolCallReady):
+                    asked.append(event.call)
+                elif isinstance(event, Usage):
+                    turn.input_tokens += event.input_tokens or 0
+                    turn.output_tokens += event.output_tokens or 0
+                elif isinstance(event, Finished) and event.model and not turn.message.model:
+                    turn.message.model = event.model
+            history.append(ChatMessage("assistant", "".join(said), tool_calls=asked))
+            if not asked:
+                return "endTurn"
+            for call in asked:
+                history.append(await self._call(turn, call, confirm))
+            if time.monotonic() - turn.saved_at > CHECKPOINT_EVERY:
+                await self._save(turn, "streaming", None)
+        return "maxTurns"
+
+    # -- one tool call -------------------------------------------------------------------------
+
+    async def _call(self, turn: _Turn, call: ToolCallRequest, confirm: Confirm) -> ChatMessage:
+        """Run one call the model asked for; whatever happens, the model gets an answer."""
+        chosen = turn.tools.by_alias.get(call.name)
+        record = ToolCallRow(id=new_id(), tool_id=chosen.tool.id if chosen else call.name, chat_id=turn.chat_id,
+                             message_id=turn.message.id, args=call.arguments or {}, status="running",
+                             started_at=now())
+        step: dict[str, Any] = {"t": "call", "id": record.id, "callId": call.id, "name": call.name}
+        turn.add_step(step)
+        display = chosen.display if chosen else call.name
+        if chosen is None:
+            names = ", ".join(sorted(turn.tools.by_alias)) or "none"
+            row = await self._refuse(turn, record, display, "unknown_tool",
+                                     f"there is no tool {call.name!r} in this chat; the tools are: {names}")
+        elif call.arguments is None:
+            row = await self._refuse(turn, record, display, "arguments",
+                                     f"the arguments were not a JSON object: {call.raw_arguments[:500]!r}")
+        else:
+            row = await self._checked_run(turn, chosen, record, display, confirm)
+        return await self._answer(turn, call, row, step)
+
+    async def _checked_run(self, turn: _Turn, chosen: toolbox.ChatTool, record: ToolCallRow, display: str,
+                           confirm: Confirm) -> ToolCallRow:
+        tool = chosen.tool
+        try:
+            check_args(tool.input_schema, record.args)
+        except InvalidParams as exc:
+            return await self._refuse(turn, record, display, "arguments", _why(exc))
+        if tool.requires_confirmation and not await permissions.allowed(self.db, turn.chat_id, tool):
+            await turn.events.flush()
+            try:
+                answer = await confirm(ConfirmToolCallParams(turn.chat_id, record.id, tool.id, display, record.args,
+                                                             turn.message.id, tool.description))
+            except anyio.get_cancelled_exc_class():
+                with anyio.CancelScope(shield=True):  # the turn ends here; the question stays in its history
+                    await self._refuse(turn, record, display, "cancelled", "the turn was cancelled before the "
+                                                                           "user answered")
+                raise
+            except Exception as exc:  # the UI answered with an error, or went away
+                return await self._refuse(turn, record, display, "denied", f"the user could not be asked: {exc}")
+            if answer.decision == "deny":
+                return await self._refuse(turn, record, display, "denied", "the user denied this tool call")
+            if answer.args is not None:
+                record.args = answer.args
+                try:
+                    check_args(tool.input_schema, record.args)
+                except InvalidParams as exc:
+                    return await self._refuse(turn, record, display, "arguments", f"the edited arguments: {_why(exc)}")
+            if answer.decision in ("allowChat", "allowAlways"):
+                await permissions.remember(self.db, turn.chat_id, tool, answer.decision)
+
+        async def started(row: ToolCallRow) -> None:
+            await turn.events.send(ToolCallStartedEvent(call_out(row), display))
+
+        try:
+            row = await self.tool_calls.call(tool.id, record.args, turn.chat_id, message_id=turn.message.id,
+                                             on_started=started, call_id=record.id, allow_disabled=chosen.attached)
+        except ApiError as exc:  # the tool went away or was switched off since the turn began
+            return await self._refuse(turn, record, display, "unavailable", exc.message)
+        await turn.events.send(ToolCallFinishedEvent(call_out(row)))
+        return row
+
+    async def _refuse(self, turn: _Turn, record: ToolCallRow, display: str, kind: str, why: str) -> ToolCallRow:
+        record.error, record.error_kind = why, kind
+        record.finished_at = now()
+        await self.tool_calls.record_refused(record)
+        await turn.events.send(ToolCallStartedEvent(call_out(record), display))
+        await turn.events.send(ToolCallFinishedEvent(call_out(record)))
+        return record
+
+    async def _answer(self, turn: _Turn, call: ToolCallRequest, row: ToolCallRow, step: dict[str, Any]) -> ChatMessage:
+        text = context.result_text(row)
+        if len(text) > context.RESULT_BUDGET:
+            # Too much for the context: the whole result goes to a workspace file the model can read.
+            step["spill"] = path = str(PurePosixPath(SPILL_DIR) / f"{row.id}.txt")
+            await self.workspace.write_file(turn.chat_id, path, text.encode("utf-8"))
+            text = context.spilled_text(text, path)
+        return ChatMessage("tool", text, tool_call_id=call.id, is_error=row.status != "success")
+
+    # -- the end -------------------------------------------------------------------------------
+
+    async def _finish(self, turn: _Turn, stop: StopReason, start_manifest: str | None) -> None:
+        chat = await self.workspace.require_chat(turn.chat_id)
+        manifest = chat.active_manifest_id if chat.active_manifest_id != start_manifest else None
+        status = {"endTurn": "complete", "maxTurns": "complete", "cancelled": "cancelled"}.get(stop, "error")
+        await self._save(turn, status, stop, manifest)
+        await self.chats.repo.set_position(turn.chat_id, turn.message.id, chat.active_manifest_id)
+        await turn.events.send(MessageCompletedEvent(stop, turn.text, manifest, turn.usage()))
+
+    async def _save(self, turn: _Turn, status: str, stop: str | None, manifest: str | None = None) -> None:
+        msg = turn.message
+        msg.content, msg.status, msg.stop_reason = turn.text, status, stop  # (text joins the pieces)
+        msg.parts = json.dumps({"steps": turn.steps})
+        msg.usage = json.dumps({"inputTokens": turn.input_tokens, "outputTokens": turn.output_tokens})
+        if manifest is not None:
+            msg.manifest_id = manifest
+        await self.chats.repo.update(msg)
+        turn.saved_at = time.monotonic()
+
+
+def _why(exc: InvalidParams) -> str:
+    return f"{str(exc.data['path']).removeprefix('params.')}: {exc.data['reason']}"
+
+
+def _attachments(path: list[MessageRow]) -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
+    for msg in path:
+        if msg.role == "user" and msg.parts:
+            for a in context.parts_of(msg).get("attachments") or []:
+                if (a["kind"], a["id"]) not in found:
+                    found.append((a["kind"], a["id"]))
+    return found

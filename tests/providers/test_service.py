@@ -1,0 +1,122 @@
+"""ProviderService over a real database: the built-in provider, upserts and their key handling,
+the default, validation, and the provider instances it builds and keeps."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from sidecar.api.errors import InvalidParams, NotFound, PermissionDenied
+from sidecar.chat.providers.anthropic import AnthropicProvider
+from sidecar.chat.providers.base import ChatMessage, TurnRequest
+from sidecar.chat.providers.openai_compat import OpenAIProvider
+from sidecar.chat.providers.service import KEEP, ProviderService, masked_key
+from sidecar.store import Database
+from tests.providers.support import KEY, run, text_of
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def service(tmp_path: Path) -> AsyncIterator[ProviderService]:
+    db = await Database.open(tmp_path / "sidecar.db")
+    svc = ProviderService(db)
+    yield svc
+    await svc.aclose()
+    await db.close()
+
+
+async def test_the_scripted_provider_is_always_there_and_the_default(service: ProviderService):
+    [builtin] = await service.list()
+    assert (builtin.id, builtin.kind, builtin.built_in, builtin.updated_at) == ("scripted", "scripted", True, None)
+    assert await service.default_id() == "scripted"
+    provider = await service.get(None)
+    assert (provider.id, provider.kind) == ("scripted", "scripted")
+    assert await service.get("scripted") is provider
+    with pytest.raises(PermissionDenied):
+        await service.remove("scripted")
+
+
+async def test_a_script_for_the_builtin_provider(service: ProviderService):
+    before = await service.get(None)
+    row = await service.set("scripted", "scripted", config={"script": [{"text": "scripted hello"}]})
+    assert row.built_in and row.config == {"script": [{"text": "scripted hello"}]}
+    provider = await service.get(None)
+    assert provider is not before  # rebuilt from the changed row
+    got, error = await run(provider, TurnRequest(None, [ChatMessage("user", "hi")], []))
+    assert error is None and text_of(got) == "scripted hello"
+    assert [r.id for r in await service.list()] == ["scripted"]
+
+
+async def test_configured_providers_are_built_once_per_version_of_their_row(service: ProviderService):
+    await service.set("gpt", "openai", base_url="http://127.0.0.1:9/v1", api_key=KEY, default_model="gpt-test",
+                      config={"timeout": 5, "maxRetries": 0, "headers": {"X-Org": "acme"}})
+    await service.set("claude", "anthropic", api_key="${ANTHROPIC_TEST_KEY}")
+    assert [r.id for r in await service.list()] == ["scripted", "claude", "gpt"]
+
+    gpt = await service.get("gpt")
+    assert isinstance(gpt, OpenAIProvider) and gpt.id == "gpt"
+    assert (gpt.endpoint.timeout, gpt.endpoint.max_retries, gpt.endpoint.headers) == (5.0, 0, {"X-Org": "acme"})
+    assert await service.get("gpt") is gpt
+    assert isinstance(await service.get("claude"), AnthropicProvider)
+
+    await service.set("gpt", "openai", default_model="gpt-other")
+    again = await service.get("gpt")
+    assert again is not gpt and again.endpoint.default_model == "gpt-other"  # type: ignore[attr-defined]
+    with pytest.raises(NotFound):
+        await service.get("nope")
+
+
+async def test_the_stored_key_is_kept_unless_replaced_or_removed(service: ProviderService):
+    await service.set("gpt", "openai", api_key=KEY, config={"headers": {"X-Secret": "header-secret-value"}})
+    row = await service.set("gpt", "openai", api_key=KEEP, config={"headers": {"X-Secret": "****"}})
+    assert row.api_key == KEY and row.config == {"headers": {"X-Secret": "header-secret-value"}}
+    row = await service.set("gpt", "openai", api_key=masked_key(KEY))  # the UI sent back what it was shown
+    assert row.api_key == KEY
+    row = await service.set("gpt", "openai", api_key="sk-new-0000000000000000000")
+    assert row.api_key == "sk-new-0000000000000000000"
+    row = await service.set("gpt", "openai", api_key=None)
+    assert row.api_key is None
+    assert (await service.find("gpt")).api_key is None
+
+
+async def test_the_default_follows_set_default_and_remove(service: ProviderService):
+    await service.set("claude", "anthropic", api_key=KEY)
+    assert (await service.set_default("claude")).id == "claude"
+    assert await service.default_id() == "claude"
+    assert isinstance(await service.get(None), AnthropicProvider)
+    await service.remove("claude")
+    assert await service.default_id() == "scripted"
+    with pytest.raises(NotFound):
+        await service.remove("claude")
+    with pytest.raises(NotFound):
+        await service.set_default("claude")
+
+
+@pytest.mark.parametrize(("args", "kwargs", "path"), [
+    (("bad id!", "openai"), {}, "params.id"),
+    (("-dash", "openai"), {}, "params.id"),
+    (("x" * 65, "openai"), {}, "params.id"),
+    (("ok", "gemini"), {}, "params.kind"),
+    (("scripted", "openai"), {}, "params.kind"),
+    (("ok", "openai"), {"base_url": "ftp://example"}, "params.baseUrl"),
+    (("ok", "openai"), {"config": {"maxRetries": -1}}, "params.config.maxRetries"),
+    (("ok", "openai"), {"config": {"timeout": 0}}, "params.config.timeout"),
+    (("ok", "openai"), {"config": {"headers": {"X": 1}}}, "params.config.headers"),
+    (("ok", "openai"), {"config": {"retries": 1}}, "params.config.retries"),
+    (("ok", "scripted"), {"api_key": "sk-x"}, "params.apiKey"),
+    (("ok", "scripted"), {"config": {"script": "hello"}}, "params.config.script"),
+])
+async def test_invalid_settings_are_refused(service: ProviderService, args, kwargs, path):
+    with pytest.raises(InvalidParams) as caught:
+        await service.set(*args, **kwargs)
+    assert caught.value.data["path"] == path
+    assert [r.id for r in await service.list()] == ["scripted"]
+
+
+def test_keys_are_shown_masked_but_references_as_they_are():
+    assert masked_key(KEY) == "sk-…9a7d"
+    assert masked_key("short-key") == "****"
+    assert masked_key("${OPENAI_API_KEY}") == "${OPENAI_API_KEY}"
