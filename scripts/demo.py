@@ -1,5 +1,9 @@
 """A whole session against a fresh sidecar, narrated: what a desktop app sees over stdio.
 
+Lifecycle, ping, a chat whose files branch, the App Builder toolset, then a chat turn on the offline
+scripted model (streamed text printed as it arrives, tool calls with their render plans, a
+``ui/confirmToolCall`` answered ``allowChat``), a retry on a new branch and a switch back.
+
 Runs offline on a temporary data directory (pass --data-dir to keep it, -v to see the raw traffic).
 """
 
@@ -136,6 +140,8 @@ async def run(data_dir: Path, verbose: bool) -> int:
         except RemoteError as exc:
             show("bad arguments", f"{exc.code} {exc.message}")
 
+        await chat_session(sc)
+
         step("a long request reports progress")
         await sc.request("debug/sleep", {"ms": 300, "workDoneToken": "demo"})
         progress = [n["params"]["value"] for n in sc.notifications if n["method"] == "$/progress"]
@@ -172,6 +178,190 @@ async def run(data_dir: Path, verbose: bool) -> int:
         code = await sc.wait_exit()
         show("exit code", f"{GREEN if code == 0 else RED}{code}{RESET}")
     return code
+
+
+# -- a whole chat session on the offline scripted model --------------------------------------------
+
+PAGE = "<!doctype html>\n<title>Hello</title>\n<h1 id=greeting>Hello</h1>\n<script src=app.js></script>\n"
+APP = "document.getElementById('greeting').textContent += ', ' + new Date().toDateString();\n"
+ONE_FILE = "<!doctype html>\n<title>Hello</title>\n<h1>Hello</h1>\n<script>document.title += '!'</script>\n"
+PACE = {"delayMs": 15}  # a word every 15 ms, so the streaming shows
+
+# What the "model" says, one reply per model call: the first turn takes two (tool calls, then an
+# answer), the retry takes the other two.
+SCRIPT = [
+    {**PACE, "text": "Sure. I'll write the page and its script, count the page's words,\n"
+                     "then check the sizes with a command.\n",
+     "toolCalls": [{"tool": "write_file", "args": {"path": "index.html", "content": PAGE}},
+                   {"tool": "write_file", "args": {"path": "app.js", "content": APP}},
+                   {"tool": "app-builder:word_stats", "args": {"path": "index.html", "top": 3}},
+                   {"tool": "run_command", "args": {"command": "wc -c index.html app.js"}}],
+     "usage": {"inputTokens": 310, "outputTokens": 42}},
+    {**PACE, "text": "Done: index.html loads app.js, which adds today's date to the greeting.",
+     "usage": {"inputTokens": 520, "outputTokens": 14}},
+    {**PACE, "text": "Another take: everything in one file this time.\n",
+     "toolCalls": [{"tool": "write_file", "args": {"path": "hello.html", "content": ONE_FILE}}],
+     "usage": {"inputTokens": 300, "outputTokens": 20}},
+    {**PACE, "text": "Done: hello.html has the markup and its script inline.",
+     "usage": {"inputTokens": 380, "outputTokens": 11}},
+]
+
+
+class TurnPrinter:
+    """Prints a turn's chat/event notifications as they arrive: text live, tool steps on their lines."""
+
+    INDENT = " " * 26
+
+    def __init__(self) -> None:
+        self.mid_line = False  # text was printed and its line is not finished
+        self.started: dict[str, float] = {}
+
+    def __call__(self, message: dict[str, Any]) -> None:
+        if message.get("method") != "chat/event":
+            return
+        event = message["params"]["event"]
+        kind = event["kind"]
+        if kind == "textDelta":
+            self.text(event["text"])
+        elif kind == "messageStarted":
+            self.text("", label=f"assistant ({event['provider']})")
+        elif kind == "toolCallStarted":
+            call = event["toolCall"]
+            self.started[call["id"]] = time.perf_counter()
+            self.line(f"{DIM}▶ {event['toolName']}{RESET} {_args_text(call['args'])}")
+        elif kind == "toolCallFinished":
+            call = event["toolCall"]
+            took = (time.perf_counter() - self.started.pop(call["id"], time.perf_counter())) * 1000
+            outcome = f"{GREEN}ok{RESET}" if call["status"] == "success" else f"{RED}{call['errorKind']}{RESET}: {call['error']}"
+            plan = call.get("renderPlan") or {}
+            renderer = f", render plan: {plan['renderer']}" if plan else ""
+            self.line(f"{DIM}◀ {call['toolId']}{RESET} {outcome} in {took:.0f} ms{renderer}{_plan_detail(plan)}")
+            result = call.get("result")
+            if isinstance(result, dict) and isinstance(result.get("output"), str):
+                self.line(f"  {DIM}output:{RESET} " + " | ".join(line.strip() for line in result["output"].splitlines()))
+        elif kind == "messageCompleted":
+            self.end()
+        elif kind == "error":
+            self.line(f"{RED}error{RESET} {event['message']}")
+
+    def text(self, text: str, label: str | None = None) -> None:
+        if label is not None:
+            self.end()
+            print(f"   {label:<22} ", end="")
+            self.mid_line = True
+        elif not self.mid_line:
+            print(self.INDENT, end="")
+            self.mid_line = True
+        body, newline, rest = text.rpartition("\n")
+        if newline:  # lines it finishes, and what starts the next one
+            print(body.replace("\n", "\n" + self.INDENT) + "\n", end="")
+            self.mid_line = False
+            if rest:
+                print(self.INDENT + rest, end="")
+                self.mid_line = True
+        else:
+            print(rest, end="")
+        sys.stdout.flush()
+
+    def line(self, text: str) -> None:
+        self.end()
+        print(f"{self.INDENT}{text}", flush=True)
+
+    def end(self) -> None:
+        if self.mid_line:
+            print(flush=True)
+            self.mid_line = False
+
+
+def _args_text(args: dict[str, Any]) -> str:
+    shown = {k: (v if not isinstance(v, str) or len(v) <= 40 else f"<{len(v)} chars>") for k, v in args.items()}
+    return json.dumps(shown, ensure_ascii=False)
+
+
+def _plan_detail(plan: dict[str, Any]) -> str:
+    config = plan.get("config") or {}
+    if "file" in config:
+        return f" ({config['file']})"
+    if "artifact" in config:
+        return f" (…/{Path(config['artifact']).name})"
+    return ""
+
+
+async def chat_session(sc: SidecarClient) -> None:
+    step("a chat turn on the offline scripted model: streamed text, tools, a confirmation")
+    await sc.request("providers/set", {"id": "demo-model", "kind": "scripted", "config": {"script": SCRIPT}})
+    show("providers/set", f"demo-model (scripted: {len(SCRIPT)} replies, a word every {PACE['delayMs']} ms)")
+    chat = (await sc.request("chats/create", {"title": "hello page"}))["chat"]
+    cid = chat["id"]
+
+    async def files() -> str:
+        listed = (await sc.request("workspace/files", {"chatId": cid}))["files"]
+        return ", ".join(f"{f['path']} ({f['size']} B)" for f in listed) or "(empty)"
+
+    def confirm(params: dict[str, Any]) -> dict[str, Any]:
+        printer.line(f"{BOLD}? ui/confirmToolCall{RESET}  may {params['toolName']} run "
+                     f"{_args_text(params['args'])}?")
+        printer.line(f"{BOLD}→ allowChat{RESET}            (the UI's answer: yes, and don't ask again in this chat)")
+        return {"decision": "allowChat"}
+
+    printer = TurnPrinter()
+    sc.on_notification = printer
+    sc.handle("ui/confirmToolCall", confirm)
+    try:
+        question = "Make me a hello page, with its script in a separate file."
+        show("user", question)
+        t0 = time.perf_counter()
+        first = await sc.request("chat/send", {"chatId": cid, "content": question, "provider": "demo-model"})
+        printer.end()
+        usage = first.get("usage") or {}
+        show("chat/send answered", f"stopReason {first['stopReason']} after {(time.perf_counter() - t0) * 1000:.0f} ms, "
+                                   f"usage {usage.get('inputTokens', 0)} in / {usage.get('outputTokens', 0)} out")
+        show("branch A files", await files())
+
+        step("retry the answer on a new branch, then switch back")
+        retry_text = "Try again, all in one file."
+        show("user (retry)", f"{retry_text}  {DIM}(parentId = the first question){RESET}")
+        retry = await sc.request("chat/send", {"chatId": cid, "content": retry_text, "provider": "demo-model",
+                                               "parentId": first["userMessageId"]})
+        printer.end()
+        show("chat/send answered", f"stopReason {retry['stopReason']}")
+        show("branch B files", f"{await files()}  (it started from the files before answer A)")
+        got = await sc.request("chats/get", {"id": cid})
+        _print_tree(got["messages"], got["chat"]["activeLeafId"])
+
+        switched = (await sc.request("chats/switchBranch", {"chatId": cid, "messageId": first["messageId"]}))["chat"]
+        show("chats/switchBranch", f"to answer A (active leaf {'is' if switched['activeLeafId'] == first['messageId'] else 'is not'} answer A)")
+        show("branch A files", await files())
+        root = Path(switched["workspacePath"])
+        show("on disk", ", ".join(sorted(p.name for p in root.iterdir() if not p.name.startswith("."))))
+    finally:
+        sc.on_notification = None
+
+
+def _print_tree(messages: list[dict[str, Any]], active_leaf: str | None) -> None:
+    children: dict[str | None, list[dict[str, Any]]] = {}
+    for m in messages:
+        children.setdefault(m.get("parentId"), []).append(m)
+
+    lines: list[str] = []
+
+    def walk(parent: str | None, prefix: str) -> None:
+        kids = children.get(parent, [])
+        for i, m in enumerate(kids):
+            last = i == len(kids) - 1
+            first_line = (m["content"].splitlines() or [""])[0]
+            if len(first_line) > 44:
+                first_line = first_line[:43] + "…"
+            calls = f" [{len(m['toolCalls'])} tool call{'s' if len(m['toolCalls']) != 1 else ''}]" if m["toolCalls"] else ""
+            mark = f"  {GREEN}← active{RESET}" if m["id"] == active_leaf else ""
+            branch = ("└ " if last else "├ ") if parent is not None else ""
+            lines.append(f"{prefix}{branch}{m['role']}: {first_line}{calls}{mark}")
+            walk(m["id"], prefix + (("  " if last else "│ ") if parent is not None else ""))
+
+    walk(None, "")
+    show("message tree", lines[0] if lines else "(empty)")
+    for line in lines[1:]:
+        print(f"{TurnPrinter.INDENT}{line}")
 
 
 def main() -> int:

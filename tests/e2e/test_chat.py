@@ -299,3 +299,36 @@ async def test_ui_gone_mid_turn_stops_cleanly_and_keeps_what_was_said(data_dir: 
         got = await sc.request("chats/get", {"id": chat_id})
         reply = next(m for m in got["messages"] if m["role"] == "assistant")
         assert reply["status"] == "cancelled" and reply["content"].startswith("word word")
+
+
+async def test_allow_always_holds_until_the_tool_changes(sidecar: SidecarClient, tmp_path: Path):
+    folder = tmp_path / "app-builder"
+    shutil.copytree(EXAMPLE, folder)
+    toolset = (await sidecar.request("toolsets/import", {"path": str(folder)}))["toolset"]["id"]
+    asked: list[dict[str, Any]] = []
+    sidecar.handle("ui/confirmToolCall", lambda p: asked.append(p) or {"decision": "allowAlways"})
+    line = tool_line(f"{toolset}:run_command", {"command": "echo hi"})
+    for _ in range(2):
+        await send(sidecar, await new_chat(sidecar), line)
+    assert len(asked) == 1  # remembered across chats
+    await sidecar.request("tools/setOverride", {"toolsetId": toolset, "toolId": "run_command",
+                                                "descriptionOverride": "Run anything at all"})
+    await send(sidecar, await new_chat(sidecar), line)
+    assert len(asked) == 2  # the tool the user allowed is not the tool it is now: ask again
+
+
+async def test_cancel_stops_a_running_tool(sidecar: SidecarClient):
+    chat_id = await new_chat(sidecar)
+    sidecar.handle("ui/confirmToolCall", lambda p: {"decision": "allowOnce"})
+    request_id = sidecar.new_id()
+    await sidecar.send({"jsonrpc": "2.0", "id": request_id, "method": "chat/send",
+                        "params": {"chatId": chat_id, "content": tool_line("run_command", {"command": "sleep 30"})}})
+    await sidecar.wait_for(lambda: any(n["method"] == "chat/event" and n["params"]["event"]["kind"] == "toolCallStarted"
+                                       for n in sidecar.notifications))
+    await sidecar.notify("$/cancelRequest", {"id": request_id})
+    with anyio.fail_after(10):  # not the 30 s of the command
+        answer = (await sidecar.expect(request_id)(10))["result"]
+    assert answer["stopReason"] == "cancelled"
+    got = await sidecar.request("chats/get", {"id": chat_id})
+    reply = next(m for m in got["messages"] if m["id"] == answer["messageId"])
+    assert [c["errorKind"] for c in reply["toolCalls"]] == ["cancelled"]
