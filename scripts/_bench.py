@@ -44,3 +44,24 @@ def vm_rss_bytes(pid: int) -> int | None:
 
 def verdict(ok: bool | None) -> str:
     return "info" if ok is None else ("PASS" if ok else "FAIL <<<")
+
+
+class Rows(list):
+    """The table's rows; ``add`` judges one against its budget (``ok`` None: info only)."""
+
+    def add(self, metric: str, sidecar: str, ref: str, budget: str, ok: bool | None) -> None:
+        self.append((metric, sidecar, ref, budget, verdict(ok)))
+
+
+def print_header(python: str) -> None:
+    """When, where and with what a bench ran: figures drift between machines and runs."""
+    import datetime
+    import os
+    import platform
+
+    now = datetime.datetime.now().astimezone()
+    print(f"date     {now:%Y-%m-%d %H:%M:%S %Z}")
+    print(f"machine  {platform.node()}  nproc={os.cpu_count()} (affinity "
+          f"{len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'})  "
+          f"{platform.machine()}  {platform.system()} {platform.release()}")
+    print(f"python   {platform.python_implementation()} {platform.python_version()}  ({python})")

@@ -54,8 +54,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import os
-import platform
 import re
 import shutil
 import statistics
@@ -71,7 +69,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from sidecar.client import SidecarClient  # noqa: E402
-from _bench import pct, verdict, print_table  # noqa: E402  (scripts/ is on sys.path when run as a script)
+from _bench import pct, print_table, Rows, print_header  # noqa: E402  (scripts/ is on sys.path when run as a script)
 
 PYTHON = sys.executable
 
@@ -355,10 +353,8 @@ def main() -> int:
     wall = time.perf_counter() - t_start
 
     med = statistics.median
-    rows: list[tuple[str, str, str, str, str]] = []
-
-    def add(metric: str, sidecar: str, ref: str, budget: str, ok: bool | None) -> None:
-        rows.append((metric, sidecar, ref, budget, verdict(ok)))
+    rows = Rows()
+    add = rows.add
 
     ping50 = pct(res["ping"], 50)
     ping_ref = f"{ping50:.3f} ms ping p50"
@@ -391,10 +387,10 @@ def main() -> int:
     add(f"turn with {TOOL_STEPS} write_file calls: wall, median (n={n})",
         f"{med([x['wall'] for x in turns]):.1f} ms", f"{direct_per * TOOL_STEPS:.1f} ms direct tools/call x{TOOL_STEPS}",
         "-", None)
-    add(f"  sum of the tools' own durations, median", f"{med([x['own'] for x in turns]):.1f} ms", "-", "-", None)
-    add(f"  per tool step beyond the tool itself, median", f"{med([x['step'] for x in turns]):.2f} ms",
+    add("  sum of the tools' own durations, median", f"{med([x['own'] for x in turns]):.1f} ms", "-", "-", None)
+    add("  per tool step beyond the tool itself, median", f"{med([x['step'] for x in turns]):.2f} ms",
         f"{direct_per:.2f} ms tools/call wall/{TOOL_STEPS}", "-", None)
-    add(f"  direct tools/call: per call beyond the tool itself, median", "-",
+    add("  direct tools/call: per call beyond the tool itself, median", "-",
         f"{med([d['beyond'] for d in direct]):.2f} ms", "-", None)
     add("  db write transactions during the turn, median", f"{med([x['db'] for x in turns]):.0f}", "-", "-", None)
 
@@ -407,12 +403,7 @@ def main() -> int:
     add("  ping max", f"{max(loaded):.2f} ms", f"{max(idle):.2f} ms idle", "-", None)
     add("  chat/event notifications, all chats", f"{c['notifications']:,}", "-", "-", None)
 
-    now = datetime.datetime.now().astimezone()
-    print(f"date     {now:%Y-%m-%d %H:%M:%S %Z}")
-    print(f"machine  {platform.node()}  nproc={os.cpu_count()} (affinity "
-          f"{len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'})  "
-          f"{platform.machine()}  {platform.system()} {platform.release()}")
-    print(f"python   {platform.python_implementation()} {platform.python_version()}  ({PYTHON})")
+    print_header(PYTHON)
     print(f"mode     {'--quick' if args.quick else 'full'}  stream {args.tokens:,} tokens (chunk 1, stamped); "
           f"{args.rounds} tool turns of {TOOL_STEPS} write_file; {CONCURRENT_CHATS} chats x {args.words:,} words "
           f"(delayMs 1) with a ping every {PING_EVERY * 1000:.0f} ms; {args.pings} reference pings")

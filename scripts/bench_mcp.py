@@ -40,9 +40,7 @@ report; misses are marked ``FAIL``.
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
-import platform
 import shutil
 import statistics
 import sys
@@ -58,7 +56,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from sidecar.client import SidecarClient  # noqa: E402
-from _bench import pct, verdict, print_table  # noqa: E402  (scripts/ is on sys.path when run as a script)
+from _bench import pct, print_table, Rows, print_header  # noqa: E402  (scripts/ is on sys.path when run as a script)
 
 PYTHON = sys.executable
 FIXTURE = ROOT / "tests" / "fixtures" / "mcp" / "basic.py"
@@ -380,10 +378,8 @@ def main() -> int:
     wall = time.perf_counter() - t_start
 
     med = statistics.median
-    rows: list[tuple[str, str, str, str, str]] = []
-
-    def add(metric: str, sidecar: str, ref: str, budget: str, ok: bool | None) -> None:
-        rows.append((metric, sidecar, ref, budget, verdict(ok)))
+    rows = Rows()
+    add = rows.add
 
     cs, cr = calls["connect_side"], calls["connect_sdk"]
     add(f"connect: add -> connected, median (n={len(cs)})",
@@ -423,12 +419,7 @@ def main() -> int:
         f"{run.exits_total - len(run.bad_exits)}/{run.exits_total}", "-", "all", not run.bad_exits)
     add("server processes left behind", f"{len(left)} of {len(run.pids)}", "-", "0", not left)
 
-    now = datetime.datetime.now().astimezone()
-    print(f"date     {now:%Y-%m-%d %H:%M:%S %Z}")
-    print(f"machine  {platform.node()}  nproc={os.cpu_count()} (affinity "
-          f"{len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'})  "
-          f"{platform.machine()}  {platform.system()} {platform.release()}")
-    print(f"python   {platform.python_implementation()} {platform.python_version()}  ({PYTHON})")
+    print_header(PYTHON)
     try:
         from importlib.metadata import version
 

@@ -30,10 +30,8 @@ a budget is missed: it is a report; misses are marked ``FAIL``.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -43,7 +41,7 @@ import threading
 import time
 from pathlib import Path
 
-from _bench import pct, verdict, vm_rss_bytes, print_table  # scripts/ is on sys.path when run as a script
+from _bench import pct, vm_rss_bytes, print_table, Rows, print_header  # scripts/ is on sys.path when run as a script
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
@@ -454,10 +452,8 @@ def main() -> int:
         shutil.rmtree(tmp, ignore_errors=True)
 
     med = statistics.median
-    rows: list[tuple[str, str, str, str, str]] = []
-
-    def add(metric: str, side: str, ref: str, budget: str, ok: bool | None) -> None:
-        rows.append((metric, side, ref, budget, verdict(ok)))
+    rows = Rows()
+    add = rows.add
 
     f_med, e_med, r_med = med(spawn["fresh"]), med(spawn["existing"]), med(spawn["ref"])
     add(f"spawn->initialize reply, median, fresh dir (n={n_spawn})",
@@ -509,12 +505,7 @@ def main() -> int:
     add("clean exits (shutdown + exit -> code 0)",
         f"{exits.total - len(exits.bad)}/{exits.total}", "-", "all", not exits.bad)
 
-    now = datetime.datetime.now().astimezone()
-    print(f"date     {now:%Y-%m-%d %H:%M:%S %Z}")
-    print(f"machine  {platform.node()}  nproc={os.cpu_count()} (affinity "
-          f"{len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'})  "
-          f"{platform.machine()}  {platform.system()} {platform.release()}")
-    print(f"python   {platform.python_implementation()} {platform.python_version()}  ({PYTHON})")
+    print_header(PYTHON)
     print(f"bytecode {bytecode_status()}")
     print(f"mode     {'--quick' if args.quick else 'full'}   (MiB = 2^20 bytes; 'bytecode cached' rows "
           "run sidecar and reference with PYTHONPYCACHEPREFIX=<tmp> and bytecode writing on)")

@@ -36,10 +36,7 @@ marked ``FAIL``.
 from __future__ import annotations
 
 import argparse
-import datetime
 import importlib.util
-import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -57,7 +54,7 @@ sys.path.insert(0, str(ROOT))
 
 from sidecar.client import SidecarClient  # noqa: E402
 from sidecar.runtime.workers import SDK_DIR, Limits, ToolsetWorkers  # noqa: E402
-from _bench import pct, verdict, vm_rss_bytes, print_table  # noqa: E402  (scripts/ is on sys.path when run as a script)
+from _bench import pct, vm_rss_bytes, print_table, Rows, print_header  # noqa: E402  (scripts/ is on sys.path when run as a script)
 
 PYTHON = sys.executable
 MIB = 1 << 20
@@ -289,7 +286,7 @@ def bundle_module(m: int, per_module: int) -> tuple[str, list[str]]:
             lines += [
                 "@tool",
                 f"def {name}(path: str, count: int = 1, ratio: float = 0.5, tags: list[str] | None = None,",
-                f"        mode: Literal['fast', 'slow'] = 'fast', verbose: bool = False) -> dict:",
+                "        mode: Literal['fast', 'slow'] = 'fast', verbose: bool = False) -> dict:",
                 f'    """Tool {t} of module {m}: does a small thing with a file.',
                 "",
                 "    Args:",
@@ -403,10 +400,8 @@ def main() -> int:
     wall = time.perf_counter() - t_start
 
     med = statistics.median
-    rows: list[tuple[str, str, str, str, str]] = []
-
-    def add(metric: str, sidecar: str, ref: str, budget: str, ok: bool | None) -> None:
-        rows.append((metric, sidecar, ref, budget, verdict(ok)))
+    rows = Rows()
+    add = rows.add
 
     chat, nochat, builtin, ping = side["chat"], side["nochat"], side["builtin"], side["ping"]
     ip50, ip99 = pct(inproc, 50), pct(inproc, 99)
@@ -455,12 +450,7 @@ def main() -> int:
     add(f"import {n_tools}-tool bundle, ZIP, fresh id, median (n={n_imp})",
         f"{med(b['zip']):.0f} ms", f"{med(b['inspect_zip']):.0f} ms inspect", "-", None)
 
-    now = datetime.datetime.now().astimezone()
-    print(f"date     {now:%Y-%m-%d %H:%M:%S %Z}")
-    print(f"machine  {platform.node()}  nproc={os.cpu_count()} (affinity "
-          f"{len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'})  "
-          f"{platform.machine()}  {platform.system()} {platform.release()}")
-    print(f"python   {platform.python_implementation()} {platform.python_version()}  ({PYTHON})")
+    print_header(PYTHON)
     print(f"mode     {'--quick' if args.quick else 'full'}  calls={args.calls} per series, "
           f"{args.rounds} interleaved rounds, warm-up {args.warmup}; workspace: {SEED_FILES} seed files "
           f"(MB = 2^20 bytes)")

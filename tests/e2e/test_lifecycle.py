@@ -10,7 +10,6 @@ import sys
 import time
 from pathlib import Path
 
-import anyio
 import pytest
 
 from sidecar.client import RemoteError, SidecarClient, sidecar_command

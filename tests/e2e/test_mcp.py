@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from sidecar.client import RemoteError, SidecarClient
+from sidecar.client import SidecarClient
 from tests.npm import npm_bin
 from tests.procs import wait_gone
 
