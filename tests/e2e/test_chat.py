@@ -332,3 +332,23 @@ async def test_cancel_stops_a_running_tool(sidecar: SidecarClient):
     got = await sidecar.request("chats/get", {"id": chat_id})
     reply = next(m for m in got["messages"] if m["id"] == answer["messageId"])
     assert [c["errorKind"] for c in reply["toolCalls"]] == ["cancelled"]
+
+
+async def test_an_attached_mcp_server_brings_its_tools_under_its_name(sidecar: SidecarClient):
+    from tests.e2e.test_mcp import add, status
+
+    await add(sidecar, "basic")
+    assert (await status(sidecar, "basic~basic", "connected", "error"))["status"] == "connected"
+    chat_id = await new_chat(sidecar)
+    pid = await scripted(sidecar, "mcp-attach",
+                         {"text": "x", "toolCalls": [{"tool": "mcp:basic~basic:echo", "args": {"text": "hey"}}]},
+                         {"text": "done"})
+    turn = await send(sidecar, chat_id, "echo", provider=pid, attachments=[{"kind": "mcpServer", "id": "basic"}])
+    evs = events(sidecar, turn["messageId"])
+    started = next(e["event"] for e in evs if e["event"]["kind"] == "toolCallStarted")
+    assert started["toolName"] == "basic.echo"
+    finished = next(e["event"]["toolCall"] for e in evs if e["event"]["kind"] == "toolCallFinished")
+    assert finished["status"] == "success" and finished["result"]["content"][0]["text"] == "hey"
+    got = await sidecar.request("chats/get", {"id": chat_id})
+    user = next(m for m in got["messages"] if m["id"] == turn["userMessageId"])
+    assert user["attachments"] == [{"kind": "mcpServer", "id": "basic~basic"}]  # stored by its key
