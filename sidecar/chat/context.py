@@ -63,11 +63,14 @@ def spilled_text(text: str, path: str) -> str:
 
 def build(path: list[MessageRow], calls: dict[str, ToolCallRow]) -> list[ChatMessage]:
     out: list[ChatMessage] = []
+    by_message: dict[str | None, list[ToolCallRow]] = {}
+    for c in calls.values():
+        by_message.setdefault(c.message_id, []).append(c)
     for msg in path:
         if msg.role == "assistant" and msg.parts:
             out += _steps(parts_of(msg).get("steps") or [], calls)
         elif msg.role == "tool":  # run from the "+" palette: the model hears of it as the user's doing
-            ran = [c for c in calls.values() if c.message_id == msg.id]
+            ran = by_message.get(msg.id, [])
             text = "\n".join(f"[The user ran the tool {c.tool_id} with {json.dumps(c.args, ensure_ascii=False)}. "
                              f"Result: {result_text(c)[:RESULT_BUDGET]}]" for c in ran)
             out.append(ChatMessage("user", text or msg.content))

@@ -182,18 +182,19 @@ class TurnService:
         try:
             msg = MessageRow(new_id(), chat_id, None, "tool", f"Ran {tool.name}", None, "streaming", now())
             _, start_manifest = await self.chats.append(chat_id, parent_id, msg)
+            row: ToolCallRow | None = None
             try:
                 row = await self.tool_calls.call(tool.id, args, chat_id, message_id=msg.id)
             finally:
+                # The message is the active leaf: the call's snapshot already recorded its manifest.
+                msg.status = "complete" if row is not None else "cancelled"
+                msg.content = f"Ran {tool.name}: {'done' if row and row.status == 'success' else 'failed'}"
                 with anyio.CancelScope(shield=True):
-                    chat = await self.workspace.require_chat(chat_id)
-                    if chat.active_manifest_id != start_manifest:
-                        msg.manifest_id = chat.active_manifest_id
-                    msg.status = "complete"
                     await self.chats.repo.update(msg)
-                    await self.chats.repo.set_position(chat_id, msg.id, chat.active_manifest_id)
-            msg.content = f"Ran {tool.name}: {'done' if row.status == 'success' else 'failed'}"
-            await self.chats.repo.update(msg)
+            chat = await self.workspace.require_chat(chat_id)
+            if chat.active_manifest_id != start_manifest:
+                msg.manifest_id = chat.active_manifest_id
+            assert row is not None  # (only a cancelled call leaves it unset, and that raised)
             return msg, row
         finally:
             self.chats.release(chat_id)
@@ -310,20 +311,19 @@ class TurnService:
     # -- the end -------------------------------------------------------------------------------
 
     async def _finish(self, turn: _Turn, stop: StopReason, start_manifest: str | None) -> None:
+        status = {"endTurn": "complete", "maxTurns": "complete", "cancelled": "cancelled"}.get(stop, "error")
+        await self._save(turn, status, stop)
+        # The reply is the active leaf (the chat is claimed): each tool call's snapshot has
+        # recorded the files after it on the message already.
         chat = await self.workspace.require_chat(turn.chat_id)
         manifest = chat.active_manifest_id if chat.active_manifest_id != start_manifest else None
-        status = {"endTurn": "complete", "maxTurns": "complete", "cancelled": "cancelled"}.get(stop, "error")
-        await self._save(turn, status, stop, manifest)
-        await self.chats.repo.set_position(turn.chat_id, turn.message.id, chat.active_manifest_id)
         await turn.events.send(MessageCompletedEvent(stop, turn.text, manifest, turn.usage()))
 
-    async def _save(self, turn: _Turn, status: str, stop: str | None, manifest: str | None = None) -> None:
+    async def _save(self, turn: _Turn, status: str, stop: str | None) -> None:
         msg = turn.message
         msg.content, msg.status, msg.stop_reason = turn.text, status, stop  # (text joins the pieces)
         msg.parts = json.dumps({"steps": turn.steps})
         msg.usage = json.dumps({"inputTokens": turn.input_tokens, "outputTokens": turn.output_tokens})
-        if manifest is not None:
-            msg.manifest_id = manifest
         await self.chats.repo.update(msg)
         turn.saved_at = time.monotonic()
 

@@ -41,13 +41,13 @@ def handlers(app: Sidecar) -> dict[str, Any]:
             active_leaf_id=row.active_leaf_message_id, active_manifest_id=row.active_manifest_id,
         )
 
-    def message_out(m: MessageRow, calls: list[ToolCallRow] = ()) -> Message:  # type: ignore[assignment]
+    def message_out(m: MessageRow, calls: list[ToolCallRow] | None = None) -> Message:
         from ..chat.turns import call_out
 
         parts = json.loads(m.parts) if m.parts else {}
         usage = json.loads(m.usage) if m.usage else None
         return Message(id=m.id, role=m.role, content=m.content, created_at=m.created_at,  # type: ignore[arg-type]
-                       status=m.status, tool_calls=[call_out(c) for c in calls], parent_id=m.parent_id,
+                       status=m.status, tool_calls=[call_out(c) for c in calls or []], parent_id=m.parent_id,
                        manifest_id=m.manifest_id, provider=m.provider, model=m.model, stop_reason=m.stop_reason,
                        usage=TokenUsage(usage.get("inputTokens", 0), usage.get("outputTokens", 0)) if usage else None,
                        attachments=[Attachment(a["kind"], a["id"]) for a in parts.get("attachments") or []])

@@ -112,13 +112,13 @@ class ChatRepo:
                                 (last.id, last.created_at, last.chat_id))
 
     async def update(self, msg: MessageRow) -> None:
-        """Write what a message has become (a turn's checkpoint or its end)."""
+        """Write what a message has become (a turn's checkpoint or its end). Not its manifest:
+        the workspace records that on the active leaf with every snapshot."""
         async with self.db.write() as w:
             await w.execute(
-                "UPDATE messages SET content = ?, manifest_id = ?, status = ?, parts = ?, provider = ?, model = ?, "
-                "stop_reason = ?, usage = ? WHERE id = ?",
-                (msg.content, msg.manifest_id, msg.status, msg.parts, msg.provider, msg.model, msg.stop_reason,
-                 msg.usage, msg.id))
+                "UPDATE messages SET content = ?, status = ?, parts = ?, provider = ?, model = ?, stop_reason = ?, "
+                "usage = ? WHERE id = ?",
+                (msg.content, msg.status, msg.parts, msg.provider, msg.model, msg.stop_reason, msg.usage, msg.id))
 
     async def fail_streaming(self) -> int:
         """Turns a previous sidecar left streaming can never finish: say so."""

@@ -74,7 +74,7 @@ class ScriptedProvider:
         if reply.get("error"):
             raise ProviderError(str(reply["error"]), retryable=True)
         calls = []
-        for n, call in enumerate(reply.get("toolCalls") or []):
+        for call in reply.get("toolCalls") or []:
             self._calls += 1
             name = _alias_of(str(call.get("tool", "")), tools)
             args = call.get("args")
