@@ -373,17 +373,19 @@ class McpHost:
 
     # -- requests --------------------------------------------------------------------------------------
 
-    async def _ready(self, key: str) -> tuple[_Server, _Conn, ClientSession]:
-        """The live session; a server that is (re)connecting right now gets its connect timeout
-        to come back, so a call right after a crash waits for the restart instead of failing."""
+    async def settle(self, key: str) -> None:
+        """Return once the server is not (re)connecting, or its connect timeout has passed: a
+        call right after a crash waits for the restart instead of failing."""
         srv = self._servers.get(key)
-        if srv is not None and srv.status == "connected" and srv.conn is not None and not srv.conn.lost.is_set():
-            return self._session(key)  # the usual case, without arming a timeout
-        if srv is not None:
-            with anyio.move_on_after(srv.config.connect_timeout):
-                while srv.status == "connecting" or (srv.status == "connected" and (
-                        srv.conn is None or srv.conn.lost.is_set())):
-                    await anyio.sleep(0.02)
+        if srv is None or (srv.status == "connected" and srv.conn is not None and not srv.conn.lost.is_set()):
+            return  # the usual case, without arming a timeout
+        with anyio.move_on_after(srv.config.connect_timeout):
+            while srv.status == "connecting" or (srv.status == "connected" and (
+                    srv.conn is None or srv.conn.lost.is_set())):
+                await anyio.sleep(0.02)
+
+    async def _ready(self, key: str) -> tuple[_Server, _Conn, ClientSession]:
+        await self.settle(key)
         return self._session(key)
 
     def _session(self, key: str) -> tuple[_Server, _Conn, ClientSession]:

@@ -66,6 +66,9 @@ async def resolve(db: Database, host: McpHost | None, ref_id: str) -> Resolved:
     row, override = await db.cached(CATALOG, ("mcp", ref, name),
                                     lambda: mcp_servers.find_with_override(db, ref, name))
     found = next((t for t in host.tools(row.key) if t.name == name), None) if host else None
+    if found is None and host is not None and row.should_run:
+        await host.settle(row.key)  # restarting after a crash: its tools are back in a moment
+        found = next((t for t in host.tools(row.key) if t.name == name), None)
     if found is None:
         state = host.state(row.key).status if host else "disconnected"
         raise NotFound("tool", ref_id, f"the MCP server {row.key} ({state}) has no tool {name!r} right now")
