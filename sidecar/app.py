@@ -1,8 +1,9 @@
-"""Composition root: argv/env -> claim stdio -> logging -> lock -> database -> serve.
+"""The process lifecycle: argv/env -> claim stdio -> logging -> lock -> database -> serve.
 
-Every way out (``shutdown`` + ``exit``, stdin EOF, SIGTERM/SIGINT, parent death) goes through
-``Sidecar.run``'s one teardown: refuse new requests, cancel and answer in-flight work, close the
-services, flush what is queued, exit; all bounded by ``settings.shutdown_timeout``.
+``compose`` builds the services; this module only runs them. Every way out (``shutdown`` +
+``exit``, stdin EOF, SIGTERM/SIGINT, parent death) goes through ``Sidecar.run``'s one teardown:
+refuse new requests, cancel and answer in-flight work, close the services, flush what is queued,
+exit; all bounded by ``settings.shutdown_timeout``.
 """
 
 from __future__ import annotations
@@ -17,126 +18,62 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
+import anyio.abc
 from anyio.abc import TaskGroup
 
 from . import process
-from .api import SPECS
 from .api.errors import ApiError, InstanceLocked, StorageError
+from .handlers import Deferred, method_table
+from .handlers.notify import Notifier
 from .rpc import Connection, MethodTable, RequestContext, StdioTransport, Transport
 from .settings import Settings
-from .chat.chats import ChatService
-from .chat.providers.service import ProviderService
-from .chat.turns import TurnService
 from .store import Database
-from .toolsets.calls import ToolCallService
-from .toolsets.service import ToolsetService
-from .mcp_host.host import McpHost
-from .runtime.workers import WorkerHost
-from .workspace.service import WorkspaceService
 
 log = logging.getLogger("sidecar")
 
+StartServices = Callable[[TaskGroup, Connection], Awaitable[None]]
+
 
 class Sidecar:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, on_stopping: Callable[[], None] | None = None) -> None:
         self.settings = settings
         self.started_at = time.monotonic()
-        self.db: Database | None = None
-        self.workspace: WorkspaceService = None  # type: ignore[assignment]  # set in serve()
-        self.chats: ChatService = None  # type: ignore[assignment]
-        self.providers: ProviderService = None  # type: ignore[assignment]
-        self.turns: TurnService = None  # type: ignore[assignment]
-        self.toolsets: ToolsetService = None  # type: ignore[assignment]
-        self.tool_calls: ToolCallService = None  # type: ignore[assignment]
-        self.mcp: McpHost = None  # type: ignore[assignment]
         self.connection: Connection | None = None
         self.exit_code = process.EXIT_OK
-        self.shutdown_requested = False
         self.shutdown_done = False
+        self._shutdown_requested = False
         self._stop = anyio.Event()
         self._stop_reason = ""
         self._tg: TaskGroup | None = None
         self._closers: list[tuple[str, Callable[[], Awaitable[None]]]] = []
         self._shutdown_lock = anyio.Lock()
         # Called once when stopping begins; main() uses it to arm the hard exit deadline.
-        self.on_stopping: Callable[[], None] | None = None
+        self._on_stopping = on_stopping
+        self._start_services: StartServices | None = None
+        self._starting: anyio.Event | None = None  # set once the services are built (or failed)
 
-    # -- wiring ------------------------------------------------------------------------------
+    @property
+    def shutdown_requested(self) -> bool:
+        return self._shutdown_requested
 
     def on_close(self, name: str, closer: Callable[[], Awaitable[None]]) -> None:
-        """Register a service's teardown; they run in reverse order of registration."""
+        """Register a teardown; they run in reverse order of registration."""
         self._closers.append((name, closer))
 
-    def server_requests(self) -> list[str]:
-        return [s.name for s in SPECS if s.direction == "serverToClient" and s.kind == "request"]
-
-    async def _workspace_changed(
-        self, chat_id: str, manifest_id: str, changes: tuple[list[str], list[str], list[str]]
-    ) -> None:
-        from .api.workspace import Changes, ChangedParams
-
-        if self.connection is not None:
-            added, removed, modified = changes
-            await self.connection.notify(
-                "workspace/changed", ChangedParams(chat_id, manifest_id, Changes(added, removed, modified))
-            )
-
-    # -- MCP servers ---------------------------------------------------------------------------
-
-    async def sync_mcp(self, _changed: str | None = None) -> None:
-        """Hand the host the servers the database says should exist (after any change to them)."""
-        from .toolsets import mcp_servers
-
-        rows = await mcp_servers.all_servers(self.db)  # type: ignore[arg-type]
-        await self.mcp.sync([mcp_servers.config_of(r) for r in rows])
-
-    async def _mcp_status(self, state: Any) -> None:
-        from .api.mcp import ServerStatusParams
-        from .api.errors import NotFound
-        from .handlers.mcp import server_out
-        from .toolsets import mcp_servers
-
-        if self.connection is None:
+    def initialized(self) -> None:
+        """The ``initialize`` answer is on its way: build the services now (once), so the first
+        answer never waits for them."""
+        if self._start_services is None or self._starting is not None or self._tg is None:
             return
+        self._starting = anyio.Event()
+        self._tg.start_soon(self._run_start, self._start_services)
+
+    async def _run_start(self, start: StartServices) -> None:
+        assert self._starting is not None and self._tg is not None and self.connection is not None
         try:
-            row = await mcp_servers.find(self.db, state.key)  # type: ignore[arg-type]
-        except NotFound:
-            return  # removed meanwhile
-        await self.connection.notify("mcpServers/status", ServerStatusParams(server_out(row, self)))
-
-    async def _mcp_tools_changed(self, key: str) -> None:
-        await self._mcp_status(self.mcp.state(key))
-
-    async def _mcp_elicit(self, key: str, params: dict[str, Any]) -> dict[str, Any]:
-        from .api.mcp import ElicitParams, ElicitResult
-
-        if self.connection is None:
-            return {"action": "cancel"}
-        asked = ElicitParams(key, str(params.get("message", "")), params.get("requestedSchema") or {})
-        answer = await self.connection.request("ui/elicit", asked, ElicitResult)
-        return {"action": answer.action} | ({"content": answer.content} if answer.content is not None else {})
-
-    def _follow_local_toolsets(self, tg: TaskGroup) -> None:
-        from .toolsets.authoring import LocalToolsets
-
-        local = LocalToolsets(self.toolsets, self._toolset_reloaded)
-        self.toolsets.on_change.append(local.refresh)
-        self.on_close("local toolset watcher", _async(local.close))
-        tg.start_soon(local.bind, tg)
-
-    async def _toolset_reloaded(self, toolset_id: str, error: tuple[str, str] | None) -> None:
-        from .api.toolsets import ToolsetChangedParams
-        from .handlers.toolsets import toolset_out
-
-        if self.connection is None:
-            return
-        if error is None:
-            params = ToolsetChangedParams(toolset_id, "reloaded", toolset_out(await self.toolsets.get(toolset_id)))
-        else:
-            path, reason = error
-            params = ToolsetChangedParams(toolset_id, "reloadFailed", error=f"{path}: {reason}" if path else reason,
-                                          error_path=path or None)
-        await self.connection.notify("toolsets/changed", params)
+            await start(self._tg, self.connection)
+        finally:
+            self._starting.set()
 
     def watch_parent(self, pid: int) -> None:
         if self._tg is not None:
@@ -157,7 +94,7 @@ class Sidecar:
     async def shutdown(self, exclude: Any = None) -> None:
         """Refuse new requests, cancel and answer the running ones, close every service.
         Idempotent: the ``shutdown`` request and the final teardown share it."""
-        self.shutdown_requested = True
+        self._shutdown_requested = True
         async with self._shutdown_lock:
             if self.shutdown_done:
                 return
@@ -169,6 +106,8 @@ class Sidecar:
                 )
                 if left:
                     log.warning("%d requests did not finish before the shutdown deadline", left)
+            if self._starting is not None:
+                await self._starting.wait()  # a service half built would miss its teardown
             for name, closer in reversed(self._closers):
                 try:
                     with anyio.CancelScope(shield=True):
@@ -190,7 +129,8 @@ class Sidecar:
 
     # -- running -----------------------------------------------------------------------------
 
-    async def run(self, transport: Transport, methods: MethodTable) -> int:
+    async def run(self, transport: Transport, methods: MethodTable, start_services: StartServices | None = None) -> int:
+        """Serve ``methods`` until told to stop; ``start_services`` runs once ``initialize`` is answered."""
         conn = Connection(
             transport,
             methods,
@@ -198,25 +138,17 @@ class Sidecar:
             on_eof=lambda: self.request_stop("stdin closed", process.EXIT_OK),
         )
         self.connection = conn
+        self._start_services = start_services
         async with anyio.create_task_group() as tg:
             self._tg = tg
             await tg.start(self._watch_signals)  # before the first answer: a signal after it stops us cleanly
             await tg.start(conn.serve)
-            if self.workspace is not None:
-                self.workspace.bind(tg, self._workspace_changed)
-            if self.toolsets is not None:
-                self._follow_local_toolsets(tg)
-            if self.tool_calls is not None:
-                self.tool_calls.bind(tg)
-            if self.mcp is not None:
-                self.mcp.bind(tg)
-                tg.start_soon(self.sync_mcp)
             if self.settings.parent_pid:
                 self.watch_parent(self.settings.parent_pid)
             await self._stop.wait()
             log.info("stopping: %s", self._stop_reason)
-            if self.on_stopping is not None:
-                self.on_stopping()
+            if self._on_stopping is not None:
+                self._on_stopping()
             with anyio.move_on_after(self.settings.shutdown_timeout, shield=True) as deadline:
                 await self.shutdown()
                 await conn.wait_idle()  # the answer to a ``shutdown`` request may still be on its way
@@ -227,13 +159,6 @@ class Sidecar:
             conn.close()
             tg.cancel_scope.cancel()
         return self.exit_code
-
-
-def _async(fn: Callable[[], None]) -> Callable[[], Awaitable[None]]:
-    async def run() -> None:
-        fn()
-
-    return run
 
 
 def _refusing_table(error: ApiError, code: int, app: Sidecar) -> MethodTable:
@@ -248,73 +173,57 @@ def _refusing_table(error: ApiError, code: int, app: Sidecar) -> MethodTable:
     return table
 
 
+async def _refuse(app: Sidecar, transport: Transport, error: ApiError, code: int) -> int:
+    app.exit_code = code
+    return await app.run(transport, _refusing_table(error, code, app))
+
+
 async def serve(
     settings: Settings, transport: Transport, on_stopping: Callable[[], None] | None = None
 ) -> int:
-    from .handlers import build_method_table
-
-    app = Sidecar(settings)
-    app.on_stopping = on_stopping
+    app = Sidecar(settings, on_stopping)
     lock = process.InstanceLock(settings.lock_path)
     try:
         lock.acquire()
     except process.InstanceLocked as exc:
         log.error("another sidecar (pid %s) holds %s", exc.holder_pid, exc.path)
-        failure = InstanceLocked(str(exc.path), exc.holder_pid)
-        app.exit_code = process.EXIT_LOCKED
-        return await app.run(transport, _refusing_table(failure, process.EXIT_LOCKED, app))
+        return await _refuse(app, transport, InstanceLocked(str(exc.path), exc.holder_pid), process.EXIT_LOCKED)
     except OSError as exc:
         failure = StorageError(f"cannot create the data directory lock {settings.lock_path}: {exc}")
-        app.exit_code = process.EXIT_STORAGE
-        return await app.run(transport, _refusing_table(failure, process.EXIT_STORAGE, app))
+        return await _refuse(app, transport, failure, process.EXIT_STORAGE)
     try:
         try:
-            app.db = await Database.open(settings.db_path)
+            db = await Database.open(settings.db_path)
         except StorageError as exc:
             log.error("%s", exc.message)
-            app.exit_code = process.EXIT_STORAGE
-            return await app.run(transport, _refusing_table(exc, process.EXIT_STORAGE, app))
-        app.on_close("database", app.db.close)
-        app.workspace = WorkspaceService(app.db, settings.data_dir)
-        app.on_close("workspace watchers", app.workspace.aclose)
-        app.chats = ChatService(app.workspace)
-        app.providers = ProviderService(app.db)
-        app.on_close("model providers", app.providers.aclose)
-        await _recover(app.db)
-        workers = WorkerHost()
-        app.on_close("tool workers", workers.aclose)
-        app.toolsets = ToolsetService(app.db, settings.data_dir, workers)
-        app.tool_calls = ToolCallService(app.db, app.workspace, workers, settings.data_dir / "scratch")
-        app.on_close("tool call records", app.tool_calls.aclose)
-        app.mcp = McpHost(on_status=app._mcp_status, on_tools_changed=app._mcp_tools_changed,
-                          elicit=app._mcp_elicit)
-        app.on_close("MCP servers", app.mcp.aclose)
-        app.tool_calls.mcp = app.mcp
-        app.turns = TurnService(app.chats, app.tool_calls, app.providers)
-        app.toolsets.on_change.append(app.sync_mcp)
-        return await app.run(transport, build_method_table(app))
+            return await _refuse(app, transport, exc, process.EXIT_STORAGE)
+        app.on_close("database", db.close)
+        deferred = Deferred()
+        notifier = Notifier()
+
+        async def start_services(tg: TaskGroup, conn: Connection) -> None:
+            # The service modules are imported here, after the ``initialize`` answer, to keep the
+            # first answer within its start-up budget (they cost more than anyio + msgspec + aiosqlite).
+            notifier.attach(conn)
+            try:
+                from . import compose
+                from .handlers.areas import service_routes
+
+                services = await compose.build(settings, db, notifier, tg, app.on_close, app.started_at)
+                deferred.bind(service_routes(services))
+            except Exception as exc:
+                log.exception("the services could not be started")
+                deferred.fail(f"the sidecar could not start its services: {exc}")
+                app.request_stop("the services could not be started", process.EXIT_STORAGE)
+
+        return await app.run(transport, method_table(app, deferred), start_services)
     finally:
         lock.release()
 
 
-async def _recover(db: Database) -> None:
-    """Bring the database in line with this build and with how the last run ended."""
-    from .store.tool_calls import ToolCallRepo
-    from .toolsets import registry
-
-    from .store.chats import ChatRepo
-
-    await registry.sync_builtins(db)
-    failed = await ToolCallRepo(db).fail_unfinished()
-    if failed:
-        log.warning("%d tool calls were cut off when the sidecar last stopped", failed)
-    cut = await ChatRepo(db).fail_streaming()
-    if cut:
-        log.warning("%d chat turns were cut off when the sidecar last stopped", cut)
-
-
 def main(argv: list[str] | None = None) -> int:
-    from . import logs, settings as settings_mod
+    from . import logs
+    from . import settings as settings_mod
 
     settings = settings_mod.parse(argv)
     wire_in, wire_out = process.claim_stdio()

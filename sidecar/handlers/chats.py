@@ -1,49 +1,55 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
 
 from ..api.base import Empty
 from ..api.chats import (
     AddMessageParams,
     Attachment,
-    ConfirmToolCallParams,
-    ConfirmToolCallResult,
-    ChatEventParams,
-    InvokeToolParams,
-    InvokeToolResult,
-    SendParams,
-    SendResult,
-    TokenUsage,
     Chat,
+    ChatEventParams,
     ChatIdParams,
     ChatResult,
     ChatsResult,
     ChatWithMessages,
+    ConfirmToolCallParams,
+    ConfirmToolCallResult,
     CreateChatParams,
+    InvokeToolParams,
+    InvokeToolResult,
     Message,
     MessageResult,
+    SendParams,
+    SendResult,
     SwitchBranchParams,
+    TokenUsage,
 )
+from ..chat.chats import ChatService
+from ..chat.turns import TurnService, call_out
 from ..rpc import RequestContext
 from ..store.chats import ChatRow, MessageRow
-from ..store.tool_calls import ToolCallRow
+from ..store.tool_calls import ToolCallRepo, ToolCallRow
+from ..workspace.service import WorkspaceService
+from .routes import method
 
-if TYPE_CHECKING:
-    from ..app import Sidecar
 
+class ChatHandlers:
+    def __init__(self, chats: ChatService, turns: TurnService, workspace: WorkspaceService,
+                 tool_calls: ToolCallRepo) -> None:
+        self.chats = chats
+        self.turns = turns
+        self.workspace = workspace
+        self.tool_calls = tool_calls
 
-def handlers(app: Sidecar) -> dict[str, Any]:
-    def chat_out(row: ChatRow) -> Chat:
+    def chat_out(self, row: ChatRow) -> Chat:
         return Chat(
             id=row.id, title=row.title, created_at=row.created_at, updated_at=row.updated_at,
-            workspace_path=str(app.workspace.workspace_path(row.id)),
+            workspace_path=str(self.workspace.workspace_path(row.id)),
             active_leaf_id=row.active_leaf_message_id, active_manifest_id=row.active_manifest_id,
         )
 
+    @staticmethod
     def message_out(m: MessageRow, calls: list[ToolCallRow] | None = None) -> Message:
-        from ..chat.turns import call_out
-
         parts = json.loads(m.parts) if m.parts else {}
         usage = json.loads(m.usage) if m.usage else None
         return Message(id=m.id, role=m.role, content=m.content, created_at=m.created_at,  # type: ignore[arg-type]
@@ -52,46 +58,49 @@ def handlers(app: Sidecar) -> dict[str, Any]:
                        usage=TokenUsage(usage.get("inputTokens", 0), usage.get("outputTokens", 0)) if usage else None,
                        attachments=[Attachment(a["kind"], a["id"]) for a in parts.get("attachments") or []])
 
-    async def create(p: CreateChatParams, ctx: RequestContext) -> ChatResult:
-        return ChatResult(chat_out(await app.chats.create(p.title)))
+    @method("chats/create")
+    async def create(self, p: CreateChatParams, ctx: RequestContext) -> ChatResult:
+        return ChatResult(self.chat_out(await self.chats.create(p.title)))
 
-    async def list_(p: None, ctx: RequestContext) -> ChatsResult:
-        return ChatsResult([chat_out(c) for c in await app.chats.list()])
+    @method("chats/list")
+    async def list_chats(self, p: None, ctx: RequestContext) -> ChatsResult:
+        return ChatsResult([self.chat_out(c) for c in await self.chats.list()])
 
-    async def get(p: ChatIdParams, ctx: RequestContext) -> ChatWithMessages:
-        chat, messages = await app.chats.get(p.id)
+    @method("chats/get")
+    async def get(self, p: ChatIdParams, ctx: RequestContext) -> ChatWithMessages:
+        chat, messages = await self.chats.get(p.id)
         by_message: dict[str | None, list[ToolCallRow]] = {}
-        for call in await app.tool_calls.repo.for_chat(p.id):
+        for call in await self.tool_calls.for_chat(p.id):
             by_message.setdefault(call.message_id, []).append(call)
-        return ChatWithMessages(chat_out(chat), [message_out(m, by_message.get(m.id, [])) for m in messages])
+        return ChatWithMessages(self.chat_out(chat), [self.message_out(m, by_message.get(m.id, [])) for m in messages])
 
-    async def delete(p: ChatIdParams, ctx: RequestContext) -> Empty:
-        await app.chats.delete(p.id)
+    @method("chats/delete")
+    async def delete(self, p: ChatIdParams, ctx: RequestContext) -> Empty:
+        await self.chats.delete(p.id)
         return Empty()
 
-    async def switch_branch(p: SwitchBranchParams, ctx: RequestContext) -> ChatResult:
-        return ChatResult(chat_out(await app.chats.switch_branch(p.chat_id, p.message_id)))
+    @method("chats/switchBranch")
+    async def switch_branch(self, p: SwitchBranchParams, ctx: RequestContext) -> ChatResult:
+        return ChatResult(self.chat_out(await self.chats.switch_branch(p.chat_id, p.message_id)))
 
-    async def add_message(p: AddMessageParams, ctx: RequestContext) -> MessageResult:
-        msg = await app.chats.add_message(p.chat_id, p.role, p.content, p.parent_id)
-        return MessageResult(message_out(msg), chat_out(await app.workspace.require_chat(p.chat_id)))
+    @method("chats/addMessage")
+    async def add_message(self, p: AddMessageParams, ctx: RequestContext) -> MessageResult:
+        msg = await self.chats.add_message(p.chat_id, p.role, p.content, p.parent_id)
+        return MessageResult(self.message_out(msg), self.chat_out(await self.workspace.require_chat(p.chat_id)))
 
-    async def send(p: SendParams, ctx: RequestContext) -> SendResult:
+    @method("chat/send")
+    async def send(self, p: SendParams, ctx: RequestContext) -> SendResult:
         async def emit(params: ChatEventParams) -> None:
             await ctx.notify("chat/event", params)
 
         async def confirm(params: ConfirmToolCallParams) -> ConfirmToolCallResult:
             return await ctx.request("ui/confirmToolCall", params, ConfirmToolCallResult)  # type: ignore[no-any-return]
 
-        return await app.turns.send(p, emit, confirm, ctx.wait_cancel_requested)
+        return await self.turns.send(p, emit, confirm, ctx.wait_cancel_requested)
 
-    async def invoke_tool(p: InvokeToolParams, ctx: RequestContext) -> InvokeToolResult:
-        from ..chat.turns import call_out
+    @method("chat/invokeTool")
+    async def invoke_tool(self, p: InvokeToolParams, ctx: RequestContext) -> InvokeToolResult:
+        msg, call = await self.turns.invoke(p.chat_id, p.tool_id, p.args, p.parent_id)
+        return InvokeToolResult(self.message_out(msg, [call]), call_out(call),
+                                self.chat_out(await self.workspace.require_chat(p.chat_id)))
 
-        msg, call = await app.turns.invoke(p.chat_id, p.tool_id, p.args, p.parent_id)
-        return InvokeToolResult(message_out(msg, [call]), call_out(call),
-                                chat_out(await app.workspace.require_chat(p.chat_id)))
-
-    return {"chat/send": send, "chat/invokeTool": invoke_tool, "chats/create": create, "chats/list": list_, "chats/get": get,
-            "chats/delete": delete, "chats/switchBranch": switch_branch,
-            "chats/addMessage": add_message}

@@ -1,9 +1,10 @@
+"""debug/*: what a developer at the REPL or a bench asks the process about itself."""
+
 from __future__ import annotations
 
 import os
 import sys
 import time
-from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -19,32 +20,39 @@ from ..api.debug import (
 from ..api.errors import InvalidParams
 from ..process import rss_bytes
 from ..rpc import RequestContext
-
-if TYPE_CHECKING:
-    from ..app import Sidecar
+from ..settings import Settings
+from ..store import Database
+from .routes import method
 
 HEAVY_MODULES = ("mcp", "pydantic", "openai", "anthropic", "watchfiles", "httpx", "yaml")
 
 
 class DebugRaised(RuntimeError):
-    pass
+    """debug/raise: an unexpected exception on purpose, to see how the wire reports one."""
 
 
-def handlers(app: Sidecar) -> dict[str, Any]:
-    async def info(params: None, ctx: RequestContext) -> DebugInfo:
+class DebugHandlers:
+    def __init__(self, settings: Settings, db: Database, started_at: float) -> None:
+        self.settings = settings
+        self.db = db
+        self.started_at = started_at
+
+    @method("debug/info")
+    async def info(self, params: None, ctx: RequestContext) -> DebugInfo:
         return DebugInfo(
             pid=os.getpid(),
             version=__version__,
             python=sys.version.split()[0],
-            data_dir=str(app.settings.data_dir),
-            uptime_ms=int((time.monotonic() - app.started_at) * 1000),
+            data_dir=str(self.settings.data_dir),
+            uptime_ms=int((time.monotonic() - self.started_at) * 1000),
             rss_bytes=rss_bytes(),
             inflight_requests=ctx.connection.inflight_count,
             heavy_modules_loaded=[m for m in HEAVY_MODULES if m in sys.modules],
-            db_transactions=app.db.transactions if app.db is not None else 0,
+            db_transactions=self.db.transactions,
         )
 
-    async def sleep(params: SleepParams, ctx: RequestContext) -> SleepResult:
+    @method("debug/sleep")
+    async def sleep(self, params: SleepParams, ctx: RequestContext) -> SleepResult:
         if not 0 <= params.ms <= 3_600_000:
             raise InvalidParams("params.ms", "must be between 0 and 3600000")
         token = params.work_done_token
@@ -59,13 +67,12 @@ def handlers(app: Sidecar) -> dict[str, Any]:
             await ctx.progress(token, {"kind": "end"})
         return SleepResult(slept_ms=int((time.monotonic() - start) * 1000))
 
-    async def raise_(params: RaiseParams, ctx: RequestContext) -> None:
+    @method("debug/raise")
+    async def raise_(self, params: RaiseParams, ctx: RequestContext) -> None:
         raise DebugRaised(params.message)
 
-    async def round_trip(params: RoundTripParams, ctx: RequestContext) -> RoundTripResult:
+    @method("debug/roundTrip")
+    async def round_trip(self, params: RoundTripParams, ctx: RequestContext) -> RoundTripResult:
         if not params.method.startswith("ui/"):
             raise InvalidParams("params.method", "only ui/ methods can be sent to the client")
         return RoundTripResult(result=await ctx.request(params.method, params.params))
-
-    return {"debug/info": info, "debug/sleep": sleep, "debug/raise": raise_,
-            "debug/roundTrip": round_trip}

@@ -1,8 +1,12 @@
+"""initialize, ping, shutdown and exit: served from the first byte, before any service exists."""
+
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .. import __version__
+from ..api import SPECS
+from ..api.base import Empty
 from ..api.errors import Conflict
 from ..api.lifecycle import (
     PROTOCOL_VERSION,
@@ -11,43 +15,61 @@ from ..api.lifecycle import (
     ServerCapabilities,
     ServerInfo,
 )
-from ..api.base import Empty
 from ..process import EXIT_OK, EXIT_WITHOUT_SHUTDOWN
 from ..rpc import RequestContext
-
-if TYPE_CHECKING:
-    from ..app import Sidecar
+from ..settings import Settings
+from .routes import method
 
 _EMPTY = Empty()
+_SERVER_REQUESTS = [s.name for s in SPECS if s.direction == "serverToClient" and s.kind == "request"]
 
 
-def handlers(app: Sidecar) -> dict[str, Any]:
-    async def initialize(params: InitializeParams, ctx: RequestContext) -> InitializeResult:
+class Lifecycle(Protocol):
+    """What the process lifecycle (``app.Sidecar``) offers these handlers."""
+
+    settings: Settings
+
+    @property
+    def shutdown_requested(self) -> bool: ...
+    def watch_parent(self, pid: int) -> None: ...
+    def initialized(self) -> None: ...
+    async def shutdown(self, exclude: Any = None) -> None: ...
+    def request_stop(self, reason: str, code: int) -> None: ...
+
+
+class LifecycleHandlers:
+    def __init__(self, app: Lifecycle) -> None:
+        self.app = app
+
+    @method("initialize")
+    async def initialize(self, params: InitializeParams, ctx: RequestContext) -> InitializeResult:
         if ctx.connection.initialized:
             raise Conflict("already initialized", "initialize was already called on this connection")
         if params.process_id:
-            app.watch_parent(params.process_id)
+            self.app.watch_parent(params.process_id)
+        ctx.after_answer(self.app.initialized)
         return InitializeResult(
             protocol_version=PROTOCOL_VERSION,
             server_info=ServerInfo(name="covalt-sidecar", version=__version__),
             capabilities=ServerCapabilities(
-                max_line_bytes=app.settings.max_line_bytes,
+                max_line_bytes=self.app.settings.max_line_bytes,
                 cancellation=["$/cancelRequest"],
-                server_requests=app.server_requests(),
+                server_requests=_SERVER_REQUESTS,
             ),
-            data_dir=str(app.settings.data_dir),
+            data_dir=str(self.app.settings.data_dir),
         )
 
-    async def ping(params: None, ctx: RequestContext) -> Empty:
+    @method("ping")
+    async def ping(self, params: None, ctx: RequestContext) -> Empty:
         return _EMPTY
 
-    async def shutdown(params: None, ctx: RequestContext) -> None:
-        await app.shutdown(exclude=ctx.id)
+    @method("shutdown")
+    async def shutdown(self, params: None, ctx: RequestContext) -> None:
+        await self.app.shutdown(exclude=ctx.id)
 
-    async def exit_(params: None, ctx: RequestContext) -> None:
+    @method("exit")
+    async def exit(self, params: None, ctx: RequestContext) -> None:
         # The engine stops accepting requests when it *receives* shutdown, so a client that
         # pipelines exit right behind shutdown still gets the clean stop it asked for.
-        clean = app.shutdown_requested or not ctx.connection.accepting
-        app.request_stop("exit", EXIT_OK if clean else EXIT_WITHOUT_SHUTDOWN)
-
-    return {"initialize": initialize, "ping": ping, "shutdown": shutdown, "exit": exit_}
+        clean = self.app.shutdown_requested or not ctx.connection.accepting
+        self.app.request_stop("exit", EXIT_OK if clean else EXIT_WITHOUT_SHUTDOWN)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .. import secrets
 from ..api.base import Empty
 from ..api.errors import Conflict, InvalidParams, NotFound, UpstreamError
 from ..api.mcp import (
@@ -23,21 +25,21 @@ from ..api.mcp import (
     ResourcesResult,
     ServerIdParams,
     ServerResult,
-    ServersResult,
     ServerSetEnabledParams,
+    ServersResult,
 )
+from ..mcp_host.host import McpError, McpHost
 from ..rpc import RequestContext
+from ..store import Database
+from ..toolsets import mcp_servers
+from ..toolsets.mcp_servers import ServerRow
+from ..toolsets.service import ToolsetService
+from .routes import method
 
-if TYPE_CHECKING:
-    from ..app import Sidecar
-    from ..toolsets.mcp_servers import ServerRow
 
-
-def server_out(row: ServerRow, app: Sidecar) -> McpServer:
-    from ..toolsets import secrets
-
+def server_out(row: ServerRow, mcp: McpHost) -> McpServer:
     try:
-        state = app.mcp.state(row.key)
+        state = mcp.state(row.key)
         status, error, tools, name = state.status, state.error, state.tool_count, state.server_name
     except KeyError:  # not handed to the host yet (added a moment ago)
         status, error, tools, name = ("connecting" if row.should_run else "disabled"), None, 0, None
@@ -50,75 +52,90 @@ def server_out(row: ServerRow, app: Sidecar) -> McpServer:
     )
 
 
-def handlers(app: Sidecar) -> dict[str, Any]:
-    from ..toolsets import mcp_servers
+class McpHandlers:
+    def __init__(self, toolsets: ToolsetService, mcp: McpHost, db: Database,
+                 sync: Callable[[], Awaitable[None]]) -> None:
+        self.toolsets = toolsets
+        self.mcp = mcp
+        self.db = db
+        self.sync = sync
 
-    async def connected(ref: str) -> ServerRow:
-        row = await mcp_servers.find(app.db, ref)
-        if server_out(row, app).status != "connected":
+    async def connected(self, ref: str) -> ServerRow:
+        row = await mcp_servers.find(self.db, ref)
+        if server_out(row, self.mcp).status != "connected":
             raise Conflict("not connected", f"the MCP server {row.key} is not connected; see mcpServers/list")
         return row
 
+    @staticmethod
     async def upstream(call: Any, row: ServerRow) -> Any:
-        from ..mcp_host.host import McpError
-
         try:
             return await call
         except McpError as exc:
             raise UpstreamError("mcp", exc.message, row.key) from None
 
-    async def add(p: AddParams, ctx: RequestContext) -> ServerResult:
-        toolset = await app.toolsets.add_user_server(_declaration(p))
-        return ServerResult(server_out(await mcp_servers.find(app.db, f"{toolset.id}~{toolset.id}"), app))
+    @method("mcpServers/add")
+    async def add(self, p: AddParams, ctx: RequestContext) -> ServerResult:
+        toolset = await self.toolsets.add_user_server(_declaration(p))
+        return ServerResult(server_out(await mcp_servers.find(self.db, f"{toolset.id}~{toolset.id}"), self.mcp))
 
-    async def list_(p: None, ctx: RequestContext) -> ServersResult:
-        return ServersResult([server_out(r, app) for r in await mcp_servers.all_servers(app.db)])
+    @method("mcpServers/list")
+    async def list_servers(self, p: None, ctx: RequestContext) -> ServersResult:
+        return ServersResult([server_out(r, self.mcp) for r in await mcp_servers.all_servers(self.db)])
 
-    async def remove(p: ServerIdParams, ctx: RequestContext) -> Empty:
-        row = await mcp_servers.find(app.db, p.id)
+    @method("mcpServers/remove")
+    async def remove(self, p: ServerIdParams, ctx: RequestContext) -> Empty:
+        row = await mcp_servers.find(self.db, p.id)
         if not row.user_mcp:
             raise Conflict("declared by a toolset",
                            f"{row.key} comes with the toolset {row.toolset_id!r}: turn it off with "
                            "mcpServers/setEnabled, or uninstall the toolset")
-        await app.toolsets.uninstall(row.toolset_id)
+        await self.toolsets.uninstall(row.toolset_id)
         return Empty()
 
-    async def set_enabled(p: ServerSetEnabledParams, ctx: RequestContext) -> ServerResult:
-        row = await mcp_servers.set_enabled(app.db, await mcp_servers.find(app.db, p.id), p.enabled)
-        await app.sync_mcp()
-        return ServerResult(server_out(row, app))
+    @method("mcpServers/setEnabled")
+    async def set_enabled(self, p: ServerSetEnabledParams, ctx: RequestContext) -> ServerResult:
+        row = await mcp_servers.set_enabled(self.db, await mcp_servers.find(self.db, p.id), p.enabled)
+        await self.sync()
+        return ServerResult(server_out(row, self.mcp))
 
-    async def reconnect(p: ServerIdParams, ctx: RequestContext) -> ServerResult:
-        row = await mcp_servers.find(app.db, p.id)
+    @method("mcpServers/reconnect")
+    async def reconnect(self, p: ServerIdParams, ctx: RequestContext) -> ServerResult:
+        row = await mcp_servers.find(self.db, p.id)
         if not row.should_run:
             raise Conflict("disabled", f"{row.key} is turned off; enable it with mcpServers/setEnabled")
-        await app.mcp.reconnect(row.key)
-        return ServerResult(server_out(row, app))
+        await self.mcp.reconnect(row.key)
+        return ServerResult(server_out(row, self.mcp))
 
-    async def resources(p: ServerIdParams, ctx: RequestContext) -> ResourcesResult:
-        row = await connected(p.id)
-        return ResourcesResult(await upstream(app.mcp.list_resources(row.key), row))
+    @method("mcpServers/resources")
+    async def resources(self, p: ServerIdParams, ctx: RequestContext) -> ResourcesResult:
+        row = await self.connected(p.id)
+        return ResourcesResult(await self.upstream(self.mcp.list_resources(row.key), row))
 
-    async def read_resource(p: ReadResourceParams, ctx: RequestContext) -> ReadResourceResult:
-        row = await connected(p.id)
-        got = await upstream(app.mcp.read_resource(row.key, p.uri), row)
+    @method("mcpServers/readResource")
+    async def read_resource(self, p: ReadResourceParams, ctx: RequestContext) -> ReadResourceResult:
+        row = await self.connected(p.id)
+        got = await self.upstream(self.mcp.read_resource(row.key, p.uri), row)
         return ReadResourceResult(got.get("contents", []))
 
-    async def prompts(p: ServerIdParams, ctx: RequestContext) -> PromptsResult:
-        row = await connected(p.id)
-        return PromptsResult(await upstream(app.mcp.list_prompts(row.key), row))
+    @method("mcpServers/prompts")
+    async def prompts(self, p: ServerIdParams, ctx: RequestContext) -> PromptsResult:
+        row = await self.connected(p.id)
+        return PromptsResult(await self.upstream(self.mcp.list_prompts(row.key), row))
 
-    async def get_prompt(p: GetPromptParams, ctx: RequestContext) -> GetPromptResult:
-        row = await connected(p.id)
-        got = await upstream(app.mcp.get_prompt(row.key, p.name, p.arguments), row)
+    @method("mcpServers/getPrompt")
+    async def get_prompt(self, p: GetPromptParams, ctx: RequestContext) -> GetPromptResult:
+        row = await self.connected(p.id)
+        got = await self.upstream(self.mcp.get_prompt(row.key, p.name, p.arguments), row)
         return GetPromptResult(got.get("messages", []), got.get("description"))
 
-    async def import_preview(p: McpImportPreviewParams, ctx: RequestContext) -> McpImportPreviewResult:
+    @method("mcpServers/importPreview")
+    async def import_preview(self, p: McpImportPreviewParams, ctx: RequestContext) -> McpImportPreviewResult:
         found, warnings = await _found(p.path)
-        existing = {t.id for t in await app.toolsets.list()}
+        existing = {t.id for t in await self.toolsets.list()}
         return McpImportPreviewResult([_found_out(f, f.id in existing) for f in found], warnings)
 
-    async def import_(p: McpImportParams, ctx: RequestContext) -> McpImportResult:
+    @method("mcpServers/import")
+    async def import_(self, p: McpImportParams, ctx: RequestContext) -> McpImportResult:
         found, _ = await _found(p.path)
         by_id = {f.id: f for f in found}
         for i, wanted in enumerate(p.ids):
@@ -127,17 +144,12 @@ def handlers(app: Sidecar) -> dict[str, Any]:
         added = []
         for wanted in dict.fromkeys(p.ids):
             f = by_id[wanted]
-            toolset = await app.toolsets.add_user_server({
+            toolset = await self.toolsets.add_user_server({
                 "id": f.id, "type": f.type, "command": f.command, "args": f.args, "env": f.env, "cwd": f.cwd,
                 "url": f.url, "headers": f.headers})
-            added.append(server_out(await mcp_servers.find(app.db, f"{toolset.id}~{toolset.id}"), app))
+            added.append(server_out(await mcp_servers.find(self.db, f"{toolset.id}~{toolset.id}"), self.mcp))
         return McpImportResult(added)
 
-    return {"mcpServers/add": add, "mcpServers/list": list_, "mcpServers/remove": remove,
-            "mcpServers/setEnabled": set_enabled, "mcpServers/reconnect": reconnect,
-            "mcpServers/resources": resources, "mcpServers/readResource": read_resource,
-            "mcpServers/prompts": prompts, "mcpServers/getPrompt": get_prompt,
-            "mcpServers/importPreview": import_preview, "mcpServers/import": import_}
 
 
 def _declaration(p: AddParams) -> dict[str, Any]:
@@ -164,8 +176,6 @@ async def _found(path: str | None) -> tuple[list[Any], list[str]]:
 
 
 def _found_out(f: Any, exists: bool) -> FoundServer:
-    from ..toolsets import secrets
-
     return FoundServer(id=f.id, source=f.source, path=f.path, type=f.type,
                        command=secrets.masked_command(f.command, f.args),
                        url=secrets.mask_url(f.url) if f.url else None, env_keys=sorted(f.env),

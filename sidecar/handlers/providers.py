@@ -2,51 +2,50 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import msgspec
 
+from .. import secrets
 from ..api.base import Empty
 from ..api.providers import Provider, ProviderIdParams, ProviderResult, ProvidersResult, SetProviderParams
-from ..chat.providers.service import KEEP, ProviderRow, masked_key
+from ..chat.providers.service import KEEP, ProviderRow, ProviderService
 from ..rpc import RequestContext
-
-if TYPE_CHECKING:
-    from ..app import Sidecar
+from .routes import method
 
 
 def provider_out(row: ProviderRow, default_id: str) -> Provider:
-    from ..toolsets import secrets
-
     config = dict(row.config or {})
     if isinstance(config.get("headers"), dict):
         config["headers"] = secrets.mask_map(config["headers"])
     return Provider(
-        id=row.id, kind=row.kind, has_api_key=bool(row.api_key), config=config,  # type: ignore[arg-type]
+        id=row.id, kind=row.kind, has_api_key=bool(row.api_key), config=config,  # type: ignore[arg-type]  # checked on set
         is_default=row.id == default_id, built_in=row.built_in,
         base_url=secrets.mask_url(row.base_url) if row.base_url else None,
-        api_key=masked_key(row.api_key) if row.api_key else None,
+        api_key=secrets.masked_key(row.api_key) if row.api_key else None,
         default_model=row.default_model, updated_at=row.updated_at,
     )
 
 
-def handlers(app: Sidecar) -> dict[str, Any]:
-    async def list_(p: None, ctx: RequestContext) -> ProvidersResult:
-        default_id = await app.providers.default_id()
-        return ProvidersResult([provider_out(r, default_id) for r in await app.providers.list()], default_id)
+class ProviderHandlers:
+    def __init__(self, providers: ProviderService) -> None:
+        self.providers = providers
 
-    async def set_(p: SetProviderParams, ctx: RequestContext) -> ProviderResult:
-        row = await app.providers.set(p.id, p.kind, base_url=p.base_url, default_model=p.default_model,
-                                      api_key=KEEP if p.api_key is msgspec.UNSET else p.api_key, config=p.config)
-        return ProviderResult(provider_out(row, await app.providers.default_id()))
+    @method("providers/list")
+    async def list_providers(self, p: None, ctx: RequestContext) -> ProvidersResult:
+        default_id = await self.providers.default_id()
+        return ProvidersResult([provider_out(r, default_id) for r in await self.providers.list()], default_id)
 
-    async def remove(p: ProviderIdParams, ctx: RequestContext) -> Empty:
-        await app.providers.remove(p.id)
+    @method("providers/set")
+    async def set_provider(self, p: SetProviderParams, ctx: RequestContext) -> ProviderResult:
+        row = await self.providers.set(p.id, p.kind, base_url=p.base_url, default_model=p.default_model,
+                                       api_key=KEEP if p.api_key is msgspec.UNSET else p.api_key, config=p.config)
+        return ProviderResult(provider_out(row, await self.providers.default_id()))
+
+    @method("providers/remove")
+    async def remove(self, p: ProviderIdParams, ctx: RequestContext) -> Empty:
+        await self.providers.remove(p.id)
         return Empty()
 
-    async def set_default(p: ProviderIdParams, ctx: RequestContext) -> ProviderResult:
-        row = await app.providers.set_default(p.id)
+    @method("providers/setDefault")
+    async def set_default(self, p: ProviderIdParams, ctx: RequestContext) -> ProviderResult:
+        row = await self.providers.set_default(p.id)
         return ProviderResult(provider_out(row, row.id))
-
-    return {"providers/list": list_, "providers/set": set_, "providers/remove": remove,
-            "providers/setDefault": set_default}

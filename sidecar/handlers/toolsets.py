@@ -1,47 +1,48 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
-
-import msgspec
+from typing import Any
 
 import anyio.to_thread
+import msgspec
 
-from ..api.errors import InvalidBundle
+from .. import secrets
 from ..api.base import Empty
+from ..api.errors import InvalidBundle
 from ..api.toolsets import (
     BundleFile,
     ConfiguredServer,
     ExportParams,
     ExportResult,
-    ImportParams,
-    SetEnabledParams,
-    Toolset,
-    ToolsetDetail,
-    ToolsetIdParams,
-    ToolsetResult,
-    ToolsetsResult,
-    ToolIdParams,
-    ToolResult,
-    ToolsListParams,
-    ToolsResult,
-    ToolCall,
-    ToolCallParams,
-    ToolCallResult,
     HtmlPageParams,
     HtmlPageResult,
-    SetOverrideParams,
+    ImportParams,
     InspectedServer,
     InspectedTool,
     InspectParams,
     InspectResult,
     ManifestInfo,
+    SetEnabledParams,
+    SetOverrideParams,
+    ToolCall,
+    ToolCallParams,
+    ToolCallResult,
+    ToolIdParams,
+    ToolResult,
+    Toolset,
+    ToolsetDetail,
+    ToolsetIdParams,
+    ToolsetResult,
+    ToolsetsResult,
+    ToolsListParams,
+    ToolsResult,
 )
+from ..mcp_host.host import McpHost
 from ..rpc import RequestContext
-
-if TYPE_CHECKING:
-    from ..app import Sidecar
-    from ..toolsets.service import ToolsetRow
+from ..store import Database
+from ..toolsets.calls import ToolCallService
+from ..toolsets.service import ToolsetRow, ToolsetService
+from .routes import method
 
 
 def toolset_out(t: ToolsetRow) -> Toolset:
@@ -50,9 +51,16 @@ def toolset_out(t: ToolsetRow) -> Toolset:
                    installed_at=t.installed_at, source_ref=t.source_ref)
 
 
-def handlers(app: Sidecar) -> dict[str, Any]:
-    async def inspect(p: InspectParams, ctx: RequestContext) -> InspectResult:
-        from ..toolsets import bundle, secrets  # yaml and ast: loaded on first use
+class ToolsetHandlers:
+    def __init__(self, toolsets: ToolsetService, tool_calls: ToolCallService, db: Database, mcp: McpHost) -> None:
+        self.toolsets = toolsets
+        self.tool_calls = tool_calls
+        self.db = db
+        self.mcp = mcp
+
+    @method("toolsets/inspect")
+    async def inspect(self, p: InspectParams, ctx: RequestContext) -> InspectResult:
+        from ..toolsets import bundle  # yaml and ast: loaded on first use
 
         try:
             b = await anyio.to_thread.run_sync(bundle.read, p.path)
@@ -85,22 +93,23 @@ def handlers(app: Sidecar) -> dict[str, Any]:
             warnings=b.warnings,
         )
 
-    svc = app.toolsets
+    @method("toolsets/import")
+    async def import_(self, p: ImportParams, ctx: RequestContext) -> ToolsetResult:
+        return ToolsetResult(toolset_out(await self.toolsets.install(p.path, replace=p.replace)))
 
-    async def import_(p: ImportParams, ctx: RequestContext) -> ToolsetResult:
-        return ToolsetResult(toolset_out(await svc.install(p.path, replace=p.replace)))
+    @method("toolsets/list")
+    async def list_toolsets(self, p: None, ctx: RequestContext) -> ToolsetsResult:
+        return ToolsetsResult([toolset_out(t) for t in await self.toolsets.list()])
 
-    async def list_(p: None, ctx: RequestContext) -> ToolsetsResult:
-        return ToolsetsResult([toolset_out(t) for t in await svc.list()])
+    @method("toolsets/get")
+    async def get(self, p: ToolsetIdParams, ctx: RequestContext) -> ToolsetDetail:
+        from ..toolsets import registry
 
-    async def get(p: ToolsetIdParams, ctx: RequestContext) -> ToolsetDetail:
-        from ..toolsets import registry, secrets
-
-        toolset = await svc.get(p.id)
-        servers = await svc.server_rows(p.id)
+        toolset = await self.toolsets.get(p.id)
+        servers = await self.toolsets.server_rows(p.id)
         return ToolsetDetail(
             toolset_out(toolset),
-            await registry.toolset_tools(app.db, p.id),  # type: ignore[arg-type]
+            await registry.toolset_tools(self.db, p.id),  # type: ignore[arg-type]
             [ConfiguredServer(id=f"{p.id}~{r[0]}", server_id=r[0], toolset_id=p.id, type=r[1],
                               enabled=bool(r[10]),
                               command=secrets.masked_command(r[2], json.loads(r[3])),
@@ -108,35 +117,42 @@ def handlers(app: Sidecar) -> dict[str, Any]:
              for r in servers],
         )
 
-    async def export(p: ExportParams, ctx: RequestContext) -> ExportResult:
-        path, size, sha = await svc.export(p.id, p.path)
+    @method("toolsets/export")
+    async def export(self, p: ExportParams, ctx: RequestContext) -> ExportResult:
+        path, size, sha = await self.toolsets.export(p.id, p.path)
         return ExportResult(str(path), size, sha)
 
-    async def set_enabled(p: SetEnabledParams, ctx: RequestContext) -> ToolsetResult:
-        return ToolsetResult(toolset_out(await svc.set_enabled(p.id, p.enabled)))
+    @method("toolsets/setEnabled")
+    async def set_enabled(self, p: SetEnabledParams, ctx: RequestContext) -> ToolsetResult:
+        return ToolsetResult(toolset_out(await self.toolsets.set_enabled(p.id, p.enabled)))
 
-    async def uninstall(p: ToolsetIdParams, ctx: RequestContext) -> Empty:
-        await svc.uninstall(p.id)
+    @method("toolsets/uninstall")
+    async def uninstall(self, p: ToolsetIdParams, ctx: RequestContext) -> Empty:
+        await self.toolsets.uninstall(p.id)
         return Empty()
 
-    async def tools_list(p: ToolsListParams, ctx: RequestContext) -> ToolsResult:
+    @method("tools/list")
+    async def tools_list(self, p: ToolsListParams, ctx: RequestContext) -> ToolsResult:
         from ..toolsets import registry
 
-        return ToolsResult(await registry.list_tools(app.db, p.include_disabled, app.mcp))  # type: ignore[arg-type]
+        return ToolsResult(await registry.list_tools(self.db, p.include_disabled, self.mcp))  # type: ignore[arg-type]
 
-    async def tools_get(p: ToolIdParams, ctx: RequestContext) -> ToolResult:
+    @method("tools/get")
+    async def tools_get(self, p: ToolIdParams, ctx: RequestContext) -> ToolResult:
         from ..toolsets import registry
 
-        return ToolResult(await registry.get_tool(app.db, p.id, app.mcp))  # type: ignore[arg-type]
+        return ToolResult(await registry.get_tool(self.db, p.id, self.mcp))  # type: ignore[arg-type]
 
-    async def set_override(p: SetOverrideParams, ctx: RequestContext) -> ToolResult:
+    @method("tools/setOverride")
+    async def set_override(self, p: SetOverrideParams, ctx: RequestContext) -> ToolResult:
         from ..toolsets import registry
 
         changes = {f: getattr(p, f) for f in p.__struct_fields__
                    if f not in ("toolset_id", "tool_id") and getattr(p, f) is not msgspec.UNSET}
-        return ToolResult(await registry.set_override(app.db, p.toolset_id, p.tool_id, changes, app.mcp))  # type: ignore[arg-type]
+        return ToolResult(await registry.set_override(self.db, p.toolset_id, p.tool_id, changes, self.mcp))  # type: ignore[arg-type]
 
-    async def call(p: ToolCallParams, ctx: RequestContext) -> ToolCallResult:
+    @method("tools/call")
+    async def call(self, p: ToolCallParams, ctx: RequestContext) -> ToolCallResult:
         async def progress(done: float, total: float | None, message: str | None) -> None:
             if p.work_done_token is not None:
                 value: dict[str, Any] = {"kind": "report"}
@@ -146,13 +162,10 @@ def handlers(app: Sidecar) -> dict[str, Any]:
                     value["message"] = message
                 await ctx.progress(p.work_done_token, value)
 
-        row = await app.tool_calls.call(p.tool_id, p.args, p.chat_id, on_progress=progress)
+        row = await self.tool_calls.call(p.tool_id, p.args, p.chat_id, on_progress=progress)
         return ToolCallResult(msgspec.convert(row, ToolCall, from_attributes=True))
 
-    async def html_page(p: HtmlPageParams, ctx: RequestContext) -> HtmlPageResult:
-        return HtmlPageResult(await app.tool_calls.html_page(p.tool_call_id))
+    @method("tools/htmlPage")
+    async def html_page(self, p: HtmlPageParams, ctx: RequestContext) -> HtmlPageResult:
+        return HtmlPageResult(await self.tool_calls.html_page(p.tool_call_id))
 
-    return {"tools/list": tools_list, "tools/call": call, "tools/htmlPage": html_page, "tools/get": tools_get, "tools/setOverride": set_override,
-            "toolsets/inspect": inspect, "toolsets/import": import_, "toolsets/list": list_,
-            "toolsets/get": get, "toolsets/export": export, "toolsets/setEnabled": set_enabled,
-            "toolsets/uninstall": uninstall}

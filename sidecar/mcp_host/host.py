@@ -17,6 +17,7 @@ from anyio.abc import TaskGroup
 from sidecar.runtime.environment import scrubbed_env
 
 from .commands import CommandNotFound, resolve_command
+from ..secrets import mask_url
 from .config import SERVER_TYPES, MissingVariable, ServerConfig, resolve, resolve_mapping
 from .errors import McpError
 
@@ -613,7 +614,7 @@ class McpHost:
                 except OSError as exc:
                     raise _Failure(f"could not start {spec.argv[0]}: {exc.strerror or exc}") from None
             else:
-                log.info("MCP server %s: connecting to %s", config.key, remote.mask_url(spec.url))
+                log.info("MCP server %s: connecting to %s", config.key, mask_url(spec.url))
                 opener = remote.sse if config.type == "sse" else remote.streamable_http
                 read_timeout = max(300.0, 2 * config.call_timeout)
                 read, write = await stack.enter_async_context(opener(
@@ -814,7 +815,7 @@ class McpHost:
             code = await transport.wait_exited(1.0)
             what = describe_returncode(code) if code is not None else "closed its stdout"
             return self._with_stderr(f"the server {what}", transport)
-        message = f"the connection to {remote.mask_url(spec.url)} was closed"
+        message = f"the connection to {mask_url(spec.url)} was closed"
         return f"{message}: {conn.notes[-1]}" if conn.notes else message
 
     def _describe(self, config: ServerConfig, spec: _Spec | None, exc: BaseException) -> str:
@@ -824,7 +825,7 @@ class McpHost:
 
         from . import remote
 
-        url = remote.mask_url(spec.url) if spec is not None and spec.url else remote.mask_url(config.url or "")
+        url = mask_url(spec.url) if spec is not None and spec.url else mask_url(config.url or "")
         leaves = [e for e in _flatten(exc) if not isinstance(e, anyio.get_cancelled_exc_class())] or [exc]
         for e in leaves:
             if isinstance(e, remote.TransportLost):

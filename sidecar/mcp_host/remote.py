@@ -22,22 +22,9 @@ import mcp_types as types
 from anyio.abc import TaskStatus
 from mcp.shared.message import SessionMessage
 
+from ..secrets import mask_url
+
 log = logging.getLogger(__name__)
-
-
-def mask_url(url: str) -> str:
-    """`url` without userinfo, query or fragment, which can carry secrets (`?token=`)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "(invalid URL)"
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    masked = f"{parts.scheme}://{host}{parts.path}"
-    if parts.query:
-        masked += "?…"
-    return masked
 
 
 class TransportLost(Exception):

@@ -40,13 +40,14 @@ OnProgress = Callable[[float, "float | None", "str | None"], Awaitable[None]]
 
 
 class ToolCallService:
-    def __init__(self, db: Database, workspace: WorkspaceService, workers: WorkerHost, scratch: Path) -> None:
+    def __init__(self, db: Database, workspace: WorkspaceService, workers: WorkerHost, scratch: Path,
+                 mcp: McpHost) -> None:
         self.db = db
         self.workspace = workspace
         self.workers = workers
         self.repo = ToolCallRepo(db)
         self.scratch = scratch
-        self.mcp: McpHost | None = None  # set once the MCP host exists
+        self.mcp = mcp
 
     def bind(self, tg: TaskGroup) -> None:
         self.repo.bind(tg)
@@ -161,7 +162,7 @@ class ToolCallService:
             except ToolFailure as exc:
                 message = f"{exc.path}: {exc.message}" if exc.path else exc.message
                 raise _Failed(message, exc.kind) from None
-        if tool.provider == "mcp" and self.mcp is not None:
+        if tool.provider == "mcp":
             from ..mcp_host.host import McpError
 
             try:

@@ -26,7 +26,7 @@ from ..api.base import wire_name
 from ..api.errors import Conflict, InvalidBundle, InvalidParams, NotFound
 from ..store import CATALOG, Database
 from ..store.rows import now
-from . import secrets
+from .. import secrets
 
 if TYPE_CHECKING:
     from ..runtime.workers import WorkerHost
@@ -58,14 +58,15 @@ def _toolset(row: Any) -> ToolsetRow:
 
 
 class ToolsetService:
-    def __init__(self, db: Database, data_dir: Path, workers: WorkerHost) -> None:
+    def __init__(self, db: Database, data_dir: Path, workers: WorkerHost,
+                 on_change: Callable[[str], Awaitable[None]]) -> None:
         self.db = db
         self.root = data_dir / "toolsets"
         self.workers = workers
         self._lock = anyio.Lock()  # one install/uninstall at a time
         # Called with a toolset id after it was installed, upgraded, switched or uninstalled (the
         # MCP host and the authoring loop follow the toolsets this way).
-        self.on_change: list[Callable[[str], Awaitable[None]]] = []
+        self._on_change = on_change
 
     async def get(self, toolset_id: str) -> ToolsetRow:
         row = await self.db.fetchone(f"SELECT {_COLS} FROM toolsets WHERE id = ?", (toolset_id,))
@@ -140,8 +141,7 @@ class ToolsetService:
         return await self.get(server_id)
 
     async def _changed(self, toolset_id: str) -> None:
-        for listener in self.on_change:
-            await listener(toolset_id)
+        await self._on_change(toolset_id)
 
     async def _describe(self, m: Manifest, revision: Path) -> dict[str, dict[str, Any]]:
         """Load the tools in a worker once, for what only their code says (schemas inferred from

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import anyio
 import anyio.to_thread
 
+from ...secrets import MASK, mask_url
 from .base import ProviderError, ProviderEvent, ToolCallRequest, TurnRequest
 
 DEFAULT_MAX_RETRIES = 2
@@ -213,7 +214,6 @@ def _detail(body: object, fallback: str) -> str:
 
 def _scrub(text: str, secrets: list[str]) -> str:
     """A server may echo what it was sent; the secrets it was sent never reach a message."""
-    from ...toolsets.secrets import MASK
 
     for secret in secrets:
         if len(secret) >= 4 and secret != UNUSED_KEY:
@@ -222,7 +222,6 @@ def _scrub(text: str, secrets: list[str]) -> str:
 
 
 def _where(endpoint: Endpoint) -> str:
-    from ...toolsets.secrets import mask_url
 
     return mask_url(endpoint.base_url) if endpoint.base_url else "the provider's API"
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ...api.errors import InvalidParams, NotFound, PermissionDenied
+from ...secrets import MASK, masked_key
 from ...store import Database
 from ...store.rows import now
 from .base import Provider
@@ -156,16 +157,6 @@ class ProviderService:
         self._instances.clear()
 
 
-def masked_key(key: str) -> str:
-    """How responses show an API key: enough to tell keys apart (``sk-…abcd``), never enough to use.
-    A ``${VAR}`` reference is not a secret and shows as is."""
-    from ...toolsets.secrets import MASK, is_reference
-
-    if is_reference(key):
-        return key
-    return f"{key[:3]}…{key[-4:]}" if len(key) >= 16 else MASK
-
-
 def _build(row: ProviderRow) -> Provider:
     # Each kind's module (and its SDK) is imported only once a provider of that kind is used.
     config = row.config or {}
@@ -216,7 +207,6 @@ def _check(kind: str, base_url: str | None, api_key: str | None, default_model: 
 
 def _keep_masked_headers(config: dict[str, Any], old_config: dict[str, Any]) -> None:
     """A header sent back as the mask responses showed keeps its stored value."""
-    from ...toolsets.secrets import MASK
 
     headers, old = config.get("headers"), old_config.get("headers") or {}
     if isinstance(headers, dict):

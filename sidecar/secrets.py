@@ -1,5 +1,8 @@
-"""Secrets in toolset configuration never leave the sidecar in clear: responses mask them, and
-exports turn them into ``${VAR}`` placeholders."""
+"""Secrets never leave the sidecar in clear: the one place that says how they are shown.
+
+Responses, log lines and error messages mask them (``mask*``, ``masked_key``); exports turn them
+into ``${VAR}`` placeholders (``placeholder*``). A ``${VAR}`` reference is not a secret and shows as is.
+"""
 
 from __future__ import annotations
 
@@ -29,7 +32,10 @@ Replace = Callable[[str, str], str]  # (name the value is known by, value) -> sh
 
 
 def _rewrite_url(url: str, replace: Replace) -> str:
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "(invalid URL)"
     netloc = parts.netloc
     if "@" in netloc:  # user:password@host
         user, _, host = netloc.rpartition("@")
@@ -95,3 +101,10 @@ def placeholder_args(args: list[str]) -> list[str]:
 def masked_command(command: str | None, args: list[str]) -> list[str] | None:
     """A server's command line as responses show it: the command, then its args with secrets masked."""
     return [command, *mask_args(args)] if command else None
+
+
+def masked_key(key: str) -> str:
+    """How responses show an API key: enough to tell keys apart (``sk-…abcd``), never enough to use."""
+    if is_reference(key):
+        return key
+    return f"{key[:3]}…{key[-4:]}" if len(key) >= 16 else MASK

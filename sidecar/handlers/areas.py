@@ -1,0 +1,35 @@
+"""Which handler class serves which area, and which services each one gets."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .chats import ChatHandlers
+from .debug import DebugHandlers
+from .mcp import McpHandlers
+from .providers import ProviderHandlers
+from .routes import routes
+from .toolsets import ToolsetHandlers
+from .workspace import WorkspaceHandlers
+
+if TYPE_CHECKING:
+    from ..compose import Services
+
+AREAS = (ChatHandlers, DebugHandlers, McpHandlers, ProviderHandlers, ToolsetHandlers, WorkspaceHandlers)
+
+
+def service_routes(s: Services) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for area in (
+        ChatHandlers(s.chats, s.turns, s.workspace, s.tool_calls.repo),
+        DebugHandlers(s.settings, s.db, s.started_at),
+        McpHandlers(s.toolsets, s.mcp, s.db, s.sync_mcp),
+        ProviderHandlers(s.providers),
+        ToolsetHandlers(s.toolsets, s.tool_calls, s.db, s.mcp),
+        WorkspaceHandlers(s.workspace, s.chats),
+    ):
+        for name, handler in routes(area).items():
+            if name in found:
+                raise RuntimeError(f"{name!r} is served by two areas")
+            found[name] = handler
+    return found

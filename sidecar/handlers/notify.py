@@ -1,0 +1,55 @@
+"""Service events become UI notifications and ``ui/`` requests here, and nowhere else.
+
+Services are handed these methods (through ``compose``) as plain callbacks; they never see the
+connection. Until the connection is attached, and after it is gone, notifications are dropped and
+questions to the UI are answered "cancel".
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from ..api.mcp import ElicitParams, ElicitResult, McpServer, ServerStatusParams
+from ..api.toolsets import Toolset, ToolsetChangedParams
+from ..api.workspace import ChangedParams, Changes
+
+
+class Peer(Protocol):
+    """The UI end of the connection."""
+
+    async def notify(self, method: str, params: Any = None) -> None: ...
+    async def request(self, method: str, params: Any = None, result_type: Any = Any) -> Any: ...
+
+
+class Notifier:
+    def __init__(self) -> None:
+        self._peer: Peer | None = None
+
+    def attach(self, peer: Peer | None) -> None:
+        self._peer = peer
+
+    async def workspace_changed(
+        self, chat_id: str, manifest_id: str, changes: tuple[list[str], list[str], list[str]]
+    ) -> None:
+        if self._peer is not None:
+            added, removed, modified = changes
+            await self._peer.notify("workspace/changed",
+                                    ChangedParams(chat_id, manifest_id, Changes(added, removed, modified)))
+
+    async def mcp_server_changed(self, server: McpServer) -> None:
+        if self._peer is not None:
+            await self._peer.notify("mcpServers/status", ServerStatusParams(server))
+
+    async def toolset_reloaded(self, toolset: Toolset) -> None:
+        if self._peer is not None:
+            await self._peer.notify("toolsets/changed", ToolsetChangedParams(toolset.id, "reloaded", toolset))
+
+    async def toolset_reload_failed(self, toolset_id: str, path: str, reason: str) -> None:
+        if self._peer is not None:
+            await self._peer.notify("toolsets/changed", ToolsetChangedParams(
+                toolset_id, "reloadFailed", error=f"{path}: {reason}" if path else reason, error_path=path or None))
+
+    async def elicit(self, asked: ElicitParams) -> ElicitResult:
+        if self._peer is None:
+            return ElicitResult("cancel")
+        return await self._peer.request("ui/elicit", asked, ElicitResult)
