@@ -1,7 +1,9 @@
-"""A JSON-RPC client that spawns a sidecar and drives it over stdio.
+"""A JSON-RPC client that spawns a sidecar and drives it over stdio, or runs it in-process.
 
 The test harness, ``scripts/repl``, ``scripts/replay``, ``scripts/demo`` and the benchmarks all talk
-to the real process through this. It is not used by the server itself.
+to the real process through ``SidecarClient.spawn``. ``SidecarClient.in_process`` serves the same
+app over an in-memory pipe in the caller's event loop, for unit-speed tests of chat turns, tool
+calls and the catalog. It is not used by the server itself.
 """
 
 from __future__ import annotations
@@ -39,10 +41,32 @@ def sidecar_command(data_dir: str | os.PathLike[str], *extra: str) -> list[str]:
     return [sys.executable, "-m", "sidecar", "--data-dir", str(data_dir), *extra]
 
 
+class _InProcess:
+    """What ``SidecarClient`` needs of a process, for an app served in the caller's event loop."""
+
+    def __init__(self) -> None:
+        self.returncode: int | None = None
+        self.exited = anyio.Event()
+
+    async def wait(self) -> int:
+        await self.exited.wait()
+        assert self.returncode is not None
+        return self.returncode
+
+    def kill(self) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        pass
+
+
 class SidecarClient:
-    def __init__(self, proc: anyio.abc.Process, stderr_path: Path) -> None:
+    def __init__(self, proc: Any, stderr_path: Path) -> None:
         self.proc = proc
         self.stderr_path = stderr_path
+        self._send_bytes: Callable[[bytes], Awaitable[None]] = self._send_to_stdin
+        self._read_lines: Callable[[], AsyncIterator[bytes]] = self._stdout_lines
+        self._close_input: Callable[[], Awaitable[None]] = self._close_stdin
         self.notifications: list[dict[str, Any]] = []
         self.server_requests: list[dict[str, Any]] = []  # unanswered ones, oldest first
         self.orphan_responses: list[dict[str, Any]] = []  # responses with id null or unknown ids
@@ -104,7 +128,52 @@ class SidecarClient:
                     await proc.aclose()
                 client._stderr_snapshot = stderr_path.read_text(errors="replace")
 
+    @classmethod
+    @asynccontextmanager
+    async def in_process(cls, data_dir: str | os.PathLike[str], *, initialize: bool = True,
+                         **settings: Any) -> AsyncIterator[SidecarClient]:
+        """The app of ``python -m sidecar`` served over an in-memory pipe in this event loop
+        (``settings``: fields of ``sidecar.settings.Settings``). Logs go to the caller's logging."""
+        from .app import serve
+        from .rpc import memory_pair
+        from .settings import Settings
+
+        server_end, client_end = memory_pair(max_line_bytes=1 << 30)
+        proc = _InProcess()
+        client = cls(proc, Path(data_dir) / "in-process.log")
+
+        async def lines() -> AsyncIterator[bytes]:
+            while True:
+                for frame in await client_end.receive():
+                    if isinstance(frame, bytes):
+                        yield frame
+
+        client._send_bytes = client_end.send
+        client._read_lines = lines
+        client._close_input = client_end.aclose
+
+        async def run_app() -> None:
+            try:
+                proc.returncode = await serve(Settings(data_dir=Path(data_dir), **settings), server_end)
+            finally:
+                proc.exited.set()
+                await client_end.aclose()
+
+        async with anyio.create_task_group() as tg:
+            client._tg = tg
+            tg.start_soon(run_app)
+            tg.start_soon(client._read_loop)
+            if initialize:
+                await client.request("initialize", {"clientInfo": {"name": "in-process", "version": "0"}})
+            yield client
+            await client.close()
+            tg.cancel_scope.cancel()
+
     # -- sending -----------------------------------------------------------------------------
+
+    async def _send_to_stdin(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        await self.proc.stdin.send(data)
 
     async def send_raw(self, line: bytes | str) -> None:
         """Write bytes as they are (a newline is added when missing)."""
@@ -112,8 +181,7 @@ class SidecarClient:
         if not data.endswith(b"\n"):
             data += b"\n"
         async with self._send_lock:
-            assert self.proc.stdin is not None
-            await self.proc.stdin.send(data)
+            await self._send_bytes(data)
 
     async def send(self, message: dict[str, Any]) -> None:
         await self.send_raw(json.dumps(message, separators=(",", ":")).encode())
@@ -228,12 +296,17 @@ class SidecarClient:
             return await self.proc.wait()
 
     async def close_stdin(self) -> None:
+        await self._close_input()
+
+    async def _close_stdin(self) -> None:
         assert self.proc.stdin is not None
         await self.proc.stdin.aclose()
 
     def stderr_text(self) -> str:
         snapshot = getattr(self, "_stderr_snapshot", None)
-        return snapshot if snapshot is not None else self.stderr_path.read_text(errors="replace")
+        if snapshot is not None:
+            return snapshot
+        return self.stderr_path.read_text(errors="replace") if self.stderr_path.exists() else ""
 
     def _exit_text(self) -> str:
         tail = "\n".join(self.stderr_text().splitlines()[-20:])
@@ -241,12 +314,15 @@ class SidecarClient:
 
     # -- reading -----------------------------------------------------------------------------
 
-    async def _read_loop(self) -> None:
+    async def _stdout_lines(self) -> AsyncIterator[bytes]:
         assert self.proc.stdout is not None
         reader = BufferedByteReceiveStream(self.proc.stdout)
+        while True:
+            yield await reader.receive_until(b"\n", 1 << 30)
+
+    async def _read_loop(self) -> None:
         try:
-            while True:
-                line = await reader.receive_until(b"\n", 1 << 30)
+            async for line in self._read_lines():
                 if not line.strip():
                     continue
                 try:

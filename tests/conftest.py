@@ -24,3 +24,11 @@ async def sidecar(data_dir: Path) -> AsyncIterator[SidecarClient]:
     async with SidecarClient.spawn(data_dir, args=("--log-level", "debug")) as client:
         yield client
     assert client.proc.returncode == 0, client.stderr_text()
+
+
+@pytest.fixture
+async def app(data_dir: Path) -> AsyncIterator[SidecarClient]:
+    """The same app served in this event loop over an in-memory pipe: unit speed, same wire."""
+    async with SidecarClient.in_process(data_dir) as client:
+        yield client
+    assert client.proc.returncode == 0
