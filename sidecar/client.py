@@ -67,6 +67,7 @@ class SidecarClient:
         self._send_bytes: Callable[[bytes], Awaitable[None]] = self._send_to_stdin
         self._read_lines: Callable[[], AsyncIterator[bytes]] = self._stdout_lines
         self._close_input: Callable[[], Awaitable[None]] = self._close_stdin
+        self._stderr_snapshot: str | None = None  # the whole stderr, kept once the process is gone
         self.notifications: list[dict[str, Any]] = []
         self.server_requests: list[dict[str, Any]] = []  # unanswered ones, oldest first
         self.orphan_responses: list[dict[str, Any]] = []  # responses with id null or unknown ids
@@ -103,7 +104,7 @@ class SidecarClient:
                 command = sidecar_command(data_dir or Path(tmp) / "data", *args)
             stderr_path = Path(tmp) / "stderr.log"
             full_env = {**os.environ, **(env or {})}
-            with open(stderr_path, "wb") as stderr:
+            with open(stderr_path, "wb") as stderr:  # noqa: ASYNC230 (a new local temp file: no wait)
                 proc = await anyio.open_process(command, stderr=stderr, env=full_env)
             client = cls(proc, stderr_path)
             try:
@@ -260,7 +261,7 @@ class SidecarClient:
                     await _first(self._changed.wait(), self._eof.wait())
 
     async def wait_notification(
-        self, method: str, where: Callable[[dict[str, Any]], bool] | None = None, timeout: float = 10
+        self, method: str, where: Callable[[Any], bool] | None = None, timeout: float = 10
     ) -> dict[str, Any]:
         def find() -> dict[str, Any] | None:
             for n in self.notifications:
@@ -303,9 +304,8 @@ class SidecarClient:
         await self.proc.stdin.aclose()
 
     def stderr_text(self) -> str:
-        snapshot = getattr(self, "_stderr_snapshot", None)
-        if snapshot is not None:
-            return snapshot
+        if self._stderr_snapshot is not None:
+            return self._stderr_snapshot
         return self.stderr_path.read_text(errors="replace") if self.stderr_path.exists() else ""
 
     def _exit_text(self) -> str:
