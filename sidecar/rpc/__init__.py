@@ -5,7 +5,8 @@ registered decoder types them. It imports nothing else from ``sidecar`` so it ca
 over in-memory streams.
 """
 
-from .connection import Connection, RequestContext
+from .connection import Connection
+from .context import RequestContext
 from .errors import ConnectionClosed, RemoteError, RpcError
 from .framing import LineSplitter, LineTooLong
 from .methods import MethodTable

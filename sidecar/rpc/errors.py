@@ -7,7 +7,7 @@ importing them. Everything else is an internal error.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -43,7 +43,16 @@ class ConnectionClosed(RpcError):
 
 
 def wire_error(exc: BaseException) -> tuple[int, str, Any] | None:
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
+    """``(code, message, data)`` for an exception that knows its wire error (also when it is the one
+    exception of a group); None for any other: an internal error."""
+    while (member := _sole_member(exc)) is not None:
+        exc = member
     to_wire = getattr(exc, "__rpc_error__", None)
     return to_wire() if to_wire is not None else None
+
+
+def _sole_member(exc: BaseException) -> BaseException | None:
+    if not isinstance(exc, BaseExceptionGroup):
+        return None
+    members = cast("BaseExceptionGroup[BaseException]", exc).exceptions
+    return members[0] if len(members) == 1 else None

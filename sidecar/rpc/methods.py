@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 
 if TYPE_CHECKING:
-    from .connection import RequestContext
+    from .context import RequestContext
 
 Handler = Callable[[Any, "RequestContext"], Awaitable[Any]]
 CancelMode = Literal["interrupt", "signal"]
@@ -23,13 +23,13 @@ class Method:
     notification: bool
     inline: bool
     cancel: CancelMode
-    _decoder: msgspec.json.Decoder | None = field(default=None, repr=False)
+    _decoder: msgspec.json.Decoder[Any] | None = field(default=None, repr=False)
 
     def decode_params(self, raw: bytes) -> Any:
         if self.params_type is None:
             return None
         if self._decoder is None:
-            self._decoder = msgspec.json.Decoder(self.params_type)
+            self._decoder = msgspec.json.Decoder[Any](self.params_type)
         return self._decoder.decode(raw)
 
 

@@ -73,7 +73,7 @@ class StdioTransport:
         )
         self._thread.start()
 
-    def _feed(self, token: object) -> None:
+    def _feed(self, token: anyio.lowlevel.EventLoopToken) -> None:
         try:
             while True:
                 try:

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from sidecar.client import SidecarClient
+from tests.rpc.hostile import answers_due, hostile_lines
 
 pytestmark = pytest.mark.anyio
 
@@ -25,6 +26,13 @@ async def answer_to_raw(c: SidecarClient, line: bytes) -> dict:
         (b"this is not json", PARSE, "parse error"),
         (b'{"jsonrpc":"2.0","id":1,"method":"ping"', PARSE, "parse error"),
         (b"\xff\xfe{}", PARSE, "parse error"),  # invalid UTF-8
+        # ... also where nothing would read it: params of a method that takes none, an unknown field
+        (b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"\xff"}}', PARSE, "UTF-8"),
+        (b'{"jsonrpc":"2.0","id":1,"method":"ping","x":"\xed\xa0\x80"}', PARSE, "UTF-8"),
+        # nested deeper than the parser goes: the id can't be read
+        (b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":' + b"[" * 5000 + b"]" * 5000 + b"}}",
+         PARSE, "nested"),
+        (b"[[[[", PARSE, "parse error"),  # not JSON, so not a batch either
         (b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]', INVALID_REQUEST, "batch"),
         (b"42", INVALID_REQUEST, "object"),
         (b'"ping"', INVALID_REQUEST, "object"),
@@ -142,3 +150,14 @@ async def test_request_before_initialize_is_refused(data_dir):
         again = await c.request_raw("initialize")
         assert again["error"]["code"] == -32011
         assert await c.request("ping") == {}
+
+
+async def test_hostile_lines_each_get_one_answer_and_the_process_keeps_serving(sidecar):
+    for i, line in enumerate(hostile_lines(seed=2026, count=400)):
+        sentinel = sidecar.expect(f"sentinel-{i}")
+        await sidecar.send_raw(line + b'\n{"jsonrpc":"2.0","id":"sentinel-%d","method":"ping"}' % i)
+        assert (await sentinel(10))["result"] == {}
+        answers, sidecar.orphan_responses[:] = list(sidecar.orphan_responses), []
+        assert len(answers) in answers_due(line), (i, line[:200], answers)
+    assert sidecar.garbage == []
+    assert await sidecar.request("ping") == {}

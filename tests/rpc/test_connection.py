@@ -190,7 +190,7 @@ async def test_cancel_inflight_answers_every_request(peer):
     await p.request(3, "ping")
     assert (await p.recv())["id"] == 3
     conn.refuse_requests()
-    assert await conn.cancel_inflight("going down", timeout=2) == 0
+    assert await conn.cancel_inflight("going down", grace=2) == 0
     replies = {r["id"]: r for r in [await p.recv(), await p.recv()]}
     assert replies[1]["error"] == {"code": -32800, "message": "going down"}
     assert replies[2]["result"] == {"stopReason": "cancelled"}
