@@ -59,7 +59,7 @@ class InspectResult(Model):
     warnings: list[str]
 
 
-SPECS = (
+_INSPECT_SPECS = (
     MethodSpec(
         "toolsets/inspect", "clientToServer", "request",
         "Read a toolset bundle (ZIP or folder) and show what installing it would add, including "
@@ -148,8 +148,7 @@ class SetEnabledParams(Model):
 _IB, _NF, _CF, _IP, _ST = (ErrorCode.INVALID_BUNDLE, ErrorCode.NOT_FOUND, ErrorCode.CONFLICT,
                            ErrorCode.INVALID_PARAMS, ErrorCode.STORAGE_ERROR)
 
-SPECS = (
-    *SPECS,
+_TOOLSET_SPECS = (
     MethodSpec("toolsets/import", "clientToServer", "request",
                "Install a toolset from a ZIP file or a folder (Conflict if its id is installed, "
                "unless replace is set).",
@@ -206,8 +205,7 @@ class SetOverrideParams(Model):
     enabled: bool | None | msgspec.UnsetType = msgspec.UNSET
 
 
-SPECS = (
-    *SPECS,
+_TOOL_SPECS = (
     MethodSpec("tools/list", "clientToServer", "request",
                "Tools with overrides applied (disabled ones only with includeDisabled).",
                params=ToolsListParams, result=ToolsResult, errors=(_ST,),
@@ -259,8 +257,7 @@ class ToolCallResult(Model):
     tool_call: ToolCall
 
 
-SPECS = (
-    *SPECS,
+_CALL_SPECS = (
     MethodSpec("tools/call", "clientToServer", "request",
                "Run one tool now, as the user (no confirmation is asked). With chatId it runs in "
                "that chat's workspace, which is snapshotted after the call, even a failed one. A "
@@ -281,8 +278,7 @@ class ToolsetChangedParams(Model):
     error_path: str | None = None
 
 
-SPECS = (
-    *SPECS,
+_CHANGED_SPECS = (
     MethodSpec("toolsets/changed", "serverToClient", "notification",
                "A toolset imported from a folder (sourceType local) followed an edit of that folder.",
                params=ToolsetChangedParams),
@@ -299,9 +295,10 @@ class HtmlPageResult(Model):
     html: str
 
 
-SPECS = (
-    *SPECS,
+_PAGE_SPECS = (
     MethodSpec("tools/htmlPage", "clientToServer", "request",
                "The page of a tool call whose render plan uses the html renderer.",
                params=HtmlPageParams, result=HtmlPageResult, errors=(_NF, _IP, _ST)),
 )
+
+SPECS = (*_INSPECT_SPECS, *_TOOLSET_SPECS, *_TOOL_SPECS, *_CALL_SPECS, *_CHANGED_SPECS, *_PAGE_SPECS)

@@ -11,7 +11,8 @@ import random
 
 TEMPLATES = [
     b'{"jsonrpc":"2.0","id":1,"method":"ping"}',
-    b'{"jsonrpc":"2.0","id":"a-7","method":"ping","params":{"text":"h\xc3\xa9llo \xe2\x9c\x93","n":[1,2.5,{"x":null}]}}',
+    b'{"jsonrpc":"2.0","id":"a-7","method":"ping",'
+    b'"params":{"text":"h\xc3\xa9llo \xe2\x9c\x93","n":[1,2.5,{"x":null}]}}',
     b'{"jsonrpc":"2.0","id":3,"method":"typed","params":{"ms":5}}',
     b'{"jsonrpc":"2.0","method":"note","params":{}}',
     b'{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":1}}',

@@ -118,7 +118,8 @@ async def test_an_unreadable_line_is_answered_once_with_id_null(client: Client, 
 
 
 async def test_valid_utf8_still_reaches_the_method(client: Client):
-    answers = await client.answers_to('{"jsonrpc":"2.0","id":4,"method":"typed","params":{"ms":7,"data":"✓"}}'.encode(), "s")
+    line = '{"jsonrpc":"2.0","id":4,"method":"typed","params":{"ms":7,"data":"✓"}}'.encode()
+    answers = await client.answers_to(line, "s")
     assert answers == [{"jsonrpc": "2.0", "id": 4, "result": {"ms": 7}}]
     answers = await client.answers_to('{"jsonrpc":"2.0","id":"é✓","method":"ping"}'.encode(), "t")
     assert answers == [{"jsonrpc": "2.0", "id": "é✓", "result": {}}]
