@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
+
+# The id of anything named from outside (toolsets, tools, MCP servers, providers): 1-64 letters,
+# digits, '.', '_' and '-', starting with a letter or digit, matched whole (ARCHITECTURE.md writes
+# it ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$). Not written with '$': in Python '$' also matches before a
+# final newline, and msgspec searches its patterns with Python's re, so "nl\n" passed. The
+# lookahead ends at the true end of the string in Python and in JSON Schema's ECMA-262 alike.
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}(?![\s\S])"
+Id = Annotated[str, msgspec.Meta(pattern=ID_PATTERN)]
+_ID = re.compile(ID_PATTERN)
+
+
+def is_id(value: str) -> bool:
+    """Whether ``value`` is a valid id, whole (see ``ID_PATTERN``)."""
+    return _ID.match(value) is not None
 
 
 class Model(msgspec.Struct, rename="camel", forbid_unknown_fields=True, omit_defaults=True):

@@ -32,7 +32,7 @@ class ProvidersResult(Model):
 
 
 class SetProviderParams(Model):
-    # ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$; an existing id is replaced whole (but for apiKey)
+    # an id (base.ID_PATTERN, checked by the service); an existing id is replaced whole (but for apiKey)
     id: str
     kind: ProviderKind
     base_url: str | None = None  # an OpenAI- or Anthropic-compatible server; may hold ${VAR}

@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..api.base import is_id
+
 Source = Literal["claude", "vscode", "cursor"]
 MAX_CONFIG_BYTES = 4 << 20
 
-_ID_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _INPUT = re.compile(r"\$\{input:([^}]+)\}")
 _ENV = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -141,7 +142,7 @@ def _server(name: str, entry: Any, source: Source, path: Path, inputs: dict[str,
     if not isinstance(entry, dict):
         raise ConfigError("the entry is not an object")
     warnings: list[str] = []
-    server_id = name if _ID_OK.match(name) else _safe_id(name)
+    server_id = name if is_id(name) else _safe_id(name)
     if server_id != name:
         warnings.append(f"renamed from {name!r}: ids are letters, digits, '.', '_' and '-'")
 

@@ -9,12 +9,12 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+from ..api.base import Id
+
 ENTRYPOINT_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
 RENDERERS = ("code", "document", "html", "frame")
 MAX_MANIFEST_BYTES = 1 << 20
 
-Id = Annotated[str, msgspec.Meta(pattern=ID_PATTERN)]
 Renderer = Literal["code", "document", "html", "frame"]
 
 

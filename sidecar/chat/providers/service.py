@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final
 
+from ...api.base import is_id
 from ...api.errors import InvalidParams, NotFound, PermissionDenied
 from ...secrets import MASK, masked_key
 from ...store import Database
@@ -26,7 +27,6 @@ log = logging.getLogger("sidecar.providers")
 BUILTIN_ID: Final = "scripted"
 KINDS: Final = ("scripted", "openai", "anthropic")
 DEFAULT_SETTING: Final = "default_provider"
-ID_PATTERN: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 # config keys of the providers that call an API; a scripted provider's config is its own business.
 REMOTE_CONFIG: Final = ("timeout", "maxRetries", "headers")
 
@@ -177,7 +177,7 @@ def _build(row: ProviderRow) -> Provider:
 
 
 def _check_id(provider_id: str) -> None:
-    if not ID_PATTERN.match(provider_id):
+    if not is_id(provider_id):
         raise InvalidParams("params.id", "use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
 
 
