@@ -98,10 +98,9 @@ class Dispatcher:
                 self._client.on_response(env)
                 return
             request_id: object = env.id
-            has_id = request_id is not UNSET
-            if has_id and not is_valid_id(request_id):
-                raise RpcError(INVALID_REQUEST, "id must be a string or an integer (not null, bool or float)")
-            if is_valid_id(request_id):
+            if request_id is not UNSET:
+                if not is_valid_id(request_id):
+                    raise RpcError(INVALID_REQUEST, "id must be a string or an integer (not null, bool or float)")
                 reply_to = request_id
             if env.jsonrpc != "2.0":
                 raise RpcError(INVALID_REQUEST, 'jsonrpc must be "2.0"')
@@ -127,7 +126,7 @@ class Dispatcher:
                 await self._on_notification(name, raw)
             else:
                 await self._on_request(reply_to, name, raw)
-        except Exception as exc:  # nothing below hands a request over and then raises
+        except Exception as exc:  # nothing raises once a handler has the request: one answer each
             await self._outbox.put(self._error_for(reply_to, name, exc))
 
     async def _on_request(self, request_id: int | str, name: str, raw: bytes) -> None:
