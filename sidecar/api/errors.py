@@ -31,9 +31,12 @@ class ErrorCode(IntEnum):
 
 # name, code, when it is sent, shape of data (for openrpc.json and protocol/README.md)
 ERROR_TABLE: tuple[tuple[str, ErrorCode, str, str], ...] = (
-    ("ParseError", ErrorCode.PARSE_ERROR, "the line is not JSON (id null)", ""),
+    ("ParseError", ErrorCode.PARSE_ERROR,
+     "the line is not JSON we can read: malformed, invalid UTF-8 anywhere in it, or nested deeper than the "
+     "parser goes (id null)", ""),
     ("InvalidRequest", ErrorCode.INVALID_REQUEST,
-     "bad envelope, batch, duplicate in-flight id, line too long, request after shutdown", ""),
+     "bad envelope, batch (a well-formed top-level array), duplicate in-flight id, line too long, request "
+     "after shutdown", ""),
     ("MethodNotFound", ErrorCode.METHOD_NOT_FOUND, "unknown method", ""),
     ("InvalidParams", ErrorCode.INVALID_PARAMS, "params fail validation", "{path, reason}"),
     ("InternalError", ErrorCode.INTERNAL_ERROR,
