@@ -29,9 +29,10 @@ from .settings import Settings
 from .store import Database
 from .store.chats import ChatRepo
 from .store.tool_calls import ToolCallRepo
-from .toolsets import mcp_servers, registry
+from .tools import catalog as registry
+from .toolsets import mcp_servers
 from .toolsets.authoring import LocalToolsets
-from .toolsets.calls import ToolCallService
+from .tools.calls import ToolCallService
 from .toolsets.service import ToolsetService
 from .workspace.service import WorkspaceService
 

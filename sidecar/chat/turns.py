@@ -39,13 +39,15 @@ from ..api.toolsets import ToolCall
 from ..store.chats import MessageRow
 from ..store.rows import new_id, now
 from ..store.tool_calls import ToolCallRow
-from ..toolsets.validate import check_args
-from . import context, permissions, toolbox
+from ..tools import aliases as toolbox
+from ..tools import permissions
+from ..tools.validate import check_args
+from . import context
 from .events import Emit, EventStream
 from .providers.base import ChatMessage, Finished, ProviderError, TextDelta, ToolCallReady, ToolCallRequest, TurnRequest, Usage
 
 if TYPE_CHECKING:
-    from ..toolsets.calls import ToolCallService
+    from ..tools.calls import ToolCallService
     from .chats import ChatService
     from .providers.base import Provider
 
@@ -173,7 +175,7 @@ class TurnService:
                      ) -> tuple[MessageRow, ToolCallRow]:
         """Run one tool in a chat without a model (the "+" palette, seed 002): it becomes a
         ``tool`` message in the branch, with its call, render plan and the files after it."""
-        from ..toolsets import registry
+        from ..tools import catalog as registry
 
         await self.workspace.require_chat(chat_id)
         tool = await registry.get_tool(self.db, tool_id, self.tool_calls.mcp)

@@ -40,7 +40,7 @@ from ..api.toolsets import (
 from ..mcp_host.host import McpHost
 from ..rpc import RequestContext
 from ..store import Database
-from ..toolsets.calls import ToolCallService
+from ..tools.calls import ToolCallService
 from ..toolsets.service import ToolsetRow, ToolsetService
 from .routes import method
 
@@ -103,7 +103,7 @@ class ToolsetHandlers:
 
     @method("toolsets/get")
     async def get(self, p: ToolsetIdParams, ctx: RequestContext) -> ToolsetDetail:
-        from ..toolsets import registry
+        from ..tools import catalog as registry
 
         toolset = await self.toolsets.get(p.id)
         servers = await self.toolsets.server_rows(p.id)
@@ -133,19 +133,19 @@ class ToolsetHandlers:
 
     @method("tools/list")
     async def tools_list(self, p: ToolsListParams, ctx: RequestContext) -> ToolsResult:
-        from ..toolsets import registry
+        from ..tools import catalog as registry
 
         return ToolsResult(await registry.list_tools(self.db, p.include_disabled, self.mcp))  # type: ignore[arg-type]
 
     @method("tools/get")
     async def tools_get(self, p: ToolIdParams, ctx: RequestContext) -> ToolResult:
-        from ..toolsets import registry
+        from ..tools import catalog as registry
 
         return ToolResult(await registry.get_tool(self.db, p.id, self.mcp))  # type: ignore[arg-type]
 
     @method("tools/setOverride")
     async def set_override(self, p: SetOverrideParams, ctx: RequestContext) -> ToolResult:
-        from ..toolsets import registry
+        from ..tools import catalog as registry
 
         changes = {f: getattr(p, f) for f in p.__struct_fields__
                    if f not in ("toolset_id", "tool_id") and getattr(p, f) is not msgspec.UNSET}

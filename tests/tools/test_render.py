@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from sidecar.runtime.render import (
+from sidecar.tools.render import (
     RenderError,
     inject_html,
     interpolate,

@@ -23,7 +23,7 @@ from ..api.errors import Conflict, InvalidParams, NotFound, StorageError
 from ..store import Database
 from ..store.rows import new_id, now
 from ..store.tool_calls import ToolCallRepo, ToolCallRow
-from . import registry
+from . import catalog
 from .validate import check_args
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ class ToolCallService:
     ) -> ToolCallRow:
         """``allow_disabled``: a tool a chat got from an attachment runs even when its toolset is
         off globally (seed 003)."""
-        target = await registry.resolve(self.db, tool_id, self.mcp)
+        target = await catalog.resolve(self.db, tool_id, self.mcp)
         tool_id = target.tool.id  # canonical, also when a legacy MCP id was given
         tool = target.tool
         if not tool.enabled and not allow_disabled:
@@ -137,7 +137,7 @@ class ToolCallService:
         self.scratch.mkdir(parents=True, exist_ok=True)
         return Path(tempfile.mkdtemp(prefix="call-", dir=self.scratch))
 
-    async def _run(self, target: registry.Resolved, args: dict[str, Any], workspace: Path | None,
+    async def _run(self, target: catalog.Resolved, args: dict[str, Any], workspace: Path | None,
                    chat_id: str | None, call_id: str, on_progress: OnProgress | None) -> Any:
         tool = target.tool
         timeout = target.config.get("timeout") or self.workers.limits.default_timeout
@@ -176,14 +176,14 @@ class ToolCallService:
             return result
         raise _Failed(f"tools of provider {tool.provider!r} cannot be run here", "load")
 
-    async def _finish(self, target: registry.Resolved, record: ToolCallRow, workspace: Path | None, *,
+    async def _finish(self, target: catalog.Resolved, record: ToolCallRow, workspace: Path | None, *,
                       inserted: bool) -> None:
         record.render_plan = self._plan(target, record, workspace)
         # Outside a chat, nothing waits on the record: it is written after the reply.
         await self.repo.finish(record, inserted=inserted, later=record.chat_id is None)
 
-    def _plan(self, target: registry.Resolved, record: ToolCallRow, workspace: Path | None) -> dict[str, Any] | None:
-        from ..runtime.render import RenderError, render_plan
+    def _plan(self, target: catalog.Resolved, record: ToolCallRow, workspace: Path | None) -> dict[str, Any] | None:
+        from .render import RenderError, render_plan
 
         tool = target.tool
         try:
@@ -198,7 +198,7 @@ class ToolCallService:
 
 
     async def html_page(self, call_id: str) -> str:
-        from ..runtime.render import RenderError, load_artifact_page
+        from .render import RenderError, load_artifact_page
 
         record = await self.repo.get(call_id)
         if record is None:
@@ -217,7 +217,7 @@ class ToolCallService:
 
     async def _current(self, record: ToolCallRow, artifact: Path) -> Path:
         try:
-            target = await registry.resolve(self.db, record.tool_id)
+            target = await catalog.resolve(self.db, record.tool_id)
         except NotFound:
             return artifact  # uninstalled: the read fails and says which file is gone
         toolset_dir = target.toolset_dir

@@ -62,7 +62,7 @@ async def toolset_tools(db: Database, toolset_id: str) -> list[Tool]:
 async def list_tools(db: Database, include_disabled: bool, host: McpHost | None = None) -> list[Tool]:
     tools = [_tool(r) for r in await db.fetchall(_TOOL_SQL + " ORDER BY t.toolset_id, t.rowid")]
     if host is not None:
-        from .mcp_tools import discovered
+        from .providers.mcp import discovered
 
         tools += await discovered(db, host)
     return tools if include_disabled else [t for t in tools if t.enabled]
@@ -74,7 +74,7 @@ async def get_tool(db: Database, tool_id: str, host: McpHost | None = None) -> T
 
 async def resolve(db: Database, tool_id: str, host: McpHost | None = None) -> Resolved:
     if tool_id.startswith("mcp:"):
-        from . import mcp_tools
+        from .providers import mcp as mcp_tools
 
         return await mcp_tools.resolve(db, host, tool_id)
     # On every call's path; the catalog changes seldom, so it is read once per change.
@@ -127,7 +127,7 @@ async def set_override(
     if await db.fetchone("SELECT 1 FROM toolsets WHERE id = ?", (toolset_id,)) is None:
         raise NotFound("toolset", toolset_id)
     if tool_id.startswith("mcp:"):
-        from . import mcp_tools
+        from .providers import mcp as mcp_tools
 
         canonical = (await resolve(db, tool_id, host)).tool.id  # the tool must be known to be overridden
         stored = mcp_tools.override_key(toolset_id, canonical)

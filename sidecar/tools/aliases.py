@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING
 from ..api.errors import NotFound
 from ..api.toolsets import Tool
 from ..store import Database
-from ..toolsets import mcp_servers, registry
+from ..toolsets import mcp_servers
+from . import catalog as registry
 
 if TYPE_CHECKING:
     from ..mcp_host.host import McpHost
-    from .providers.base import ToolSpec
+    from ..chat.providers.base import ToolSpec
 
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]+")
 MAX_ALIAS = 64
@@ -34,7 +35,7 @@ class ToolBox:
         self.by_alias = {t.alias: t for t in tools}
 
     def specs(self) -> list[ToolSpec]:
-        from .providers.base import ToolSpec
+        from ..chat.providers.base import ToolSpec
 
         return [ToolSpec(t.alias, t.tool.description or t.display, t.tool.input_schema or {"type": "object"},
                          t.tool.id) for t in self.tools]
@@ -90,7 +91,7 @@ async def _attached(db: Database, host: McpHost | None, kind: str, ref: str) -> 
     else:
         tools, keys = [], [ref]
     if host is not None and keys:
-        from ..toolsets.mcp_tools import discovered
+        from .providers.mcp import discovered
 
         prefixes = tuple(f"mcp:{k}:" for k in keys)
         tools += [t for t in await discovered(db, host) if t.id.startswith(prefixes)]

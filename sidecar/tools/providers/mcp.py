@@ -6,15 +6,15 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from ..api.errors import NotFound
-from ..api.toolsets import Tool
-from ..store import CATALOG, Database
-from . import mcp_servers
-from .mcp_servers import ServerRow
+from ...api.errors import NotFound
+from ...api.toolsets import Tool
+from ...store import CATALOG, Database
+from ...toolsets import mcp_servers
+from ...toolsets.mcp_servers import ServerRow
 
 if TYPE_CHECKING:
-    from ..mcp_host.host import McpHost, McpTool
-    from .registry import Resolved
+    from ...mcp_host.host import McpHost, McpTool
+    from ..catalog import Resolved
 
 _OVERRIDES = f"SELECT {', '.join(mcp_servers.OVERRIDE_COLUMNS)} FROM tool_overrides WHERE toolset_id = ?"
 
@@ -60,7 +60,7 @@ async def discovered(db: Database, host: McpHost) -> list[Tool]:
 
 
 async def resolve(db: Database, host: McpHost | None, ref_id: str) -> Resolved:
-    from .registry import Resolved
+    from ..catalog import Resolved
 
     ref, name = parse_id(ref_id)
     row, override = await db.cached(CATALOG, ("mcp", ref, name),

@@ -1,0 +1,1 @@
+"""Where tools come from besides the stored catalog: MCP servers (discovered live)."""
