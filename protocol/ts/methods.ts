@@ -53,11 +53,11 @@ export interface ClientRequests {
   "toolsets/setEnabled": { params: T.SetEnabledParams; result: T.ToolsetResult };
   /** Remove a toolset: its files, rows, overrides and MCP servers. */
   "toolsets/uninstall": { params: T.ToolsetIdParams; result: T.Empty };
-  /** Tools with overrides applied (disabled ones only with includeDisabled). */
+  /** Tools with overrides applied (disabled ones only with includeDisabled); with chatId, the tools that chat's turns offer, attachments included, under the names it shows. */
   "tools/list": { params: T.ToolsListParams; result: T.ToolsResult };
   /** One tool by canonical id, overrides applied. */
   "tools/get": { params: T.ToolIdParams; result: T.ToolResult };
-  /** Change how a tool appears and behaves (renderer, name, description, confirmation, enabled) without touching its provider; kept across toolset upgrades. */
+  /** Change how a tool appears and behaves (renderer, name, description, confirmation, enabled) without touching its provider; kept across toolset upgrades. Conflict while its toolset is disabled: enable the toolset first. */
   "tools/setOverride": { params: T.SetOverrideParams; result: T.ToolResult };
   /** Run one tool now, as the user (no confirmation is asked). With chatId it runs in that chat's workspace, which is snapshotted after the call, even a failed one. A tool that runs and fails still answers with its toolCall (status error, errorKind says why); bad arguments are InvalidParams before anything runs. */
   "tools/call": { params: T.ToolCallParams; result: T.ToolCallResult };

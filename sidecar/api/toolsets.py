@@ -10,6 +10,10 @@ from .base import Empty, MethodSpec, Model
 from .errors import ErrorCode
 
 
+# How a tool call's result is shown (seed 000 §5).
+Renderer = Literal["code", "document", "html", "frame"]
+
+
 class InspectParams(Model):
     # Absolute path of a .zip file or a folder holding toolset.yaml.
     path: str
@@ -177,8 +181,10 @@ _TOOLSET_SPECS = (
 
 
 class ToolsListParams(Model):
+    # The tools a turn in this chat offers: the enabled ones plus what its active branch attached,
+    # attached ones named as the chat shows them (<source>.<tool>).
     chat_id: str | None = None
-    include_disabled: bool = False
+    include_disabled: bool = False  # without chatId: disabled tools too
 
 
 class ToolsResult(Model):
@@ -197,7 +203,7 @@ class SetOverrideParams(Model):
     toolset_id: str
     tool_id: str  # canonical (toolset:tool) or as named in the toolset (tool)
     # Absent: keep the current value; null: remove the override of that field.
-    renderer: Literal["code", "document", "html", "frame"] | None | msgspec.UnsetType = msgspec.UNSET
+    renderer: Renderer | None | msgspec.UnsetType = msgspec.UNSET
     renderer_config: dict[str, Any] | None | msgspec.UnsetType = msgspec.UNSET
     name_override: str | None | msgspec.UnsetType = msgspec.UNSET
     description_override: str | None | msgspec.UnsetType = msgspec.UNSET
@@ -207,15 +213,17 @@ class SetOverrideParams(Model):
 
 _TOOL_SPECS = (
     MethodSpec("tools/list", "clientToServer", "request",
-               "Tools with overrides applied (disabled ones only with includeDisabled).",
-               params=ToolsListParams, result=ToolsResult, errors=(_ST,),
+               "Tools with overrides applied (disabled ones only with includeDisabled); with chatId, "
+               "the tools that chat's turns offer, attachments included, under the names it shows.",
+               params=ToolsListParams, result=ToolsResult, errors=(_NF, _ST),
                seed_endpoints=("list_tools", "get_available_tools")),
     MethodSpec("tools/get", "clientToServer", "request", "One tool by canonical id, overrides applied.",
                params=ToolIdParams, result=ToolResult, errors=(_NF, _ST), seed_endpoints=("get_tool",)),
     MethodSpec("tools/setOverride", "clientToServer", "request",
                "Change how a tool appears and behaves (renderer, name, description, confirmation, "
-               "enabled) without touching its provider; kept across toolset upgrades.",
-               params=SetOverrideParams, result=ToolResult, errors=(_NF, _IP, _ST)),
+               "enabled) without touching its provider; kept across toolset upgrades. Conflict while "
+               "its toolset is disabled: enable the toolset first.",
+               params=SetOverrideParams, result=ToolResult, errors=(_NF, _IP, _CF, _ST)),
 )
 
 
@@ -229,7 +237,7 @@ class ToolCallParams(Model):
 
 
 class RenderPlan(Model):
-    renderer: Literal["code", "document", "html", "frame"]
+    renderer: Renderer
     config: dict[str, Any]
     # $-expressions of the renderer config that resolved to nothing (left null in config).
     missing: list[str] = []

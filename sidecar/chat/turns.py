@@ -39,10 +39,9 @@ from ..api.toolsets import ToolCall
 from ..store.chats import MessageRow
 from ..store.rows import new_id, now
 from ..store.tool_calls import ToolCallRow
-from ..tools import aliases as toolbox
 from ..tools import permissions
 from ..tools.validate import check_args
-from . import context
+from . import context, toolbox
 from .events import Emit, EventStream
 from .providers.base import ChatMessage, Finished, ProviderError, TextDelta, ToolCallReady, ToolCallRequest, TurnRequest, Usage
 

@@ -131,7 +131,7 @@ class McpHandlers:
     @method("mcpServers/importPreview")
     async def import_preview(self, p: McpImportPreviewParams, ctx: RequestContext) -> McpImportPreviewResult:
         found, warnings = await _found(p.path)
-        existing = {t.id for t in await self.toolsets.list()}
+        existing = {t.id for t in await self.toolsets.all()}
         return McpImportPreviewResult([_found_out(f, f.id in existing) for f in found], warnings)
 
     @method("mcpServers/import")

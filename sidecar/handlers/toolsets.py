@@ -3,25 +3,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import anyio.to_thread
 import msgspec
 
 from .. import secrets
 from ..api.base import Empty
-from ..api.errors import InvalidBundle
 from ..api.toolsets import (
-    BundleFile,
     ConfiguredServer,
     ExportParams,
     ExportResult,
     HtmlPageParams,
     HtmlPageResult,
     ImportParams,
-    InspectedServer,
-    InspectedTool,
     InspectParams,
     InspectResult,
-    ManifestInfo,
     SetEnabledParams,
     SetOverrideParams,
     ToolCall,
@@ -37,61 +31,37 @@ from ..api.toolsets import (
     ToolsListParams,
     ToolsResult,
 )
+from ..chat.chats import ChatService
 from ..mcp_host.host import McpHost
 from ..rpc import RequestContext
 from ..store import Database
-from ..tools.calls import ToolCallService
-from ..toolsets.service import ToolsetRow, ToolsetService
+from ..store.toolsets import ToolsetRow
+from ..tools import catalog
+from ..tools.calls import OnProgress, ToolCallService
+from ..toolsets.service import ToolsetService
 from .routes import method
 
 
 def toolset_out(t: ToolsetRow) -> Toolset:
     return Toolset(id=t.id, name=t.name, version=t.version, description=t.description,
-                   enabled=t.enabled, user_mcp=t.user_mcp, source_type=t.source_type,  # type: ignore[arg-type]
+                   enabled=t.enabled, user_mcp=t.user_mcp, source_type=t.source_type,
                    installed_at=t.installed_at, source_ref=t.source_ref)
 
 
 class ToolsetHandlers:
-    def __init__(self, toolsets: ToolsetService, tool_calls: ToolCallService, db: Database, mcp: McpHost) -> None:
+    def __init__(self, toolsets: ToolsetService, tool_calls: ToolCallService, db: Database, mcp: McpHost,
+                 chats: ChatService) -> None:
         self.toolsets = toolsets
         self.tool_calls = tool_calls
         self.db = db
         self.mcp = mcp
+        self.chats = chats
 
     @method("toolsets/inspect")
     async def inspect(self, p: InspectParams, ctx: RequestContext) -> InspectResult:
-        from ..toolsets import bundle  # yaml and ast: loaded on first use
+        from ..toolsets.inspect import inspect  # yaml and ast: loaded on first use
 
-        try:
-            b = await anyio.to_thread.run_sync(bundle.read, p.path)
-        except bundle.BundleError as exc:
-            raise InvalidBundle(exc.path, exc.reason) from None
-        m = b.manifest
-        renderers = {o.tool_id: o.renderer for o in b.parsed.overrides if o.renderer}
-        return InspectResult(
-            manifest=ManifestInfo(m.id, m.name, m.version, m.description, m.manifest_version),
-            source_type=b.source_type,  # type: ignore[arg-type]
-            tools=[
-                InspectedTool(
-                    id=f"{m.id}:{t.id}", name=t.name or t.id, description=t.description or "",
-                    entrypoint=t.entrypoint, requires_confirmation=t.requires_confirmation,
-                    renderer=renderers.get(t.id), timeout=t.timeout,
-                )
-                for t in m.tools
-            ],
-            mcp_servers=[
-                InspectedServer(
-                    id=s.id, type=s.type,
-                    command=secrets.masked_command(s.command, s.args),
-                    url=secrets.mask_url(s.url) if s.url else None, cwd=s.cwd,
-                    env=secrets.mask_map(s.env), headers=secrets.mask_map(s.headers),
-                )
-                for s in m.mcp_servers
-            ],
-            files=[BundleFile(path, bundle.kind_of(path), len(data))  # type: ignore[arg-type]
-                   for path, data in sorted(b.files.items())],
-            warnings=b.warnings,
-        )
+        return await inspect(p.path)
 
     @method("toolsets/import")
     async def import_(self, p: ImportParams, ctx: RequestContext) -> ToolsetResult:
@@ -99,17 +69,15 @@ class ToolsetHandlers:
 
     @method("toolsets/list")
     async def list_toolsets(self, p: None, ctx: RequestContext) -> ToolsetsResult:
-        return ToolsetsResult([toolset_out(t) for t in await self.toolsets.list()])
+        return ToolsetsResult([toolset_out(t) for t in await self.toolsets.all()])
 
     @method("toolsets/get")
     async def get(self, p: ToolsetIdParams, ctx: RequestContext) -> ToolsetDetail:
-        from ..tools import catalog as registry
-
         toolset = await self.toolsets.get(p.id)
         servers = await self.toolsets.server_rows(p.id)
         return ToolsetDetail(
             toolset_out(toolset),
-            await registry.toolset_tools(self.db, p.id),  # type: ignore[arg-type]
+            await catalog.toolset_tools(self.db, p.id),
             [ConfiguredServer(id=f"{p.id}~{r[0]}", server_id=r[0], toolset_id=p.id, type=r[1],
                               enabled=bool(r[10]),
                               command=secrets.masked_command(r[2], json.loads(r[3])),
@@ -133,35 +101,23 @@ class ToolsetHandlers:
 
     @method("tools/list")
     async def tools_list(self, p: ToolsListParams, ctx: RequestContext) -> ToolsResult:
-        from ..tools import catalog as registry
+        if p.chat_id is None:
+            return ToolsResult(await catalog.list_tools(self.db, p.include_disabled, self.mcp))
+        from ..chat import toolbox  # the chat's modules stay out of start-up (issue 11's spawn budget)
 
-        return ToolsResult(await registry.list_tools(self.db, p.include_disabled, self.mcp))  # type: ignore[arg-type]
+        return ToolsResult((await toolbox.for_chat(self.chats, self.mcp, p.chat_id)).shown())
 
     @method("tools/get")
     async def tools_get(self, p: ToolIdParams, ctx: RequestContext) -> ToolResult:
-        from ..tools import catalog as registry
-
-        return ToolResult(await registry.get_tool(self.db, p.id, self.mcp))  # type: ignore[arg-type]
+        return ToolResult(await catalog.get_tool(self.db, p.id, self.mcp))
 
     @method("tools/setOverride")
     async def set_override(self, p: SetOverrideParams, ctx: RequestContext) -> ToolResult:
-        from ..tools import catalog as registry
-
-        changes = {f: getattr(p, f) for f in p.__struct_fields__
-                   if f not in ("toolset_id", "tool_id") and getattr(p, f) is not msgspec.UNSET}
-        return ToolResult(await registry.set_override(self.db, p.toolset_id, p.tool_id, changes, self.mcp))  # type: ignore[arg-type]
+        return ToolResult(await catalog.set_override(self.db, p.toolset_id, p.tool_id, _changes(p), self.mcp))
 
     @method("tools/call")
     async def call(self, p: ToolCallParams, ctx: RequestContext) -> ToolCallResult:
-        async def progress(done: float, total: float | None, message: str | None) -> None:
-            if p.work_done_token is not None:
-                value: dict[str, Any] = {"kind": "report"}
-                if total:
-                    value["percentage"] = min(100, int(done * 100 / total))
-                if message:
-                    value["message"] = message
-                await ctx.progress(p.work_done_token, value)
-
+        progress = _reporter(ctx, p.work_done_token) if p.work_done_token is not None else None
         row = await self.tool_calls.call(p.tool_id, p.args, p.chat_id, on_progress=progress)
         return ToolCallResult(msgspec.convert(row, ToolCall, from_attributes=True))
 
@@ -169,3 +125,22 @@ class ToolsetHandlers:
     async def html_page(self, p: HtmlPageParams, ctx: RequestContext) -> HtmlPageResult:
         return HtmlPageResult(await self.tool_calls.html_page(p.tool_call_id))
 
+
+
+def _changes(p: SetOverrideParams) -> dict[str, Any]:
+    """The fields the request sets (null included: it clears that field)."""
+    return {f: getattr(p, f) for f in p.__struct_fields__
+            if f not in ("toolset_id", "tool_id") and getattr(p, f) is not msgspec.UNSET}
+
+
+def _reporter(ctx: RequestContext, token: int | str) -> OnProgress:
+    """A tool's progress (as MCP reports it) as ``$/progress`` reports under the caller's token."""
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        value: dict[str, Any] = {"kind": "report"}
+        if total:
+            value["percentage"] = min(100, int(done * 100 / total))
+        if message:
+            value["message"] = message
+        await ctx.progress(token, value)
+
+    return progress

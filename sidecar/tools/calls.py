@@ -20,10 +20,15 @@ import anyio.to_thread
 from anyio.abc import TaskGroup
 
 from ..api.errors import Conflict, InvalidParams, NotFound, StorageError
+from ..builtins import BUILTINS, BuiltinCall, BuiltinError
+from ..mcp_host.errors import McpError
+from ..runtime.workers import ToolFailure
 from ..store import Database
 from ..store.rows import new_id, now
 from ..store.tool_calls import ToolCallRepo, ToolCallRow
 from . import catalog
+from .render import RenderError, load_artifact_page, render_plan
+from .resolved import Resolved
 from .validate import check_args
 
 if TYPE_CHECKING:
@@ -61,11 +66,11 @@ class ToolCallService:
         on_progress: OnProgress | None = None, call_id: str | None = None, allow_disabled: bool = False,
     ) -> ToolCallRow:
         """``allow_disabled``: a tool a chat got from an attachment runs even when its toolset is
-        off globally (seed 003)."""
+        off globally (seed 003); one the user switched off itself never runs."""
         target = await catalog.resolve(self.db, tool_id, self.mcp)
         tool_id = target.tool.id  # canonical, also when a legacy MCP id was given
         tool = target.tool
-        if not tool.enabled and not allow_disabled:
+        if not tool.enabled and not (allow_disabled and target.switched_on):
             raise Conflict("tool disabled", f"the tool {tool_id!r} is disabled; enable it (tools/setOverride "
                                             "or toolsets/setEnabled) to run it")
         check_args(tool.input_schema, args)
@@ -137,21 +142,17 @@ class ToolCallService:
         self.scratch.mkdir(parents=True, exist_ok=True)
         return Path(tempfile.mkdtemp(prefix="call-", dir=self.scratch))
 
-    async def _run(self, target: catalog.Resolved, args: dict[str, Any], workspace: Path | None,
+    async def _run(self, target: Resolved, args: dict[str, Any], workspace: Path | None,
                    chat_id: str | None, call_id: str, on_progress: OnProgress | None) -> Any:
         tool = target.tool
         timeout = target.config.get("timeout") or self.workers.limits.default_timeout
         if tool.provider == "builtin":
-            from ..builtins import BUILTINS, BuiltinCall, BuiltinError
-
             try:
                 assert workspace is not None  # built-ins need a chat (checked above)
                 return await BUILTINS[tool.id].run(BuiltinCall(workspace, args, timeout))
             except BuiltinError as exc:
                 raise _Failed(exc.message, exc.kind, exc.result) from None
         if tool.provider == "python":
-            from ..runtime.workers import ToolFailure
-
             assert tool.toolset_id is not None and target.toolset_dir is not None
             pool = self.workers.pool(tool.toolset_id, Path(target.toolset_dir))
             context = {"workspace": str(workspace), "chatId": chat_id, "toolsetId": tool.toolset_id,
@@ -163,8 +164,6 @@ class ToolCallService:
                 message = f"{exc.path}: {exc.message}" if exc.path else exc.message
                 raise _Failed(message, exc.kind) from None
         if tool.provider == "mcp":
-            from ..mcp_host.host import McpError
-
             try:
                 result = await self.mcp.call_tool(target.config["server_key"], target.config["tool_name"], args,
                                                   on_progress=on_progress)
@@ -176,15 +175,13 @@ class ToolCallService:
             return result
         raise _Failed(f"tools of provider {tool.provider!r} cannot be run here", "load")
 
-    async def _finish(self, target: catalog.Resolved, record: ToolCallRow, workspace: Path | None, *,
+    async def _finish(self, target: Resolved, record: ToolCallRow, workspace: Path | None, *,
                       inserted: bool) -> None:
         record.render_plan = self._plan(target, record, workspace)
         # Outside a chat, nothing waits on the record: it is written after the reply.
         await self.repo.finish(record, inserted=inserted, later=record.chat_id is None)
 
-    def _plan(self, target: catalog.Resolved, record: ToolCallRow, workspace: Path | None) -> dict[str, Any] | None:
-        from .render import RenderError, render_plan
-
+    def _plan(self, target: Resolved, record: ToolCallRow, workspace: Path | None) -> dict[str, Any] | None:
         tool = target.tool
         try:
             return render_plan(
@@ -198,8 +195,6 @@ class ToolCallService:
 
 
     async def html_page(self, call_id: str) -> str:
-        from .render import RenderError, load_artifact_page
-
         record = await self.repo.get(call_id)
         if record is None:
             raise NotFound("tool call", call_id)

@@ -16,11 +16,13 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, get_args
 from urllib.parse import urlsplit
 
-from ..toolsets.manifest import RENDERERS
+from ..api.toolsets import Renderer
 from ..workspace import paths
+
+RENDERERS: tuple[str, ...] = get_args(Renderer)
 
 _EXPR = re.compile(r"\$\$|\$([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z0-9_]+|\[[0-9]+\])*)")
 _SEGMENT = re.compile(r"\.([A-Za-z0-9_]+)|\[([0-9]+)\]")

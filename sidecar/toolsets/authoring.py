@@ -48,7 +48,7 @@ class LocalToolsets:
         if self._tg is None:
             return
         wanted = {}
-        for t in await self.service.list():
+        for t in await self.service.all():
             if t.source_type == "local" and t.source_ref and Path(t.source_ref).is_dir():
                 wanted[Path(t.source_ref)] = t.id
         if wanted == self._watched:

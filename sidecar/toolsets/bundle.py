@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..workspace import paths
-from .manifest import ManifestError, Parsed, parse
+from ..store.toolsets import FileKind, SourceType
+from .manifest import ManifestError, Parsed, module_of, parse
 
 MANIFEST = "toolset.yaml"
 MAX_FILES = 5_000
@@ -38,7 +39,7 @@ class BundleError(ValueError):
 @dataclass
 class Bundle:
     source: Path
-    source_type: str  # "zip" | "local"
+    source_type: SourceType  # "user": mcpServers/add, which has no bundle
     files: dict[str, bytes]  # bundle path -> content, manifest included
     parsed: Parsed
     warnings: list[str] = field(default_factory=list)
@@ -48,7 +49,7 @@ class Bundle:
         return self.parsed.manifest
 
 
-def kind_of(path: str) -> str:
+def kind_of(path: str) -> FileKind:
     if path.endswith(".py"):
         return "python"
     if path.startswith("artifacts/"):
@@ -62,6 +63,7 @@ def read(source: str | os.PathLike[str]) -> Bundle:
     path = Path(source)
     if not path.is_absolute():
         raise BundleError("", f"{source}: give an absolute path to a .zip file or a folder")
+    source_type: SourceType
     if path.is_dir():
         files, source_type = _read_dir(path), "local"
     elif path.is_file():
@@ -176,8 +178,7 @@ def _strip_top_folder(files: dict[str, bytes]) -> dict[str, bytes]:
 
 
 def _module_file(files: dict[str, bytes], module: str) -> str | None:
-    # Entrypoints live under tools/; "tools.x" and "x" both name tools/x.py (seed 000 §4.1).
-    rel = module.removeprefix("tools.").replace(".", "/")
+    rel = module_of(module).removeprefix("tools.").replace(".", "/")
     for candidate in (f"tools/{rel}.py", f"tools/{rel}/__init__.py"):
         if candidate in files:
             return candidate

@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 
 from ..api.base import Id
+from ..api.toolsets import Renderer
 
 ENTRYPOINT_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
-RENDERERS = ("code", "document", "html", "frame")
+RENDERERS: tuple[str, ...] = get_args(Renderer)
 MAX_MANIFEST_BYTES = 1 << 20
-
-Renderer = Literal["code", "document", "html", "frame"]
 
 
 class ManifestError(ValueError):
@@ -75,6 +74,18 @@ class Manifest(_Decl):
     tools: list[ToolDecl] = []
     tool_overrides: list[OverrideDecl] = []
     mcp_servers: list[McpServerDecl] = []
+
+
+def module_of(entrypoint: str) -> str:
+    """The module an entrypoint names. Seed 000 §4.1: its path is relative to the toolset's
+    ``tools/`` folder, so ``hello:run`` is ``tools/hello.py``; the seed's own examples write
+    ``tools.hello:run``, which names the same module."""
+    return "tools." + entrypoint.partition(":")[0].removeprefix("tools.")
+
+
+def importable(entrypoint: str) -> str:
+    """``hello:run`` -> ``tools.hello:run``: what a worker (cwd: the toolset's folder) imports."""
+    return f"{module_of(entrypoint)}:{entrypoint.partition(':')[2]}"
 
 
 @dataclass
@@ -182,7 +193,7 @@ def _check(m: Manifest) -> Parsed:
                 raise ManifestError(f"{where}.url", f"a {s.type} server needs an http:// or https:// url")
             if s.command:
                 raise ManifestError(f"{where}.command", f"a {s.type} server is reached by url, not started by a command")
-    explicit = {o.tool_id for o in m.tool_overrides}
+    explicit = {o.tool_id: n for n, o in enumerate(m.tool_overrides)}
     overrides = list(m.tool_overrides)
     for i, t in enumerate(m.tools):
         if t.renderer is None:
@@ -191,10 +202,17 @@ def _check(m: Manifest) -> Parsed:
         kind = config.pop("type", None)
         if kind not in RENDERERS:
             raise ManifestError(f"tools[{i}].renderer.type", f"must be one of {', '.join(RENDERERS)}")
-        if t.id in explicit:
-            warnings.append(f"tools[{i}].renderer is ignored: tool_overrides sets {t.id!r} (it wins)")
+        if t.id not in explicit:
+            overrides.append(OverrideDecl(tool_id=t.id, renderer=kind, renderer_config=config))
             continue
-        overrides.append(OverrideDecl(tool_id=t.id, renderer=kind, renderer_config=config))
+        # Field by field: what tool_overrides sets wins, the legacy renderer fills what it leaves.
+        # The legacy renderer is one thing (a type and its config), so it fills both or neither.
+        n = explicit[t.id]
+        o = overrides[n]
+        if o.renderer is not None or o.renderer_config is not None:
+            warnings.append(f"tools[{i}].renderer is ignored: tool_overrides sets {t.id!r}'s renderer (it wins)")
+            continue
+        overrides[n] = msgspec.structs.replace(o, renderer=kind, renderer_config=config)
     for i, o in enumerate(m.tool_overrides):
         server, sep, _ = o.tool_id.partition(":")
         if sep and server not in servers:

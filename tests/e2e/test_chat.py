@@ -352,3 +352,40 @@ async def test_an_attached_mcp_server_brings_its_tools_under_its_name(sidecar: S
     got = await sidecar.request("chats/get", {"id": chat_id})
     user = next(m for m in got["messages"] if m["id"] == turn["userMessageId"])
     assert user["attachments"] == [{"kind": "mcpServer", "id": "basic~basic"}]  # stored by its key
+
+
+async def test_a_tool_switched_off_by_override_stays_off_when_its_toolset_is_attached(sidecar: SidecarClient, tmp_path: Path):
+    folder = tmp_path / "app-builder"
+    shutil.copytree(EXAMPLE, folder)
+    toolset = (await sidecar.request("toolsets/import", {"path": str(folder)}))["toolset"]["id"]
+    await sidecar.request("tools/setOverride", {"toolsetId": toolset, "toolId": "write_file", "enabled": False})
+    chat_id = await new_chat(sidecar)
+    pid = await scripted(sidecar, "off",
+                         {"text": "x", "toolCalls": [{"tool": f"{toolset}:write_file", "args": {"path": "w.txt", "content": "a"}}]},
+                         {"text": "done"})
+    turn = await send(sidecar, chat_id, "write", provider=pid, attachments=[{"kind": "toolset", "id": toolset}])
+    finished = [e["event"]["toolCall"] for e in events(sidecar, turn["messageId"])
+                if e["event"]["kind"] == "toolCallFinished"]
+    assert [c["status"] for c in finished] == ["error"], finished
+    assert await files(sidecar, chat_id) == []
+    listed = (await sidecar.request("tools/list", {"chatId": chat_id}))["tools"]
+    assert f"{toolset}:write_file" not in [t["id"] for t in listed]
+
+
+async def test_tools_list_of_a_chat_shows_what_its_turns_offer(sidecar: SidecarClient, tmp_path: Path):
+    folder = tmp_path / "app-builder"
+    shutil.copytree(EXAMPLE, folder)
+    toolset = (await sidecar.request("toolsets/import", {"path": str(folder)}))["toolset"]["id"]
+    await sidecar.request("toolsets/setEnabled", {"id": toolset, "enabled": False})
+    chat_id = await new_chat(sidecar)
+    plain = {t["id"]: t for t in (await sidecar.request("tools/list", {"chatId": chat_id}))["tools"]}
+    assert "write_file" in plain and f"{toolset}:write_file" not in plain
+    pid = await scripted(sidecar, "quiet", {"text": "ok"})
+    await send(sidecar, chat_id, "hi", provider=pid, attachments=[{"kind": "toolset", "id": toolset}])
+    listed = {t["id"]: t for t in (await sidecar.request("tools/list", {"chatId": chat_id}))["tools"]}
+    assert listed[f"{toolset}:write_file"]["name"] == f"{toolset}.write_file"
+    assert listed["write_file"]["name"] == plain["write_file"]["name"]
+    other = await new_chat(sidecar)  # another chat has no attachment
+    assert f"{toolset}:write_file" not in [t["id"] for t in (await sidecar.request("tools/list", {"chatId": other}))["tools"]]
+    missing = await sidecar.request_raw("tools/list", {"chatId": "nope"})
+    assert missing["error"]["code"] == -32010

@@ -188,3 +188,48 @@ async def test_overrides_apply_on_read_and_survive_an_upgrade(sidecar: SidecarCl
     assert missing["error"]["code"] == -32010
     bad = await sidecar.request_raw("tools/setOverride", {"toolsetId": "app-builder", "toolId": "read_file", "renderer": "fancy"})
     assert bad["error"]["code"] == -32602
+
+
+async def test_an_entrypoint_relative_to_tools_installs_and_runs_as_inspect_said(sidecar: SidecarClient, tmp_path: Path):
+    # Seed 000 §4.1: the module path is relative to the toolset's tools/ folder.
+    folder = tmp_path / "hello"
+    (folder / "tools").mkdir(parents=True)
+    (folder / "tools" / "hello.py").write_text("def run(workspace, name: str = 'you'):\n    return f'hello {name}'\n")
+    (folder / "toolset.yaml").write_text(
+        'manifest_version: "1"\nid: hello\nname: Hello\ntools:\n  - id: greet\n    entrypoint: hello:run\n'
+        '    input_schema: {type: object, properties: {name: {type: string}}}\n')
+    inspected = await sidecar.request("toolsets/inspect", {"path": str(folder)})
+    assert [t["entrypoint"] for t in inspected["tools"]] == ["hello:run"]
+    await sidecar.request("toolsets/import", {"path": str(folder)})
+    chat_id = (await sidecar.request("chats/create", {"title": "t"}))["chat"]["id"]
+    call = (await sidecar.request("tools/call", {"toolId": "hello:greet", "args": {"name": "ada"},
+                                                 "chatId": chat_id}))["toolCall"]
+    assert (call["status"], call["result"]) == ("success", "hello ada"), call
+
+
+async def test_overrides_inside_a_disabled_toolset_are_refused_until_it_is_enabled(sidecar: SidecarClient):
+    await sidecar.request("toolsets/import", {"path": str(EXAMPLE)})
+    await sidecar.request("toolsets/setEnabled", {"id": "app-builder", "enabled": False})
+    refused = await sidecar.request_raw("tools/setOverride", {"toolsetId": "app-builder", "toolId": "read_file",
+                                                              "nameOverride": "Peek"})
+    assert refused["error"]["code"] == -32011, refused
+    assert "enable" in refused["error"]["message"] and "app-builder" in refused["error"]["message"]
+    tool = (await sidecar.request("tools/get", {"id": "app-builder:read_file"}))["tool"]
+    assert tool["name"] == "Read File"  # nothing changed
+    await sidecar.request("toolsets/setEnabled", {"id": "app-builder", "enabled": True})
+    done = (await sidecar.request("tools/setOverride", {"toolsetId": "app-builder", "toolId": "read_file",
+                                                        "nameOverride": "Peek"}))["tool"]
+    assert done["name"] == "Peek"
+
+
+async def test_an_override_naming_a_tool_keeps_its_legacy_renderer(sidecar: SidecarClient, tmp_path: Path):
+    folder = tmp_path / "ts"
+    shutil.copytree(EXAMPLE, folder)
+    with open(folder / "toolset.yaml", "a") as f:
+        f.write("  - tool_id: read_file\n    name_override: Peek\n")
+    inspected = await sidecar.request("toolsets/inspect", {"path": str(folder)})
+    assert {t["id"]: t.get("renderer") for t in inspected["tools"]}["app-builder:read_file"] == "code"
+    await sidecar.request("toolsets/import", {"path": str(folder)})
+    tool = (await sidecar.request("tools/get", {"id": "app-builder:read_file"}))["tool"]
+    assert (tool["name"], tool["renderer"]) == ("Peek", "code")
+    assert tool["rendererConfig"] == {"file": "$args.path", "language": "auto"}

@@ -1,22 +1,21 @@
-"""MCP tools as the registry shows them: discovered from live connections (never stored, seed 001)
+"""MCP tools as the catalog shows them: discovered from live connections (never stored, seed 001)
 with the toolset's overrides (keyed ``server:tool``, seed 000 §1.4) applied on read."""
 
 from __future__ import annotations
 
-import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...api.errors import NotFound
 from ...api.toolsets import Tool
 from ...store import CATALOG, Database
+from ...store.tool_catalog import ToolCatalogRepo
+from ...store.toolsets import OverrideRow
 from ...toolsets import mcp_servers
 from ...toolsets.mcp_servers import ServerRow
+from ..resolved import Resolved
 
 if TYPE_CHECKING:
     from ...mcp_host.host import McpHost, McpTool
-    from ..catalog import Resolved
-
-_OVERRIDES = f"SELECT {', '.join(mcp_servers.OVERRIDE_COLUMNS)} FROM tool_overrides WHERE toolset_id = ?"
 
 
 def tool_id(row: ServerRow, name: str) -> str:
@@ -31,40 +30,45 @@ def parse_id(tool_id: str) -> tuple[str, str]:
     return ref, name
 
 
-def _view(row: ServerRow, t: McpTool, o: Any | None) -> Tool:
+def _switched_on(o: OverrideRow | None) -> bool:
+    return o is None or o.enabled is None or o.enabled
+
+
+def _view(row: ServerRow, t: McpTool, o: OverrideRow | None) -> Tool:
     return Tool(
-        id=tool_id(row, t.name), name=(o and o[3]) or t.title or t.name,
-        description=(o and o[4]) or t.description, provider="mcp", input_schema=t.input_schema,
-        toolset_id=row.toolset_id, renderer=o[1] if o else None,
-        renderer_config=json.loads(o[2]) if o and o[2] else None,
-        requires_confirmation=bool(o[5]) if o and o[5] is not None else row.requires_confirmation,
-        enabled=row.should_run and (o is None or o[6] is None or bool(o[6])),
+        id=tool_id(row, t.name), name=(o and o.name_override) or t.title or t.name,
+        description=(o and o.description_override) or t.description, provider="mcp", input_schema=t.input_schema,
+        toolset_id=row.toolset_id, renderer=o.renderer if o else None,
+        renderer_config=o.renderer_config if o else None,
+        requires_confirmation=(o.requires_confirmation if o and o.requires_confirmation is not None
+                               else row.requires_confirmation),
+        enabled=row.should_run and _switched_on(o),
     )
-
-
-async def _overrides(db: Database, row: ServerRow, cache: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    if row.toolset_id not in cache:
-        cache[row.toolset_id] = {r[0]: r for r in await db.fetchall(_OVERRIDES, (row.toolset_id,))}
-    return cache[row.toolset_id]
 
 
 async def discovered(db: Database, host: McpHost) -> list[Tool]:
     tools: list[Tool] = []
-    cache: dict[str, dict[str, Any]] = {}
+    repo = ToolCatalogRepo(db)
+    cache: dict[str, dict[str, OverrideRow]] = {}
     for row in await mcp_servers.all_servers(db):
         listed = host.tools(row.key)
         if listed:
-            overrides = await _overrides(db, row, cache)
+            if row.toolset_id not in cache:
+                cache[row.toolset_id] = await repo.overrides(row.toolset_id)
+            overrides = cache[row.toolset_id]
             tools += [_view(row, t, overrides.get(f"{row.server_id}:{t.name}")) for t in listed]
     return tools
 
 
-async def resolve(db: Database, host: McpHost | None, ref_id: str) -> Resolved:
-    from ..catalog import Resolved
+async def _server_and_override(db: Database, ref: str, name: str) -> tuple[ServerRow, OverrideRow | None]:
+    row = await mcp_servers.find(db, ref)
+    return row, await ToolCatalogRepo(db).override(row.toolset_id, f"{row.server_id}:{name}")
 
+
+async def resolve(db: Database, host: McpHost | None, ref_id: str) -> Resolved:
     ref, name = parse_id(ref_id)
-    row, override = await db.cached(CATALOG, ("mcp", ref, name),
-                                    lambda: mcp_servers.find_with_override(db, ref, name))
+    # On every MCP call's path: read once per change of the catalog.
+    row, override = await db.cached(CATALOG, ("mcp", ref, name), lambda: _server_and_override(db, ref, name))
     found = next((t for t in host.tools(row.key) if t.name == name), None) if host else None
     if found is None and host is not None and row.should_run:
         await host.settle(row.key)  # restarting after a crash: its tools are back in a moment
@@ -73,7 +77,7 @@ async def resolve(db: Database, host: McpHost | None, ref_id: str) -> Resolved:
         state = host.state(row.key).status if host else "disconnected"
         raise NotFound("tool", ref_id, f"the MCP server {row.key} ({state}) has no tool {name!r} right now")
     tool = _view(row, found, override)
-    return Resolved(tool, None, {"server_key": row.key, "tool_name": name}, None)
+    return Resolved(tool, None, {"server_key": row.key, "tool_name": name}, None, switched_on=_switched_on(override))
 
 
 def override_key(toolset_id: str, ref_id: str) -> str:

@@ -1,0 +1,104 @@
+"""The tools one chat offers a model: every enabled tool, plus the tools of what the branch's
+messages attached (seed 003), each under a provider-safe alias with the way back to its id."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from ..api.errors import NotFound
+from ..api.toolsets import Tool
+from ..store import Database
+from ..store.chats import MessageRow
+from ..store.toolsets import ToolsetRepo
+from ..tools import catalog
+from ..tools.aliases import Aliases
+from ..tools.providers.mcp import discovered
+from ..toolsets import mcp_servers
+from . import context
+from .providers.base import ToolSpec
+
+if TYPE_CHECKING:
+    from ..mcp_host.host import McpHost
+    from .chats import ChatService
+
+
+@dataclass(frozen=True, slots=True)
+class ChatTool:
+    tool: Tool
+    display: str  # what the UI shows: the tool's name, ``<source>.<tool>`` when attached
+    alias: str  # what the model sees
+    attached: bool  # brought by an attachment: runs even when its toolset is off globally
+
+
+class ToolBox:
+    def __init__(self, tools: list[ChatTool]) -> None:
+        self.tools = tools
+        self.by_alias = {t.alias: t for t in tools}
+
+    def specs(self) -> list[ToolSpec]:
+        return [ToolSpec(t.alias, t.tool.description or t.display, t.tool.input_schema or {"type": "object"},
+                         t.tool.id) for t in self.tools]
+
+    def shown(self) -> list[Tool]:
+        """The tools as the chat shows them: under their display names, and enabled (here they run)."""
+        return [msgspec.structs.replace(t.tool, name=t.display, enabled=True) for t in self.tools]
+
+
+async def check_attachment(db: Database, kind: str, ref: str) -> str:
+    """The canonical id of what an attachment names (NotFound when it names nothing)."""
+    if kind == "toolset":
+        if await ToolsetRepo(db).get(ref) is None:
+            raise NotFound("toolset", ref)
+        return ref
+    return (await mcp_servers.find(db, ref)).key
+
+
+async def build(db: Database, host: McpHost | None, attachments: list[tuple[str, str]]) -> ToolBox:
+    """``attachments``: (kind, canonical id) in the order the branch brought them."""
+    chosen: dict[str, ChatTool] = {}
+    aliases = Aliases()
+    for kind, ref in attachments:
+        for tool in await _attached(db, host, kind, ref):
+            if tool.id in chosen:
+                continue
+            source = ref.partition("~")[2] if kind == "mcpServer" else ref
+            display = f"{source}.{tool.id.rpartition(':')[2]}"  # seed 003: <owner>.<handler>
+            chosen[tool.id] = ChatTool(tool, display, aliases.unique(display), attached=True)
+    for tool in await catalog.list_tools(db, include_disabled=False, host=host):
+        if tool.id not in chosen:
+            chosen[tool.id] = ChatTool(tool, tool.name, aliases.unique(tool.id), attached=False)
+    return ToolBox(list(chosen.values()))
+
+
+async def for_chat(chats: ChatService, host: McpHost | None, chat_id: str) -> ToolBox:
+    """What a turn on the chat's active branch would offer (tools/list with chatId)."""
+    chat, messages = await chats.get(chat_id)
+    return await build(chats.repo.db, host, branch_attachments(context.branch(messages, chat.active_leaf_message_id)))
+
+
+def branch_attachments(path: list[MessageRow]) -> list[tuple[str, str]]:
+    """(kind, canonical id) of what the branch's user messages attached, first seen first."""
+    found: list[tuple[str, str]] = []
+    for msg in path:
+        if msg.role == "user" and msg.parts:
+            for a in context.parts_of(msg).get("attachments") or []:
+                if (a["kind"], a["id"]) not in found:
+                    found.append((a["kind"], a["id"]))
+    return found
+
+
+async def _attached(db: Database, host: McpHost | None, kind: str, ref: str) -> list[Tool]:
+    # A tool switched off by the user stays off in a chat that attached its toolset; only the
+    # toolset's own switch is overruled by attaching it (seed 003).
+    if kind == "toolset":
+        tools = await catalog.attachable(db, ref)
+        keys = [row.key for row in await mcp_servers.all_servers(db) if row.toolset_id == ref]
+    else:
+        tools, keys = [], [ref]
+    if host is not None and keys:
+        prefixes = tuple(f"mcp:{k}:" for k in keys)
+        tools += [t for t in await discovered(db, host) if t.id.startswith(prefixes) and t.enabled]
+    return tools

@@ -1,0 +1,170 @@
+"""The tool catalog as stored: tools with their toolset's state and the override of each, read
+together; the built-in rows; and the overrides the user sets (seed 001)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from .db import CATALOG, Database
+from .rows import now
+from .toolsets import OverrideRow, override_of
+
+Provider = Literal["builtin", "python", "http"]
+
+_decode = msgspec.json.decode
+
+
+def _json(value: Any) -> str:
+    return msgspec.json.encode(value).decode()
+
+
+class CatalogRow(msgspec.Struct, kw_only=True):
+    """A stored tool joined with its toolset and its override (none applied yet)."""
+
+    tool_id: str
+    toolset_id: str | None  # None for built-ins
+    provider: Provider
+    name: str
+    description: str
+    input_schema: dict[str, Any] | None
+    requires_confirmation: bool
+    enabled: bool  # the tool's own switch (built-ins: the user's choice)
+    entrypoint: str | None
+    config: dict[str, Any]  # timeout, needs_workspace, a built-in's default renderer
+    toolset_enabled: bool | None  # None for built-ins
+    files_dir: str | None
+    override: OverrideRow | None
+
+
+class BuiltinRow(msgspec.Struct, kw_only=True):
+    tool_id: str
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    requires_confirmation: bool
+    config: dict[str, Any]
+
+
+_SQL = """
+SELECT t.tool_id, t.toolset_id, t.provider, t.name, t.description, t.input_schema, t.requires_confirmation,
+       t.enabled, t.entrypoint, t.config, ts.enabled AS toolset_enabled, ts.files_dir,
+       o.tool_id AS o_tool_id, o.renderer AS o_renderer, o.renderer_config AS o_renderer_config,
+       o.name_override AS o_name_override, o.description_override AS o_description_override,
+       o.requires_confirmation AS o_requires_confirmation, o.enabled AS o_enabled, o.origin AS o_origin
+FROM tools t
+LEFT JOIN tool_overrides o ON o.toolset_id = t.toolset_id AND o.tool_id = t.tool_id
+LEFT JOIN toolsets ts ON ts.id = t.toolset_id
+"""
+
+_O_FIELDS = ("tool_id", "renderer", "renderer_config", "name_override", "description_override",
+             "requires_confirmation", "enabled", "origin")
+
+
+def _row(r: Any) -> CatalogRow:
+    override = override_of({f: r[f"o_{f}"] for f in _O_FIELDS}) if r["o_tool_id"] is not None else None
+    return CatalogRow(
+        tool_id=r["tool_id"], toolset_id=r["toolset_id"], provider=r["provider"], name=r["name"],
+        description=r["description"],
+        input_schema=_decode(r["input_schema"]) if r["input_schema"] else None,
+        requires_confirmation=bool(r["requires_confirmation"]), enabled=bool(r["enabled"]),
+        entrypoint=r["entrypoint"], config=_decode(r["config"] or "{}"),
+        toolset_enabled=None if r["toolset_enabled"] is None else bool(r["toolset_enabled"]),
+        files_dir=r["files_dir"], override=override)
+
+
+# Override fields as stored: JSON for the config, 0/1 for the flags.
+OVERRIDE_FIELDS = ("renderer", "renderer_config", "name_override", "description_override",
+                   "requires_confirmation", "enabled")
+
+
+class ToolCatalogRepo:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def tool(self, tool_id: str) -> CatalogRow | None:
+        row = await self.db.fetchone(_SQL + " WHERE t.tool_id = ?", (tool_id,))
+        return _row(row) if row is not None else None
+
+    async def of_toolset(self, toolset_id: str) -> list[CatalogRow]:
+        return [_row(r) for r in await self.db.fetchall(_SQL + " WHERE t.toolset_id = ? ORDER BY t.rowid",
+                                                        (toolset_id,))]
+
+    async def all(self) -> list[CatalogRow]:
+        return [_row(r) for r in await self.db.fetchall(_SQL + " ORDER BY t.toolset_id, t.rowid")]
+
+    async def has_tool(self, toolset_id: str, tool_id: str) -> bool:
+        found = await self.db.fetchone("SELECT 1 FROM tools WHERE tool_id = ? AND toolset_id = ?",
+                                       (tool_id, toolset_id))
+        return found is not None
+
+    # -- built-ins ---------------------------------------------------------------------------
+
+    async def builtins(self) -> list[BuiltinRow]:
+        rows = await self.db.fetchall(
+            "SELECT tool_id, name, description, input_schema, requires_confirmation, config FROM tools "
+            "WHERE provider = 'builtin'")
+        return [BuiltinRow(tool_id=r["tool_id"], name=r["name"], description=r["description"],
+                           input_schema=_decode(r["input_schema"] or "{}"),
+                           requires_confirmation=bool(r["requires_confirmation"]),
+                           config=_decode(r["config"] or "{}")) for r in rows]
+
+    async def replace_builtins(self, gone: list[str], wanted: list[BuiltinRow]) -> None:
+        """Store ``wanted`` as this build's built-ins (keeping each one's ``enabled``) and drop ``gone``."""
+        async with self.db.write(CATALOG) as w:
+            await w.executemany("DELETE FROM tools WHERE tool_id = ?", [(k,) for k in gone])
+            await w.executemany(
+                "INSERT INTO tools (tool_id, provider, name, description, input_schema, requires_confirmation, "
+                "config) VALUES (?, 'builtin', ?, ?, ?, ?, ?) ON CONFLICT (tool_id) DO UPDATE SET "
+                "name = excluded.name, description = excluded.description, input_schema = excluded.input_schema, "
+                "requires_confirmation = excluded.requires_confirmation, config = excluded.config",
+                [(b.tool_id, b.name, b.description, _json(b.input_schema), int(b.requires_confirmation),
+                  _json(b.config)) for b in wanted])
+
+    async def is_builtin(self, tool_id: str) -> bool:
+        found = await self.db.fetchone("SELECT 1 FROM tools WHERE tool_id = ? AND provider = 'builtin'", (tool_id,))
+        return found is not None
+
+    async def set_builtin_enabled(self, tool_id: str, enabled: bool) -> None:
+        async with self.db.write(CATALOG) as w:
+            await w.execute("UPDATE tools SET enabled = ? WHERE tool_id = ? AND provider = 'builtin'",
+                            (int(enabled), tool_id))
+
+    # -- overrides ---------------------------------------------------------------------------
+
+    async def overrides(self, toolset_id: str) -> dict[str, OverrideRow]:
+        """The toolset's overrides by the key they are stored under."""
+        rows = await self.db.fetchall(
+            f"SELECT {', '.join(_O_FIELDS)} FROM tool_overrides WHERE toolset_id = ?", (toolset_id,))
+        return {r["tool_id"]: override_of(r) for r in rows}
+
+    async def override(self, toolset_id: str, key: str) -> OverrideRow | None:
+        row = await self.db.fetchone(
+            f"SELECT {', '.join(_O_FIELDS)} FROM tool_overrides WHERE toolset_id = ? AND tool_id = ?",
+            (toolset_id, key))
+        return override_of(row) if row is not None else None
+
+    async def set_override(self, toolset_id: str, key: str, changes: dict[str, Any]) -> None:
+        """Upsert the user's override of one tool; ``changes`` holds only the fields to change
+        (a None value clears that field). The override becomes the user's: upgrades keep it."""
+        values: dict[str, Any] = {}
+        for field in OVERRIDE_FIELDS:
+            if field not in changes:
+                continue
+            value = changes[field]
+            if field == "renderer_config" and value is not None:
+                value = _json(value)
+            elif field in ("requires_confirmation", "enabled") and value is not None:
+                value = int(value)
+            values[field] = value
+        stamp = now()
+        async with self.db.write(CATALOG) as w:
+            await w.execute(
+                "INSERT INTO tool_overrides (id, toolset_id, tool_id, updated_at, origin) "
+                "VALUES (lower(hex(randomblob(16))), ?, ?, ?, 'user') ON CONFLICT (toolset_id, tool_id) DO NOTHING",
+                (toolset_id, key, stamp))
+            sets = "".join(f"{k} = ?, " for k in values)  # names from OVERRIDE_FIELDS only
+            await w.execute(
+                f"UPDATE tool_overrides SET {sets}origin = 'user', updated_at = ? WHERE toolset_id = ? AND tool_id = ?",
+                (*values.values(), stamp, toolset_id, key))

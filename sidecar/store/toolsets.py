@@ -1,0 +1,211 @@
+"""Installed toolsets and their files: what one install writes in one transaction, and what an
+export reads back. Every write here changes the tool catalog (``write(changes=CATALOG)``)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from .db import CATALOG, Database
+
+SourceType = Literal["zip", "local", "url", "user"]
+FileKind = Literal["python", "artifact", "asset", "config"]
+Origin = Literal["user", "manifest"]
+
+_dumps = msgspec.json.encode
+
+
+def _json(value: Any) -> str:
+    return _dumps(value).decode()
+
+
+class ToolsetRow(msgspec.Struct, kw_only=True):
+    id: str
+    name: str
+    version: str
+    description: str
+    enabled: bool
+    user_mcp: bool  # made by mcpServers/add, not imported
+    source_type: SourceType
+    source_ref: str | None
+    installed_at: str
+    files_dir: str | None  # the current revision's folder; None for userMcp toolsets
+
+
+class ToolsetFile(msgspec.Struct, kw_only=True):
+    path: str  # inside the bundle, '/'-separated
+    kind: FileKind
+    sha256: str
+    size: int
+    stored_path: str
+
+
+class StoredTool(msgspec.Struct, kw_only=True):
+    """A Python tool as its toolset declared it (no override applied)."""
+
+    tool_id: str  # toolset:tool
+    name: str
+    description: str
+    entrypoint: str | None
+    input_schema: dict[str, Any] | None
+    requires_confirmation: bool
+    config: dict[str, Any]  # timeout, needs_workspace
+
+
+class OverrideRow(msgspec.Struct, kw_only=True):
+    """One tool's override (seed 001); a None field leaves the tool's own value."""
+
+    tool_id: str  # toolset:tool for Python tools, server:tool for MCP tools
+    renderer: str | None = None
+    renderer_config: dict[str, Any] | None = None
+    name_override: str | None = None
+    description_override: str | None = None
+    requires_confirmation: bool | None = None
+    enabled: bool | None = None
+    origin: Origin = "user"
+
+
+class NewServer(msgspec.Struct, kw_only=True):
+    """An MCP server as an install declares it (its toolset's rows go in one transaction)."""
+
+    id: str
+    type: Literal["stdio", "sse", "streamable-http"]
+    command: str | None
+    args: list[str]
+    cwd: str | None
+    url: str | None
+    headers: dict[str, str]
+    env: dict[str, str]
+    requires_confirmation: bool
+    options: dict[str, Any]
+
+
+class Install(msgspec.Struct, kw_only=True):
+    toolset: ToolsetRow
+    manifest_version: str
+    updated_at: str
+    files: list[ToolsetFile]
+    tools: list[StoredTool]
+    overrides: list[OverrideRow]  # from the manifest: a user's override of the same tool wins
+    servers: list[NewServer]
+
+
+_COLS = "id, name, version, description, enabled, user_mcp, source_type, source_ref, installed_at, files_dir"
+_OVERRIDE_COLS = ("tool_id, renderer, renderer_config, name_override, description_override, "
+                  "requires_confirmation, enabled, origin")
+
+
+def _toolset(r: Any) -> ToolsetRow:
+    return ToolsetRow(id=r["id"], name=r["name"], version=r["version"], description=r["description"],
+                      enabled=bool(r["enabled"]), user_mcp=bool(r["user_mcp"]), source_type=r["source_type"],
+                      source_ref=r["source_ref"], installed_at=r["installed_at"], files_dir=r["files_dir"])
+
+
+def _opt_bool(value: int | None) -> bool | None:
+    return None if value is None else bool(value)
+
+
+def _opt_int(value: bool | None) -> int | None:
+    return None if value is None else int(value)
+
+
+def override_of(r: Any) -> OverrideRow:
+    """An OverrideRow from a row holding ``_OVERRIDE_COLS`` by name."""
+    config = r["renderer_config"]
+    return OverrideRow(tool_id=r["tool_id"], renderer=r["renderer"],
+                       renderer_config=msgspec.json.decode(config) if config else None,
+                       name_override=r["name_override"], description_override=r["description_override"],
+                       requires_confirmation=_opt_bool(r["requires_confirmation"]),
+                       enabled=_opt_bool(r["enabled"]), origin=r["origin"])
+
+
+class ToolsetRepo:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def get(self, toolset_id: str) -> ToolsetRow | None:
+        row = await self.db.fetchone(f"SELECT {_COLS} FROM toolsets WHERE id = ?", (toolset_id,))
+        return _toolset(row) if row is not None else None
+
+    async def all(self) -> list[ToolsetRow]:
+        return [_toolset(r) for r in await self.db.fetchall(f"SELECT {_COLS} FROM toolsets ORDER BY name, id")]
+
+    async def set_enabled(self, toolset_id: str, enabled: bool, stamp: str) -> None:
+        async with self.db.write(CATALOG) as w:
+            await w.execute("UPDATE toolsets SET enabled = ?, updated_at = ? WHERE id = ?",
+                            (int(enabled), stamp, toolset_id))
+
+    async def delete(self, toolset_id: str) -> None:
+        async with self.db.write(CATALOG) as w:  # files, tools, overrides and servers cascade
+            await w.execute("DELETE FROM toolsets WHERE id = ?", (toolset_id,))
+
+    async def files(self, toolset_id: str) -> list[ToolsetFile]:
+        rows = await self.db.fetchall(
+            "SELECT path, kind, sha256, size, stored_path FROM toolset_files WHERE toolset_id = ? ORDER BY path",
+            (toolset_id,))
+        return [ToolsetFile(path=r["path"], kind=r["kind"], sha256=r["sha256"], size=r["size"],
+                            stored_path=r["stored_path"]) for r in rows]
+
+    async def tools(self, toolset_id: str) -> list[StoredTool]:
+        rows = await self.db.fetchall(
+            "SELECT tool_id, name, description, entrypoint, input_schema, requires_confirmation, config "
+            "FROM tools WHERE toolset_id = ? ORDER BY rowid", (toolset_id,))
+        return [StoredTool(tool_id=r["tool_id"], name=r["name"], description=r["description"],
+                           entrypoint=r["entrypoint"],
+                           input_schema=msgspec.json.decode(r["input_schema"]) if r["input_schema"] else None,
+                           requires_confirmation=bool(r["requires_confirmation"]),
+                           config=msgspec.json.decode(r["config"] or "{}")) for r in rows]
+
+    async def overrides(self, toolset_id: str) -> list[OverrideRow]:
+        rows = await self.db.fetchall(
+            f"SELECT {_OVERRIDE_COLS} FROM tool_overrides WHERE toolset_id = ? ORDER BY tool_id", (toolset_id,))
+        return [override_of(r) for r in rows]
+
+    async def write_install(self, new: Install, *, replace: bool) -> None:
+        """Make ``new`` the toolset's current state in one transaction. On ``replace`` the old
+        rows go, except the overrides the user made (they outlive upgrades, seed 001)."""
+        t = new.toolset
+        async with self.db.write(CATALOG) as w:
+            if replace:
+                for table in ("toolset_files", "tools", "toolset_mcp_servers"):
+                    await w.execute(f"DELETE FROM {table} WHERE toolset_id = ?", (t.id,))
+                await w.execute("DELETE FROM tool_overrides WHERE toolset_id = ? AND origin = 'manifest'", (t.id,))
+                await w.execute(
+                    "UPDATE toolsets SET name=?, version=?, description=?, source_type=?, source_ref=?, "
+                    "manifest_version=?, updated_at=?, files_dir=? WHERE id=?",
+                    (t.name, t.version, t.description, t.source_type, t.source_ref, new.manifest_version,
+                     new.updated_at, t.files_dir, t.id))
+            else:
+                await w.execute(
+                    "INSERT INTO toolsets (id, name, version, description, enabled, user_mcp, installed_at, "
+                    "updated_at, source_type, source_ref, manifest_version, files_dir) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (t.id, t.name, t.version, t.description, int(t.enabled), int(t.user_mcp), t.installed_at,
+                     new.updated_at, t.source_type, t.source_ref, new.manifest_version, t.files_dir))
+            await w.executemany(
+                "INSERT INTO toolset_files (toolset_id, path, kind, sha256, size, stored_path) VALUES (?, ?, ?, ?, ?, ?)",
+                [(t.id, f.path, f.kind, f.sha256, f.size, f.stored_path) for f in new.files])
+            await w.executemany(
+                "INSERT INTO tools (tool_id, toolset_id, provider, name, description, input_schema, "
+                "requires_confirmation, enabled, entrypoint, config) VALUES (?, ?, 'python', ?, ?, ?, ?, 1, ?, ?)",
+                [(s.tool_id, t.id, s.name, s.description,
+                  _json(s.input_schema) if s.input_schema is not None else None,
+                  int(s.requires_confirmation), s.entrypoint, _json(s.config)) for s in new.tools])
+            cursor = await w.execute(
+                "SELECT tool_id FROM tool_overrides WHERE toolset_id = ? AND origin = 'user'", (t.id,))
+            users = {r["tool_id"] for r in await cursor.fetchall()}
+            await w.executemany(
+                "INSERT INTO tool_overrides (id, toolset_id, tool_id, renderer, renderer_config, name_override, "
+                "description_override, requires_confirmation, enabled, updated_at, origin) "
+                "VALUES (lower(hex(randomblob(16))), ?, ?, ?, ?, ?, ?, ?, ?, ?, 'manifest')",
+                [(t.id, o.tool_id, o.renderer,
+                  _json(o.renderer_config) if o.renderer_config is not None else None, o.name_override,
+                  o.description_override, _opt_int(o.requires_confirmation), _opt_int(o.enabled), new.updated_at)
+                 for o in new.overrides if o.tool_id not in users])
+            await w.executemany(
+                "INSERT INTO toolset_mcp_servers (id, toolset_id, server_type, enabled, command, args, cwd, url, "
+                "headers, env, requires_confirmation, options, created_at) "
+                "VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(s.id, t.id, s.type, s.command, _json(s.args), s.cwd, s.url, _json(s.headers), _json(s.env),
+                  int(s.requires_confirmation), _json(s.options), new.updated_at) for s in new.servers])

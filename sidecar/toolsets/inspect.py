@@ -1,0 +1,43 @@
+"""toolsets/inspect: what installing a bundle would add, with every secret masked; it installs
+and runs nothing (ZIP and folder are read, their Python is parsed, never imported)."""
+
+from __future__ import annotations
+
+import anyio.to_thread
+
+from .. import secrets
+from ..api.errors import InvalidBundle
+from ..api.toolsets import BundleFile, InspectedServer, InspectedTool, InspectResult, ManifestInfo
+from . import bundle
+
+
+async def inspect(path: str) -> InspectResult:
+    try:
+        b = await anyio.to_thread.run_sync(bundle.read, path)
+    except bundle.BundleError as exc:
+        raise InvalidBundle(exc.path, exc.reason) from None
+    m = b.manifest
+    renderers = {o.tool_id: o.renderer for o in b.parsed.overrides if o.renderer}
+    return InspectResult(
+        manifest=ManifestInfo(m.id, m.name, m.version, m.description, m.manifest_version),
+        source_type="local" if b.source_type == "local" else "zip",
+        tools=[
+            InspectedTool(
+                id=f"{m.id}:{t.id}", name=t.name or t.id, description=t.description or "",
+                entrypoint=t.entrypoint, requires_confirmation=t.requires_confirmation,
+                renderer=renderers.get(t.id), timeout=t.timeout,
+            )
+            for t in m.tools
+        ],
+        mcp_servers=[
+            InspectedServer(
+                id=s.id, type=s.type,
+                command=secrets.masked_command(s.command, s.args),
+                url=secrets.mask_url(s.url) if s.url else None, cwd=s.cwd,
+                env=secrets.mask_map(s.env), headers=secrets.mask_map(s.headers),
+            )
+            for s in m.mcp_servers
+        ],
+        files=[BundleFile(path, bundle.kind_of(path), len(data)) for path, data in sorted(b.files.items())],
+        warnings=b.warnings,
+    )
