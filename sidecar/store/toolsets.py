@@ -184,7 +184,8 @@ class ToolsetRepo:
                     (t.id, t.name, t.version, t.description, int(t.enabled), int(t.user_mcp), t.installed_at,
                      new.updated_at, t.source_type, t.source_ref, new.manifest_version, t.files_dir))
             await w.executemany(
-                "INSERT INTO toolset_files (toolset_id, path, kind, sha256, size, stored_path) VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO toolset_files (toolset_id, path, kind, sha256, size, stored_path) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
                 [(t.id, f.path, f.kind, f.sha256, f.size, f.stored_path) for f in new.files])
             await w.executemany(
                 "INSERT INTO tools (tool_id, toolset_id, provider, name, description, input_schema, "

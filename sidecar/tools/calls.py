@@ -134,6 +134,7 @@ class ToolCallService:
             try:
                 yield ws.tree.root
             finally:
+                manifest = None  # (stays so only if the capture raised, and then this is unwinding)
                 with anyio.CancelScope(shield=True):
                     manifest = await self.workspace.capture(ws, chat, "tool_run", record.id)
                 record.post_manifest_id = manifest.id if manifest else ws.active_manifest_id
@@ -202,7 +203,7 @@ class ToolCallService:
         if not plan or plan.get("renderer") != "html":
             raise InvalidParams("params.toolCallId", "this tool call has no html render plan")
         artifact = Path(plan["config"]["artifact"])
-        if not artifact.exists():
+        if not await anyio.to_thread.run_sync(artifact.exists):
             # The plan names the revision that was current then; an upgrade since replaced it.
             plan = {**plan, "config": {**plan["config"], "artifact": str(await self._current(record, artifact))}}
         try:

@@ -171,7 +171,7 @@ def _frame_url(config: dict[str, Any]) -> str:
         raise RenderError(f"frame url {url!r} is not a plain http(s) URL")
     try:
         parts = urlsplit(url)
-        parts.port  # reading it raises ValueError for a port that is not 0..65535
+        _ = parts.port  # reading it raises ValueError for a port that is not 0..65535
     except ValueError:
         raise RenderError(f"frame url {url!r} is not a valid URL") from None
     if parts.scheme not in ("http", "https") or "@" in parts.netloc or parts.hostname not in _LOCAL_HOSTS:

@@ -47,10 +47,9 @@ class LocalToolsets:
         """Watch the folders of the installed local toolsets (after an import or uninstall)."""
         if self._tg is None:
             return
-        wanted = {}
-        for t in await self.service.all():
-            if t.source_type == "local" and t.source_ref and Path(t.source_ref).is_dir():
-                wanted[Path(t.source_ref)] = t.id
+        local = {Path(t.source_ref): t.id for t in await self.service.all()
+                 if t.source_type == "local" and t.source_ref}
+        wanted = await anyio.to_thread.run_sync(_existing, local)
         if wanted == self._watched:
             return
         self.close()
@@ -99,3 +98,7 @@ def _relevant(change: object, path: str) -> bool:
     p = Path(path)
     return not (_IGNORED_DIRS.intersection(p.parts) or p.name.endswith(_IGNORED_SUFFIXES)
                 or p.name.startswith(".#"))
+
+
+def _existing(folders: dict[Path, str]) -> dict[Path, str]:
+    return {folder: toolset_id for folder, toolset_id in folders.items() if folder.is_dir()}

@@ -15,8 +15,8 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..workspace import paths
 from ..store.toolsets import FileKind, SourceType
+from ..workspace import paths
 from .manifest import ManifestError, Parsed, module_of, parse
 
 MANIFEST = "toolset.yaml"
@@ -217,7 +217,7 @@ def _check_entrypoints(bundle: Bundle) -> None:
 
 
 def _check_artifacts(bundle: Bundle) -> None:
-    for i, override in enumerate(bundle.parsed.overrides):
+    for override in bundle.parsed.overrides:
         if override.renderer != "html":
             continue
         artifact = (override.renderer_config or {}).get("artifact")

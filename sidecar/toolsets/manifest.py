@@ -169,30 +169,47 @@ def from_data(data: Any) -> Parsed:
 
 
 def _check(m: Manifest) -> Parsed:
-    warnings: list[str] = []
     if m.id == "builtin":
         raise ManifestError("id", "'builtin' names the tools that ship with the sidecar; choose another id")
-    seen: dict[str, int] = {}
-    for i, t in enumerate(m.tools):
-        if t.id in seen:
-            raise ManifestError(f"tools[{i}].id", f"{t.id!r} is declared twice (also tools[{seen[t.id]}])")
-        seen[t.id] = i
-    servers: dict[str, int] = {}
+    seen = _unique_ids("tools", [t.id for t in m.tools])
+    servers = _unique_ids("mcp_servers", [s.id for s in m.mcp_servers])
     for i, s in enumerate(m.mcp_servers):
-        where = f"mcp_servers[{i}]"
-        if s.id in servers:
-            raise ManifestError(f"{where}.id", f"{s.id!r} is declared twice (also mcp_servers[{servers[s.id]}])")
-        servers[s.id] = i
-        if s.type == "stdio":
-            if not s.command:
-                raise ManifestError(f"{where}.command", "a stdio server needs the command to start it")
-            if s.url:
-                raise ManifestError(f"{where}.url", "a stdio server has no url; set type to sse or streamable-http")
-        else:
-            if not s.url or not re.match(r"^https?://[^/\s]+", s.url):
-                raise ManifestError(f"{where}.url", f"a {s.type} server needs an http:// or https:// url")
-            if s.command:
-                raise ManifestError(f"{where}.command", f"a {s.type} server is reached by url, not started by a command")
+        _check_server(f"mcp_servers[{i}]", s)
+    warnings: list[str] = []
+    overrides = _with_legacy_renderers(m, warnings)
+    for i, o in enumerate(m.tool_overrides):
+        server, sep, _ = o.tool_id.partition(":")
+        if sep and server not in servers:
+            warnings.append(f"tool_overrides[{i}].tool_id: no MCP server {server!r} is declared here")
+        elif not sep and o.tool_id not in seen:
+            warnings.append(f"tool_overrides[{i}].tool_id: no tool {o.tool_id!r} is declared here")
+    return Parsed(m, overrides, warnings)
+
+
+def _unique_ids(section: str, ids: list[str]) -> dict[str, int]:
+    seen: dict[str, int] = {}
+    for i, id_ in enumerate(ids):
+        if id_ in seen:
+            raise ManifestError(f"{section}[{i}].id", f"{id_!r} is declared twice (also {section}[{seen[id_]}])")
+        seen[id_] = i
+    return seen
+
+
+def _check_server(where: str, s: McpServerDecl) -> None:
+    if s.type == "stdio":
+        if not s.command:
+            raise ManifestError(f"{where}.command", "a stdio server needs the command to start it")
+        if s.url:
+            raise ManifestError(f"{where}.url", "a stdio server has no url; set type to sse or streamable-http")
+        return
+    if not s.url or not re.match(r"^https?://[^/\s]+", s.url):
+        raise ManifestError(f"{where}.url", f"a {s.type} server needs an http:// or https:// url")
+    if s.command:
+        raise ManifestError(f"{where}.command", f"a {s.type} server is reached by url, not started by a command")
+
+
+def _with_legacy_renderers(m: Manifest, warnings: list[str]) -> list[OverrideDecl]:
+    """The explicit overrides, completed by the legacy ``tools[].renderer`` of each tool."""
     explicit = {o.tool_id: n for n, o in enumerate(m.tool_overrides)}
     overrides = list(m.tool_overrides)
     for i, t in enumerate(m.tools):
@@ -213,10 +230,4 @@ def _check(m: Manifest) -> Parsed:
             warnings.append(f"tools[{i}].renderer is ignored: tool_overrides sets {t.id!r}'s renderer (it wins)")
             continue
         overrides[n] = msgspec.structs.replace(o, renderer=kind, renderer_config=config)
-    for i, o in enumerate(m.tool_overrides):
-        server, sep, _ = o.tool_id.partition(":")
-        if sep and server not in servers:
-            warnings.append(f"tool_overrides[{i}].tool_id: no MCP server {server!r} is declared here")
-        elif not sep and o.tool_id not in seen:
-            warnings.append(f"tool_overrides[{i}].tool_id: no tool {o.tool_id!r} is declared here")
-    return Parsed(m, overrides, warnings)
+    return overrides

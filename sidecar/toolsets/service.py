@@ -112,6 +112,7 @@ class ToolsetService:
                                 "mcp_servers": [_drop_empty(server)]})
         except ManifestError as exc:
             raise InvalidParams("params" + _wire_path(exc.path), exc.reason) from None
+        server_id = parsed.manifest.id
         async with self._lock:
             if await self.repo.get(server_id) is not None:
                 raise Conflict("already installed",
