@@ -9,7 +9,6 @@ import msgspec
 from .base import Empty, MethodSpec, Model
 from .errors import ErrorCode
 
-
 # How a tool call's result is shown (seed 000 §5).
 Renderer = Literal["code", "document", "html", "frame"]
 
