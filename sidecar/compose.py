@@ -30,9 +30,9 @@ from .store import Database
 from .store.chats import ChatRepo
 from .store.tool_calls import ToolCallRepo
 from .tools import catalog as registry
+from .tools.calls import ToolCallService
 from .toolsets import mcp_servers
 from .toolsets.authoring import LocalToolsets
-from .tools.calls import ToolCallService
 from .toolsets.service import ToolsetService
 from .workspace.service import WorkspaceService
 
