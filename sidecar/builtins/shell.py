@@ -7,15 +7,13 @@ and its end), since a model needs the error at the bottom more than the middle o
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import sys
 from typing import Any
 
 import anyio
-from anyio.abc import Process
 
+from ..children import DEVNULL, STDOUT, Child, signal_name, spawn
+from ..runtime.environment import scrubbed_env
 from . import Builtin, BuiltinCall, BuiltinError
 
 OUTPUT_LIMIT = 128 << 10
@@ -46,58 +44,48 @@ class _Output:
 
 
 async def run_command(call: BuiltinCall) -> dict[str, Any]:
-    from ..runtime.environment import scrubbed_env
-
     command: str = call.args["command"]
     timeout = min(float(call.args.get("timeout") or call.timeout), MAX_TIMEOUT)
     output = _Output(OUTPUT_LIMIT)
-    proc = await anyio.open_process(
+    # Its own process group: everything it starts is stopped with it.
+    child = await spawn(
         ["/bin/sh", "-c", command] if sys.platform != "win32" else ["cmd", "/c", command],
-        cwd=call.workspace, env=scrubbed_env(), stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT,
-        start_new_session=True,  # its own group: everything it starts is stopped with it
+        cwd=call.workspace, env=scrubbed_env(), stdin=DEVNULL, stderr=STDOUT, label="run_command",
     )
     result: dict[str, Any] = {"command": command, "exit_code": None, "output": ""}
     try:
         with anyio.fail_after(timeout):
-            await _collect(proc, output)
-            result["exit_code"] = await proc.wait()
+            await _collect(child, output)
+            result["exit_code"] = await child.process.wait()
     except TimeoutError:
         result["output"] = output.text()
         raise BuiltinError(f"the command did not finish within {timeout:g} s and was stopped", result,
                            "timeout") from None
     finally:
-        with anyio.CancelScope(shield=True):
-            await _stop_group(proc)
+        # No grace: a command past its time, or what it left running in the background, is killed.
+        await child.stop(stdin_grace=0, term_grace=0)
     result["output"] = output.text()
     if result["exit_code"] < 0:
-        result["signal"] = signal.Signals(-result["exit_code"]).name
+        result["signal"] = signal_name(-result["exit_code"])
     return result
 
 
-async def _collect(proc: Process, output: _Output) -> None:
-    assert proc.stdout is not None
+async def _collect(child: Child, output: _Output) -> None:
+    stdout = child.stdout
     drained = anyio.Event()
     async with anyio.create_task_group() as tg:
         async def read() -> None:
-            async for chunk in proc.stdout:  # type: ignore[union-attr]
+            async for chunk in stdout:
                 output.add(chunk)
             drained.set()
 
         tg.start_soon(read)
-        await proc.wait()
+        await child.process.wait()
         # A background child may hold the pipe open after the shell exits: take what is already
         # there, then stop waiting for it.
         with anyio.move_on_after(0.05):
             await drained.wait()
         tg.cancel_scope.cancel()
-
-
-async def _stop_group(proc: Process) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    await proc.aclose()
 
 
 TOOLS = (

@@ -6,7 +6,7 @@ alone. ``<config>`` is one JSON object (nothing secret: it shows up in ``ps``)::
 
     {"toolsetId": "app-builder", "toolsetDir": "/abs/toolset", "sdkDir": "/abs/sidecar/runtime/sdk",
      "memoryBytes": 1073741824, "fileBytes": 1073741824, "maxProcesses": 64,
-     "outputBytes": 16777216, "idleSeconds": 300}
+     "outputBytes": 16777216, "idleSeconds": 300, "parentPid": 4242}
 
 It speaks NDJSON JSON-RPC 2.0 on stdin/stdout. Methods:
 
@@ -28,6 +28,7 @@ POSIX only (resource limits, process groups, select on a pipe).
 
 from __future__ import annotations
 
+import ctypes
 import faulthandler
 import importlib
 import inspect
@@ -64,6 +65,7 @@ class Config(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
     max_processes: int = 64
     output_bytes: int = 16 << 20
     idle_seconds: float = 300.0
+    parent_pid: int | None = None  # the sidecar: the worker must not outlive it
 
 
 class Request(msgspec.Struct):
@@ -452,10 +454,25 @@ def _exit(code: int) -> None:
     os._exit(code)
 
 
+def _die_with_parent(parent_pid: int | None) -> None:
+    """On Linux, be killed when the sidecar dies, even by SIGKILL: the host normally arranges it
+    before exec (setpriv), this covers hosts without setpriv. Elsewhere stdin EOF tells us."""
+    if not sys.platform.startswith("linux") or parent_pid is None:
+        return
+    pr_set_pdeathsig = 1
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent_pid:  # the sidecar died before the signal was armed
+        os._exit(1)
+
+
 def main(argv: list[str]) -> None:
     if len(argv) != 2:
         sys.exit(f"usage: {argv[0]} <config JSON>")
     config = msgspec.json.decode(argv[1], type=Config)
+    _die_with_parent(config.parent_pid)
     config.toolset_dir = os.path.abspath(config.toolset_dir)
     wire_in, wire_out = _claim_stdio()
     faulthandler.enable(sys.stderr)  # a segfault in native code leaves a traceback in stderr

@@ -30,7 +30,6 @@ import logging
 import os
 import signal
 import sys
-import threading
 import time
 from collections import deque
 from contextlib import suppress
@@ -38,9 +37,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import anyio.abc
 import msgspec
 
+from ..children import KILL_WAIT, Child, exit_reason, spawn
 from ..rpc.framing import Frame, LineSplitter, LineTooLong
 
 log = logging.getLogger("sidecar.tools")
@@ -49,19 +48,11 @@ WORKER_SCRIPT = Path(__file__).with_name("worker_main.py")
 SDK_DIR = Path(__file__).with_name("sdk")
 
 _WORKER_KINDS = {"arguments", "raised", "memory", "load", "output", "cancelled"}
-_SIGNAL_HINTS = {
-    "SIGSEGV": " (a crash in native code)",
-    "SIGBUS": " (a crash in native code)",
-    "SIGABRT": " (native code aborted)",
-    "SIGKILL": " (perhaps by the system, for using too much memory)",
-}
 
 INTERRUPT_GRACE = 1.0  # seconds a stopped call gets to unwind after SIGINT
 STOP_GRACE = 0.5  # seconds between closing stdin, SIGTERM and SIGKILL
-KILL_WAIT = 5.0  # a process in uninterruptible sleep may outlive SIGKILL for a while
 EXIT_DRAIN = 0.2  # an answer written just before exiting may still be in the pipe
 STDERR_LINES = 20
-_STDERR_LINE_CHARS = 2000
 _REPLY_MARGIN = 1 << 20  # envelope, error message and traceback on top of the output limit
 _DECODE_IN_THREAD = 1 << 20  # bytes: bigger answers are decoded off the event loop
 
@@ -103,6 +94,7 @@ class _Error(msgspec.Struct):
 
 
 class _Reply(msgspec.Struct):
+    id: int | str | None = None
     result: Any = None
     error: _Error | None = None
 
@@ -236,29 +228,24 @@ class ToolsetWorkers:
             "maxProcesses": self.limits.max_processes,
             "outputBytes": self.limits.output_bytes,
             "idleSeconds": self.limits.idle_seconds,
+            "parentPid": os.getpid(),
         }).decode()
-        # A pipe of our own for stderr: a thread drains it, so a chatty tool never blocks on it.
-        stderr_read, stderr_write = os.pipe()
         try:
-            with anyio.CancelScope(shield=True):  # a process started must also be tracked
-                proc = await anyio.open_process(
-                    [sys.executable, "-I", str(WORKER_SCRIPT), config],
-                    stderr=stderr_write,
-                    cwd=self.toolset_dir,
-                    env=worker_env(self.toolset_id, self.toolset_dir, self.env),
-                    start_new_session=True,
-                )
+            child = await spawn(
+                [sys.executable, "-I", str(WORKER_SCRIPT), config],
+                env=worker_env(self.toolset_id, self.toolset_dir, self.env),
+                cwd=self.toolset_dir,
+                label=self.toolset_id,
+                stderr_lines=STDERR_LINES,
+                logger=log,
+            )
         except OSError as exc:
-            os.close(stderr_read)
             why = f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else str(exc)
             raise ToolFailure(
                 "load", f"cannot start a worker for toolset {self.toolset_id} in {self.toolset_dir}: {why}"
             ) from None
-        finally:
-            os.close(stderr_write)
-        log.debug("%s: started worker pid %d", self.toolset_id, proc.pid)
         max_line = self.limits.output_bytes + _REPLY_MARGIN
-        return _Worker(proc, stderr_read, self.toolset_id, self._generation, max_line)
+        return _Worker(child, self.toolset_id, self._generation, max_line)
 
 
 class WorkerHost:
@@ -312,13 +299,12 @@ def worker_env(toolset_id: str, toolset_dir: Path, extra: dict[str, str]) -> dic
 
 
 class _Worker:
-    """One worker process, serving one request at a time."""
+    """One worker process, serving one request at a time. Its answers are matched by id: a line
+    a tool managed to write onto the pipe is skipped, never taken for the answer."""
 
-    def __init__(
-        self, proc: anyio.abc.Process, stderr_fd: int, label: str, generation: int, max_line: int
-    ) -> None:
-        self.proc = proc
-        self.pid = proc.pid
+    def __init__(self, child: Child, label: str, generation: int, max_line: int) -> None:
+        self.child = child
+        self.pid = child.pid
         self.generation = generation
         self.reusable = True
         self._label = label
@@ -326,23 +312,23 @@ class _Worker:
         self._max_line = max_line
         self._splitter = LineSplitter(max_line)
         self._frames: deque[Frame] = deque()
-        self._stderr = _StderrTail(stderr_fd, label)
         self._idle_since = time.monotonic()
-        self._stopped = False
 
     @property
     def alive(self) -> bool:
-        return self.proc.returncode is None
+        return self.child.alive
 
     def idle_for(self) -> float:
         return time.monotonic() - self._idle_since
 
     async def request(self, method: str, params: dict[str, Any], timeout: float, what: str) -> Any:
-        message = {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params}
+        request_id = next(self._ids)
+        message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         line = _ENCODER.encode(message) + b"\n"
+        reply: _Reply | LineTooLong | None = None
         try:
             with anyio.move_on_after(timeout) as deadline:
-                frame = await self._exchange(line)
+                reply = await self._exchange(line, request_id)
         except anyio.get_cancelled_exc_class():
             await self._interrupt()
             raise
@@ -351,54 +337,46 @@ class _Worker:
             raise ToolFailure(
                 "timeout",
                 f"{what} did not finish within {timeout:g} s; the call was stopped and its worker restarted",
-                stderr_tail=self._stderr.tail() or None,
+                stderr_tail=self.child.stderr_text() or None,
             )
         self._idle_since = time.monotonic()
-        if frame is None:
+        if reply is None:
             raise await self._ended(what)
-        if isinstance(frame, LineTooLong):
+        if isinstance(reply, LineTooLong):
             raise ToolFailure(
-                "output", f"{what}: the worker's answer is {frame.size} bytes, over the limit of {self._max_line}"
+                "output", f"{what}: the worker's answer is {reply.size} bytes, over the limit of {self._max_line}"
             )
-        try:
-            reply = await _decode(frame)
-        except msgspec.DecodeError as exc:
-            raise await self._ended(what, f"answered with something that is not JSON-RPC ({exc})") from None
         if reply.error is not None:
             raise self._failure(reply.error, what)
         return reply.result
 
     def kill(self) -> None:
         self.reusable = False
-        self._signal_group(signal.SIGKILL)
+        self.child.kill()
 
     async def stop(self) -> None:
         """Close stdin (the worker exits at EOF), then SIGTERM and SIGKILL its process group,
         each after a short wait. Idempotent; always runs to the end, even when cancelled."""
-        if self._stopped:
-            return
-        self._stopped = True
         self.reusable = False
-        with anyio.CancelScope(shield=True):
-            with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                await self.proc.stdin.aclose()  # type: ignore[union-attr]
-            for sig in (signal.SIGTERM, signal.SIGKILL):
-                with anyio.move_on_after(STOP_GRACE):
-                    await self.proc.wait()
-                # Even after the worker exited: its group may still hold what its tools started.
-                self._signal_group(sig)
-            with anyio.move_on_after(KILL_WAIT):
-                await self.proc.aclose()
-        log.debug("%s: stopped worker pid %d (%s)", self._label, self.pid, _exit_reason(self.proc.returncode))
+        await self.child.stop(stdin_grace=STOP_GRACE, term_grace=STOP_GRACE)
 
     # -- one exchange ----------------------------------------------------------------------------
 
-    async def _exchange(self, line: bytes) -> Frame | None:
+    async def _exchange(self, line: bytes, request_id: int) -> _Reply | LineTooLong | None:
         try:
-            await self.proc.stdin.send(line)  # type: ignore[union-attr]
+            await self.child.stdin.send(line)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             pass  # the worker is gone: reading tells how it ended
-        return await self._next_frame()
+        while True:
+            frame = await self._next_frame()
+            if frame is None or isinstance(frame, LineTooLong):
+                return frame
+            reply = await _decode(frame)
+            if reply is not None and reply.id == request_id:
+                return reply
+            # Not ours: something a tool wrote onto the pipe, or an answer to a request given up on.
+            log.warning("%s: skipped a line from the worker that is not the answer to request %d: %r",
+                        self._label, request_id, frame[:200])
 
     async def _next_frame(self) -> Frame | None:
         """The next line the worker writes, or None once it has exited without one."""
@@ -411,14 +389,14 @@ class _Worker:
         return frame
 
     async def _cancel_on_exit(self, scope: anyio.CancelScope) -> None:
-        await self.proc.wait()
+        await self.child.process.wait()
         await anyio.sleep(EXIT_DRAIN)
         scope.cancel()
 
     async def _read_frame(self) -> Frame | None:
         while not self._frames:
             try:
-                chunk = await self.proc.stdout.receive(1 << 20)  # type: ignore[union-attr]
+                chunk = await self.child.stdout.receive(1 << 20)
             except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                 self._frames.extend(self._splitter.finish())
                 break
@@ -435,22 +413,21 @@ class _Worker:
                     os.kill(self.pid, signal.SIGINT)
                 with anyio.move_on_after(INTERRUPT_GRACE):
                     await self._next_frame()  # the "cancelled" answer, or the exit
-            self._signal_group(signal.SIGKILL)
-            with anyio.move_on_after(KILL_WAIT):
-                await self.proc.wait()
+            self.child.kill()
+            await self.child.wait_exit(KILL_WAIT)
 
-    async def _ended(self, what: str, reason: str | None = None) -> ToolFailure:
-        """The failure for a worker that exited mid-call (or broke the protocol)."""
+    async def _ended(self, what: str) -> ToolFailure:
+        """The failure for a worker that exited mid-call."""
         self.reusable = False
         with anyio.CancelScope(shield=True):
-            with anyio.move_on_after(STOP_GRACE):
-                await self.proc.wait()
-            self._signal_group(signal.SIGKILL)  # the tool's children, or a worker gone astray
-            await self._stderr.settle(STOP_GRACE)
-        if self._stopped:
+            await self.child.wait_exit(STOP_GRACE)
+            self.child.kill()  # the tool's children, or a worker gone astray
+            if self.child.stderr is not None:
+                await self.child.stderr.settle(STOP_GRACE)
+        if self.child.stopped:
             return ToolFailure("cancelled", f"{what} was stopped: the toolset's workers were shut down")
-        tail = self._stderr.tail()
-        message = f"{what} crashed its worker, which {reason or _exit_reason(self.proc.returncode)}; " \
+        tail = self.child.stderr_text()
+        message = f"{what} crashed its worker, which {exit_reason(self.child.returncode)}; " \
                   "the next call starts a new worker"
         if tail:
             message += f"\nLast lines of its stderr:\n{tail}"
@@ -467,71 +444,18 @@ class _Worker:
             self.reusable = False
         return ToolFailure(kind, error.message, path=data.get("path"), traceback=data.get("traceback"))
 
-    def _signal_group(self, sig: int) -> None:
-        # The worker was started with start_new_session: its pid is its process group id.
-        with suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, sig)
 
-
-class _StderrTail:
-    """Drains a worker's stderr on a thread until EOF: keeps the last lines for error messages
-    and logs each one at debug level."""
-
-    def __init__(self, fd: int, label: str) -> None:
-        self._label = label
-        self._lines: deque[str] = deque(maxlen=STDERR_LINES)
-        self._thread = threading.Thread(target=self._pump, args=(fd,), name=f"stderr-{label}", daemon=True)
-        self._thread.start()
-
-    def tail(self) -> str:
-        return "\n".join(self._lines)
-
-    async def settle(self, timeout: float) -> None:
-        """Wait (a little) until everything the worker wrote has been read."""
-        with anyio.move_on_after(timeout):
-            while self._thread.is_alive():
-                await anyio.sleep(0.01)
-
-    def _pump(self, fd: int) -> None:
-        partial = b""
-        try:
-            while chunk := os.read(fd, 1 << 16):
-                *lines, partial = (partial + chunk).split(b"\n")
-                if len(partial) > _STDERR_LINE_CHARS:  # a line without end must not grow forever
-                    lines.append(partial)
-                    partial = b""
-                for line in lines:
-                    self._add(line)
-            if partial:
-                self._add(partial)
-        finally:
-            os.close(fd)
-
-    def _add(self, raw: bytes) -> None:
-        line = raw[:_STDERR_LINE_CHARS].decode("utf-8", "replace").rstrip("\r")
-        self._lines.append(line)
-        log.debug("%s: %s", self._label, line)
-
-
-async def _decode(line: bytes) -> _Reply:
-    if len(line) > _DECODE_IN_THREAD:
-        return await anyio.to_thread.run_sync(_REPLY.decode, line)
-    return _REPLY.decode(line)
+async def _decode(line: bytes) -> _Reply | None:
+    """The reply on one line, or None when the line is not a JSON-RPC reply."""
+    try:
+        if len(line) > _DECODE_IN_THREAD:
+            return await anyio.to_thread.run_sync(_REPLY.decode, line)
+        return _REPLY.decode(line)
+    except (msgspec.DecodeError, RecursionError):
+        return None
 
 
 async def _stop_all(workers: list[_Worker]) -> None:
     async with anyio.create_task_group() as tg:
         for worker in workers:
             tg.start_soon(worker.stop)
-
-
-def _exit_reason(code: int | None) -> str:
-    if code is None:
-        return "did not exit"
-    if code >= 0:
-        return f"exited with code {code}"
-    try:
-        name = signal.Signals(-code).name
-    except ValueError:
-        name = f"signal {-code}"
-    return f"was killed by {name}{_SIGNAL_HINTS.get(name, '')}"

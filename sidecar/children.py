@@ -1,0 +1,324 @@
+"""Child processes: how the sidecar starts them, hears their stderr, stops them and words their end.
+
+Every child (a toolset worker, a stdio MCP server, a ``run_command`` shell) starts in a session of
+its own, so its pid is also its process group id and stopping the group stops whatever it started.
+On Linux it also gets a parent-death signal (SIGKILL, through util-linux's ``setpriv``, which keeps
+the spawn as cheap as a plain one), so a sidecar that dies without cleaning up (``kill -9``, a crash)
+takes its children along; elsewhere, or without ``setpriv``, a child learns of it from its stdin
+reaching EOF. The signal is tied to the thread that spawned the child: ``spawn`` runs on the event
+loop's thread, which lives as long as the sidecar.
+
+    child = await spawn(argv, env=env, cwd=folder, label="toolset app-builder")
+    await child.stdin.send(b"...")                 # stdin and stdout are pipes unless told otherwise
+    child.stderr.text()                            # the last lines the child wrote to stderr
+    await child.stop(stdin_grace=0.5, term_grace=0.5)  # close stdin -> SIGTERM group -> SIGKILL group
+    exit_reason(child.returncode)                  # "exited with code 3", "was killed by SIGSEGV (...)"
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from collections import deque
+from collections.abc import Mapping, Sequence
+from contextlib import suppress
+from functools import cache
+from typing import IO, Any, Literal
+
+import anyio
+import anyio.abc
+
+log = logging.getLogger("sidecar.children")
+
+PIPE = subprocess.PIPE
+DEVNULL = subprocess.DEVNULL
+STDOUT = subprocess.STDOUT
+TAIL: Literal["tail"] = "tail"  # stderr goes to a pipe read into a StderrTail
+
+KILL_WAIT = 5.0  # a process in uninterruptible sleep may outlive SIGKILL for a while
+STDIN_FLUSH = 0.5  # closing stdin waits for buffered bytes that a child that never reads never takes
+_POLL = 0.01
+
+_SIGNAL_HINTS = {
+    "SIGSEGV": " (a crash in native code)",
+    "SIGBUS": " (a crash in native code)",
+    "SIGABRT": " (native code aborted)",
+    "SIGKILL": " (perhaps by the system, for using too much memory)",
+}
+
+
+def exit_reason(code: int | None) -> str:
+    """How a child ended, worded to follow "the server" / "its worker, which"."""
+    if code is None:
+        return "is still running"
+    if code >= 0:
+        return f"exited with code {code}"
+    name = signal_name(-code)
+    return f"was killed by {name}{_SIGNAL_HINTS.get(name, '')}"
+
+
+def signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+class StderrTail:
+    """Drains a child's stderr on a thread until EOF, so a chatty child never blocks on a full
+    pipe and the event loop never handles its output: keeps the last lines for error messages
+    and logs each one at debug level."""
+
+    def __init__(self, fd: int, label: str, *, lines: int = 20, line_chars: int = 2000,
+                 logger: logging.Logger = log) -> None:
+        self._label = label
+        self._line_chars = line_chars
+        self._log = logger
+        self.lines: deque[str] = deque(maxlen=lines)
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._pump, args=(fd,), name=f"stderr-{label}", daemon=True)
+        self._thread.start()
+
+    def text(self, lines: int | None = None, max_chars: int | None = None) -> str:
+        kept = list(self.lines)
+        text = "\n".join(kept if lines is None else kept[-lines:])
+        return text if max_chars is None else text[-max_chars:]
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    async def settle(self, timeout: float) -> bool:
+        """Wait (bounded) until everything the child wrote has been read; whether it was."""
+        with anyio.move_on_after(timeout):
+            while True:
+                if self._done.is_set():
+                    break
+                await anyio.sleep(_POLL)
+        return self._done.is_set()
+
+    def _pump(self, fd: int) -> None:
+        partial = b""
+        try:
+            while chunk := os.read(fd, 1 << 16):
+                *lines, partial = (partial + chunk).split(b"\n")
+                if len(partial) > self._line_chars:  # a line without end must not grow forever
+                    lines.append(partial)
+                    partial = b""
+                for line in lines:
+                    self._add(line)
+            if partial:
+                self._add(partial)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+            self._done.set()
+
+    def _add(self, raw: bytes) -> None:
+        line = raw[: self._line_chars].decode("utf-8", "replace").rstrip("\r")
+        if len(raw) > self._line_chars:
+            line += "…"
+        self.lines.append(line)
+        self._log.debug("%s: %s", self._label, line)
+
+
+class Child:
+    """A started child process and its process group."""
+
+    def __init__(self, process: anyio.abc.Process, label: str, stderr: StderrTail | None) -> None:
+        self.process = process
+        self.pid = process.pid
+        self.label = label
+        self.stderr = stderr
+        self._stopped = False
+
+    @property
+    def stdin(self) -> anyio.abc.ByteSendStream:
+        assert self.process.stdin is not None, "spawned without a stdin pipe"
+        return self.process.stdin
+
+    @property
+    def stdout(self) -> anyio.abc.ByteReceiveStream:
+        assert self.process.stdout is not None, "spawned without a stdout pipe"
+        return self.process.stdout
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.returncode
+
+    @property
+    def alive(self) -> bool:
+        return self.process.returncode is None
+
+    @property
+    def stopped(self) -> bool:
+        """``stop`` was called (the child may still be on its way out)."""
+        return self._stopped
+
+    def stderr_text(self, lines: int | None = None, max_chars: int | None = None) -> str:
+        return self.stderr.text(lines, max_chars) if self.stderr is not None else ""
+
+    async def wait_exit(self, timeout: float) -> bool:
+        """Wait (bounded) for the leader to exit; whether it did. Polls ``returncode`` rather than
+        awaiting ``wait()``: asyncio's wait() also waits for the pipes to close, which a surviving
+        grandchild holding them would turn into a hang."""
+        with anyio.move_on_after(timeout):
+            while True:
+                if self.process.returncode is not None:
+                    break
+                await anyio.sleep(_POLL)
+        return self.process.returncode is not None
+
+    def signal_group(self, sig: int) -> bool:
+        """Send ``sig`` to the child's process group; False once nothing is left in it."""
+        if sys.platform == "win32":  # no process groups: the leader is all we can reach
+            with suppress(ProcessLookupError, OSError):
+                self.process.kill() if sig == signal.SIGKILL else self.process.terminate()
+            return self.alive
+        try:
+            os.killpg(self.pid, sig)  # a new session: the leader's pid is the group id
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            log.warning("%s: no permission to signal process group %d", self.label, self.pid)
+        return True
+
+    def group_alive(self) -> bool:
+        _ = self.process.returncode  # lets the leader be reaped
+        if sys.platform == "win32":
+            return self.alive
+        try:
+            os.killpg(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    def kill(self) -> None:
+        """SIGKILL the whole group now; the process is reaped when ``stop`` runs."""
+        self.signal_group(signal.SIGKILL)
+
+    async def stop(self, *, stdin_grace: float, term_grace: float, kill_wait: float = KILL_WAIT) -> None:
+        """The stop ladder: close stdin and give the child ``stdin_grace`` to leave by itself, then
+        SIGTERM its group and wait ``term_grace`` for the group to empty, then SIGKILL the group.
+        The group is swept even after the leader exited, so grandchildren don't outlive it. A zero
+        grace skips its step. Idempotent; always runs to the end, even when cancelled."""
+        if self._stopped:
+            return
+        self._stopped = True
+        with anyio.CancelScope(shield=True):
+            process = self.process
+            if process.stdin is not None:
+                with anyio.move_on_after(STDIN_FLUSH), \
+                        suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    await process.stdin.aclose()
+                if stdin_grace > 0:
+                    await self.wait_exit(stdin_grace)
+            if term_grace > 0 and self.group_alive():
+                log.debug("%s: SIGTERM to process group %d", self.label, self.pid)
+                if self.signal_group(signal.SIGTERM):
+                    await self._until_group_gone(term_grace)
+            if self.group_alive():
+                self.signal_group(signal.SIGKILL)
+            await self.wait_exit(kill_wait)
+            await self._close_pipes()
+        log.debug("%s: pid %d stopped (%s)", self.label, self.pid, exit_reason(self.returncode))
+
+    async def _until_group_gone(self, timeout: float) -> None:
+        with anyio.move_on_after(timeout):
+            while True:
+                if self.returncode is not None and not self.group_alive():
+                    break
+                await anyio.sleep(_POLL)
+
+    async def _close_pipes(self) -> None:
+        for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
+            if stream is not None:
+                with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    await stream.aclose()
+        # asyncio keeps the subprocess transport open until wait() returns, which a grandchild
+        # holding a pipe could delay forever; close it ourselves so nothing is left unclosed.
+        transport = getattr(getattr(self.process, "_process", None), "_transport", None)
+        close = getattr(transport, "close", None)
+        if callable(close):
+            with suppress(Exception):
+                close()
+
+
+async def spawn(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    label: str,
+    cwd: str | os.PathLike[str] | None = None,
+    stdin: int | IO[Any] | None = PIPE,
+    stdout: int | IO[Any] | None = PIPE,
+    stderr: int | IO[Any] | Literal["tail"] | None = TAIL,
+    stderr_lines: int = 20,
+    stderr_line_chars: int = 2000,
+    logger: logging.Logger = log,
+) -> Child:
+    """Start ``argv`` in a new session, tied to the sidecar's life where the OS allows.
+
+    Raises:
+        OSError: the child could not be started (no such command, bad cwd, not executable, ...).
+    """
+    command = list(argv)
+    wrapper = _pdeathsig_wrapper()
+    if wrapper:
+        # setpriv would only report a failed exec on its stderr: fail here as Popen would.
+        _check_executable(command[0], env, cwd)
+        command = [*wrapper, *command]
+    tail_read = tail_write = -1
+    if stderr == TAIL:
+        tail_read, tail_write = os.pipe()
+    try:
+        with anyio.CancelScope(shield=True):  # a process started must also be tracked
+            process = await anyio.open_process(
+                command, stdin=stdin, stdout=stdout, stderr=tail_write if stderr == TAIL else stderr,
+                cwd=cwd, env=env, start_new_session=True,
+            )
+    except BaseException:
+        if tail_read >= 0:
+            os.close(tail_read)
+        raise
+    finally:
+        if tail_write >= 0:
+            os.close(tail_write)
+    tail = None
+    if tail_read >= 0:
+        tail = StderrTail(tail_read, label, lines=stderr_lines, line_chars=stderr_line_chars, logger=logger)
+    logger.debug("%s: started pid %d", label, process.pid)
+    return Child(process, label, tail)
+
+
+@cache
+def _pdeathsig_wrapper() -> tuple[str, ...]:
+    if sys.platform != "linux":
+        return ()
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        log.info("no setpriv on PATH: children outlive a sidecar killed without warning until "
+                 "their stdin reaches EOF")
+        return ()
+    return (setpriv, "--pdeathsig", "KILL", "--")
+
+
+def _check_executable(program: str, env: Mapping[str, str], cwd: str | os.PathLike[str] | None) -> None:
+    if os.sep in program:
+        path = os.path.join(cwd, program) if cwd is not None else program
+        if not os.path.exists(path):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+        if os.path.isdir(path) or not os.access(path, os.X_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), program)
+        return
+    if shutil.which(program, path=env.get("PATH", os.defpath)) is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
