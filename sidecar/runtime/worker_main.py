@@ -54,6 +54,9 @@ TOOL_ERROR = -32000
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _MAX_MESSAGE = 4_000  # characters of an exception message sent back
 _MAX_TRACEBACK = 32_000  # characters, the end kept: the innermost frames matter most
+# Levels of lists and objects a result may nest: the sidecar, the database and the UI each walk
+# it recursively again, deeper in their own stacks, so the limit leaves them most of theirs.
+MAX_DEPTH = 256
 
 
 class Config(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
@@ -269,6 +272,9 @@ class Worker:
         )
 
     def encode_result(self, result: Any) -> bytes:
+        if _nested_deeper(result, MAX_DEPTH):
+            raise Failure("output", f"the tool's result is nested more than {MAX_DEPTH} levels deep: "
+                                    "return a flatter structure")
         try:
             data = self.encoder.encode(result)
         except NotJson as exc:
@@ -355,6 +361,21 @@ def _lines(fd: int, idle_seconds: float) -> Iterator[bytes]:
         if not chunk:
             return
         buf += chunk
+
+
+def _nested_deeper(value: Any, limit: int) -> bool:
+    """Whether lists and objects nest more than ``limit`` levels; iterative, so any depth is safe."""
+    containers = (dict, list, tuple, set, frozenset)
+    if not isinstance(value, containers):
+        return False
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, containers))
+    return False
 
 
 def _describe(exc: BaseException) -> str:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import re
 import signal
 import sys
 import time
@@ -325,7 +326,7 @@ class _Worker:
         request_id = next(self._ids)
         message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         line = _ENCODER.encode(message) + b"\n"
-        reply: _Reply | LineTooLong | None = None
+        reply: _Reply | LineTooLong | _TooDeep | None = None
         try:
             with anyio.move_on_after(timeout) as deadline:
                 reply = await self._exchange(line, request_id)
@@ -346,6 +347,8 @@ class _Worker:
             raise ToolFailure(
                 "output", f"{what}: the worker's answer is {reply.size} bytes, over the limit of {self._max_line}"
             )
+        if isinstance(reply, _TooDeep):
+            raise ToolFailure("output", f"{what}: the worker's answer is nested too deeply to be read")
         if reply.error is not None:
             raise self._failure(reply.error, what)
         return reply.result
@@ -362,7 +365,7 @@ class _Worker:
 
     # -- one exchange ----------------------------------------------------------------------------
 
-    async def _exchange(self, line: bytes, request_id: int) -> _Reply | LineTooLong | None:
+    async def _exchange(self, line: bytes, request_id: int) -> _Reply | LineTooLong | _TooDeep | None:
         try:
             await self.child.stdin.send(line)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
@@ -371,7 +374,12 @@ class _Worker:
             frame = await self._next_frame()
             if frame is None or isinstance(frame, LineTooLong):
                 return frame
-            reply = await _decode(frame)
+            try:
+                reply = await _decode(frame)
+            except RecursionError:
+                if _head_id(frame) == request_id:
+                    return _TOO_DEEP
+                reply = None
             if reply is not None and reply.id == request_id:
                 return reply
             # Not ours: something a tool wrote onto the pipe, or an answer to a request given up on.
@@ -445,13 +453,30 @@ class _Worker:
         return ToolFailure(kind, error.message, path=data.get("path"), traceback=data.get("traceback"))
 
 
+class _TooDeep:
+    """An answer to our request, nested deeper than this process can decode."""
+
+
+_TOO_DEEP = _TooDeep()
+_HEAD_ID = re.compile(rb'\{"jsonrpc":"2\.0","id":(\d+),')
+
+
+def _head_id(line: bytes) -> int | None:
+    m = _HEAD_ID.match(line)
+    return int(m[1]) if m else None
+
+
 async def _decode(line: bytes) -> _Reply | None:
-    """The reply on one line, or None when the line is not a JSON-RPC reply."""
+    """The reply on one line, or None when the line is not a JSON-RPC reply.
+
+    Raises:
+        RecursionError: the line nests deeper than the decoder can follow.
+    """
     try:
         if len(line) > _DECODE_IN_THREAD:
             return await anyio.to_thread.run_sync(_REPLY.decode, line)
         return _REPLY.decode(line)
-    except (msgspec.DecodeError, RecursionError):
+    except msgspec.DecodeError:
         return None
 
 

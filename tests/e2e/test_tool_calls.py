@@ -23,6 +23,8 @@ FLAKY = '''
     timeout: 1
   - id: die
     entrypoint: tools.flaky:die
+  - id: nested
+    entrypoint: tools.flaky:nested
   - id: echo
     entrypoint: tools.flaky:echo
     renderer:
@@ -48,6 +50,13 @@ def hang() -> None:
 @tool
 def die() -> None:
     os._exit(9)
+
+@tool
+def nested(depth: int) -> list:
+    value = []
+    for _ in range(depth):
+        value = [value]
+    return value
 
 @tool
 def echo(value: dict) -> dict:
@@ -173,6 +182,17 @@ async def test_a_failing_tool_keeps_its_partial_files_and_the_sidecar_serves_on(
     assert await sidecar.request("ping") == {}
     ok = await call(sidecar, "app-builder:read_file", {"path": "out.txt"}, chat_id)
     assert ok["status"] == "success" and ok["result"]["content"] == "partial"
+
+
+async def test_a_deeply_nested_result_is_an_error_on_its_call(sidecar: SidecarClient, tmp_path: Path):
+    await install(sidecar, tmp_path)
+    chat_id = await chat(sidecar)
+    deep = await call(sidecar, "app-builder:nested", {"depth": 990}, chat_id)
+    assert deep["status"] == "error" and deep["errorKind"] == "output"
+    assert "nested" in deep["error"]
+    assert await sidecar.request("ping") == {}
+    ok = await call(sidecar, "app-builder:nested", {"depth": 3}, chat_id)
+    assert ok["status"] == "success" and ok["result"] == [[[[]]]]
 
 
 async def test_authoring_loop_reloads_saved_edits_and_keeps_the_last_good_version(

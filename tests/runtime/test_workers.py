@@ -18,7 +18,7 @@ from tests.procs import wait_gone
 pytestmark = pytest.mark.anyio
 
 TOOLS = '''
-import asyncio, ctypes, os, subprocess, sys, time
+import asyncio, ctypes, fcntl, os, stat, subprocess, sys, time
 from pathlib import Path
 from covalt_toolset import tool, get_context
 
@@ -114,6 +114,29 @@ def meet(me: str, other: str) -> dict:
 @tool
 def version() -> int:
     return 1
+
+@tool
+def stray() -> str:
+    lines = b'{"jsonrpc":"2.0","id":0,"result":1}\\nnot JSON at all\\n{"jsonrpc":"2.0","id":null,"result":2}\\n'
+    os.write(1, lines)
+    # A library that kept the process's first stdout would write onto the worker's pipe.
+    for fd in range(3, 256):
+        try:
+            if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE != os.O_WRONLY:
+                continue
+            if not stat.S_ISFIFO(os.fstat(fd).st_mode) or os.path.samestat(os.fstat(fd), os.fstat(2)):
+                continue
+        except OSError:
+            continue
+        os.write(fd, lines)
+    return "mine"
+
+@tool
+def nested(depth: int) -> list:
+    value = []
+    for _ in range(depth):
+        value = [value]
+    return value
 '''
 
 LEGACY_SCHEMA = {
@@ -314,6 +337,23 @@ async def test_a_dying_worker_fails_only_its_call(
         "top": ["here", "still"],
     }
     assert await call(pool, workspace, "pid") != before
+
+
+async def test_lines_a_tool_writes_onto_the_pipe_are_never_taken_for_answers(
+    pool: ToolsetWorkers, workspace: Path
+) -> None:
+    assert await call(pool, workspace, "stray") == "mine"
+    assert await call(pool, workspace, "word_stats", {"text": "b a"}) == {"words": 2, "top": ["a", "b"]}
+    assert await call(pool, workspace, "big", {"n": 3}) == "xxx"
+
+
+async def test_a_deeply_nested_result_fails_only_its_call(pool: ToolsetWorkers, workspace: Path) -> None:
+    before = await call(pool, workspace, "pid")
+    exc = await failure(call(pool, workspace, "nested", {"depth": 990}))
+    assert exc.kind == "output"
+    assert "nested" in exc.message
+    assert len(str(await call(pool, workspace, "nested", {"depth": 50}))) == 102
+    assert await call(pool, workspace, "pid") == before
 
 
 async def test_result_over_the_output_limit(pool: ToolsetWorkers, workspace: Path) -> None:
