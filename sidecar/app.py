@@ -191,6 +191,7 @@ async def serve(
     except OSError as exc:
         failure = StorageError(f"cannot create the data directory lock {settings.lock_path}: {exc}")
         return await _refuse(app, transport, failure, process.EXIT_STORAGE)
+    process.sweep_crash_leftovers(settings.data_dir)
     try:
         try:
             db = await Database.open(settings.db_path)

@@ -1,10 +1,14 @@
-"""Process hygiene: the stdout claim, the instance lock, the parent watchdog and exit codes."""
+"""Process hygiene: the stdout claim, the instance lock, what a crashed run left behind, the parent
+watchdog and exit codes."""
 
 from __future__ import annotations
 
 import logging
 import os
+import shutil
 import sys
+import threading
+import time
 from pathlib import Path
 
 import anyio
@@ -65,6 +69,40 @@ class InstanceLock:
         if self._fd is not None:
             os.close(self._fd)  # closing drops the lock
             self._fd = None
+
+
+# Temporary files and folders a sidecar killed mid-way leaves in its data directory, as globs:
+# half-written blobs (written to a temp file, then renamed in), scratch folders of tool calls made
+# outside a chat, and stat caches half saved.
+CRASH_LEFTOVERS = ("scratch/*", "chats/*/blobs/tmp/*", "chats/*/statcache.tmp")
+
+
+def sweep_crash_leftovers(data_dir: Path) -> threading.Thread:
+    """Remove what a crashed run left (``CRASH_LEFTOVERS``) on a thread, so start-up never waits
+    for it. Only entries older than this call go: newer ones are this run's own, being written.
+    Call it once the instance lock is held, so no other live sidecar owns what it removes."""
+    before = time.time()
+
+    def sweep() -> None:
+        removed = 0
+        for pattern in CRASH_LEFTOVERS:
+            for path in data_dir.glob(pattern):
+                try:
+                    if path.lstat().st_mtime >= before:
+                        continue
+                    if path.is_dir() and not path.is_symlink():
+                        shutil.rmtree(path)
+                    else:
+                        path.unlink()
+                    removed += 1
+                except OSError as exc:
+                    log.warning("cannot remove %s left by an earlier run: %s", path, exc)
+        if removed:
+            log.info("removed %d temporary files and folders an earlier run left behind", removed)
+
+    thread = threading.Thread(target=sweep, name="sweep-leftovers", daemon=True)
+    thread.start()
+    return thread
 
 
 if sys.platform == "win32":
