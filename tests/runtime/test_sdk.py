@@ -278,8 +278,32 @@ def test_literal_enum_list_dict_tuple() -> None:
         },
         "many": {"type": "array", "items": {"type": "integer"}, "default": []},
     }
-    assert schema["$defs"] == {"Color": {"title": "Color", "enum": ["blue", "red"]}}
+    assert schema["$defs"] == {"Color": {"title": "Color", "enum": ["red", "blue"]}}  # as declared
     assert schema["required"] == ["mode", "color", "tags", "weights", "pair"]
+
+
+@dataclasses.dataclass
+class Leveled:
+    level: Literal["zeta", "alpha", "mid"]
+
+
+def test_choices_keep_the_authors_order() -> None:
+    @tool
+    def f(
+        mode: Literal["slow", "fast", "auto"],
+        color: Color,
+        size: Literal[3, 1, 2] | None = None,
+        tags: list[Literal["y", "x"]] | None = None,
+        nested: Leveled | None = None,
+    ) -> None: ...
+
+    schema = input_schema_for(f)
+    props = schema["properties"]
+    assert props["mode"] == {"enum": ["slow", "fast", "auto"]}
+    assert props["size"]["anyOf"][0] == {"enum": [3, 1, 2]}
+    assert props["tags"]["anyOf"][0]["items"] == {"enum": ["y", "x"]}
+    assert schema["$defs"]["Color"]["enum"] == ["red", "blue"]
+    assert schema["$defs"]["Leveled"]["properties"]["level"] == {"enum": ["zeta", "alpha", "mid"]}
 
 
 def test_nested_dataclass_struct_typeddict() -> None:

@@ -7,6 +7,8 @@ Enums, Literals and recursion; pydantic models and paths go through hooks.
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import inspect
 import re
 import sys
@@ -105,6 +107,7 @@ def build_schema(an: Analysis) -> dict[str, Any]:
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{an.qualname}: cannot build an input schema: {exc}") from exc
     defs: dict[str, Any] = doc["$defs"]
+    _keep_choice_order(doc, an.args_type)
     if models:
         _merge_pydantic(doc, defs, models)
     root = defs.pop(_ARGS)
@@ -123,6 +126,70 @@ def build_schema(an: Analysis) -> dict[str, Any]:
     if defs:
         schema["$defs"] = defs
     return schema
+
+
+def _keep_choice_order(doc: dict[str, Any], args_type: type[msgspec.Struct]) -> None:
+    """msgspec sorts the choices of an Enum or a Literal; the model should see them in the order
+    the author wrote them (often most likely first)."""
+    orders: list[list[Any]] = []
+    by_title: dict[str, list[Any]] = {}
+    seen: set[Any] = set()
+    for field in msgspec.structs.fields(args_type):
+        _collect_choices(field.type, orders, by_title, seen)
+    if orders:
+        _reorder_enums(doc, orders, by_title)
+
+
+def _collect_choices(tp: Any, orders: list[list[Any]], by_title: dict[str, list[Any]], seen: set[Any]) -> None:
+    tp = _strip_annotated(tp)
+    if typing.get_origin(tp) is typing.Literal:
+        orders.append([v.value if isinstance(v, enum.Enum) else v for v in typing.get_args(tp)])
+        return
+    for arg in typing.get_args(tp):
+        _collect_choices(arg, orders, by_title, seen)
+    if not isinstance(tp, type) or tp in seen:
+        return
+    seen.add(tp)
+    if issubclass(tp, enum.Enum):
+        values = [member.value for member in tp]
+        orders.append(values)
+        by_title[tp.__name__] = values
+        return
+    if issubclass(tp, msgspec.Struct):
+        hints: list[Any] = [f.type for f in msgspec.structs.fields(tp)]
+    elif dataclasses.is_dataclass(tp) or typing.is_typeddict(tp) or (issubclass(tp, tuple) and hasattr(tp, "_fields")):
+        try:
+            hints = list(typing.get_type_hints(tp, include_extras=True).values())
+        except Exception:  # unresolvable annotations: msgspec has already reported them
+            return
+    else:
+        return
+    for hint in hints:
+        _collect_choices(hint, orders, by_title, seen)
+
+
+def _choice_key(value: Any) -> tuple[str, Any]:
+    return type(value).__name__, value  # 1, True and "1" are different choices
+
+
+def _reorder_enums(node: Any, orders: list[list[Any]], by_title: dict[str, list[Any]]) -> None:
+    if isinstance(node, dict):
+        choices = node.get("enum")
+        if isinstance(choices, list):
+            have = {_choice_key(v) for v in choices}
+            title = node.get("title")
+            candidates = [by_title[title]] if isinstance(title, str) and title in by_title else orders
+            for order in candidates:
+                keys = {_choice_key(v) for v in order}
+                # A None choice becomes a separate {"type": "null"} beside the enum.
+                if have <= keys and all(v is None for v in order if _choice_key(v) not in have):
+                    node["enum"] = [v for v in order if _choice_key(v) in have]
+                    break
+        for value in node.values():
+            _reorder_enums(value, orders, by_title)
+    elif isinstance(node, list):
+        for value in node:
+            _reorder_enums(value, orders, by_title)
 
 
 def _merge_pydantic(doc: dict[str, Any], defs: dict[str, Any], models: list[type]) -> None:
