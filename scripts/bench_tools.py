@@ -4,6 +4,7 @@
     .venv/bin/python scripts/bench_tools.py             full run (under a minute)
     .venv/bin/python scripts/bench_tools.py --quick     smaller run (a smoke test)
     .venv/bin/python scripts/bench_tools.py --calls N   N measured calls per warm series (default 500)
+    .venv/bin/python scripts/bench_tools.py --stalls    only section 6 (the longest pings)
 
 Budgets from ARCHITECTURE.md: a Python tool call through the sidecar, warm worker, small
 workspace: p50 <= 15 ms including the snapshot; an idle toolset worker <= 40 MB RSS.
@@ -27,6 +28,11 @@ workspace: p50 <= 15 ms including the snapshot; an idle toolset worker <= 40 MB 
    type hints, half legacy plain functions with a YAML ``input_schema``), each into a fresh id,
    median of 3, vs ``toolsets/inspect`` of the same bundle (nothing installed); from a folder and
    from a ZIP of it.                                                          (info)
+6. The event loop around workers: ``ping`` sent back to back (through a bare client that never
+   parses a big answer, so the times are the sidecar's) while the sidecar (a) starts a worker
+   cold: ``toolsets/import`` (which starts one to describe the tools) and the first call after a
+   crash; (b) stops a call at its 0.5 s timeout and starts the next call's worker; (c) receives,
+   records and answers a 15 MB result. The longest ping during each.   budget: <= 20 ms
 
 Times use ``time.perf_counter``; MB = 2^20 bytes (as /proc reports kB = 2^10). Temp folders are
 removed at the end. The script exits 0 even when a budget is missed: it is a report; misses are
@@ -37,6 +43,8 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
+import re
 import shutil
 import statistics
 import subprocess
@@ -52,15 +60,17 @@ import anyio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from sidecar.client import SidecarClient  # noqa: E402
-from sidecar.runtime.workers import SDK_DIR, Limits, ToolsetWorkers  # noqa: E402
-from _bench import pct, vm_rss_bytes, print_table, Rows, print_header  # noqa: E402  (scripts/ is on sys.path when run as a script)
+from _bench import Rows, pct, print_header, print_table, vm_rss_bytes  # noqa: E402  (scripts/ is on sys.path when run as a script)
+
+from sidecar.client import SidecarClient  # noqa: E402  (after the sys.path insert above)
+from sidecar.runtime.workers import SDK_DIR, Limits, ToolsetWorkers  # noqa: E402  (after the sys.path insert above)
 
 PYTHON = sys.executable
 MIB = 1 << 20
 
 BUDGET_CALL_P50_MS = 15.0
 BUDGET_WORKER_RSS_MIB = 40.0
+BUDGET_STALL_MS = 20.0
 
 TOOLSET_ID = "bench"
 TOOL_ID = f"{TOOLSET_ID}:touch"
@@ -188,7 +198,7 @@ def bench_inprocess(n_calls: int, warmup: int, tmp: Path) -> list[float]:
     ws.mkdir()
     if str(SDK_DIR) not in sys.path:
         sys.path.insert(0, str(SDK_DIR))
-    import covalt_toolset  # noqa: PLC0415 - the SDK only exists on sys.path from here
+    import covalt_toolset  # pyright: ignore[reportMissingImports] - the SDK is on sys.path only from here
 
     spec = importlib.util.spec_from_file_location("bench_tools_inproc", folder / "tools" / "bench.py")
     assert spec is not None and spec.loader is not None
@@ -199,6 +209,7 @@ def bench_inprocess(n_calls: int, warmup: int, tmp: Path) -> list[float]:
     set_context, clear_context = covalt_toolset.set_context, covalt_toolset.clear_context
     perf = time.perf_counter
     out: list[float] = []
+    result: Any = None
     for i in range(warmup + n_calls):
         t0 = perf()
         token = set_context(ctx)
@@ -209,7 +220,7 @@ def bench_inprocess(n_calls: int, warmup: int, tmp: Path) -> list[float]:
         t1 = perf()
         if i >= warmup:
             out.append((t1 - t0) * 1000)
-    assert result == {"path": "out.txt", "size": len(f"call {i}\n")}, result
+    assert result == {"path": "out.txt", "size": len(f"call {warmup + n_calls - 1}\n")}, result
     return out
 
 
@@ -261,13 +272,13 @@ async def bench_workers(n_cold: int, n_warm: int, tmp: Path) -> dict:
     finally:
         await pool.aclose()
 
-    bare = subprocess.Popen([PYTHON, "-I", "-c", "import sys; sys.stdin.readline()"],
-                            stdin=subprocess.PIPE)
-    time.sleep(0.3)
-    bare_rss = vm_rss_bytes(bare.pid)
-    assert bare.stdin is not None
-    bare.stdin.close()
-    bare.wait()
+    async with await anyio.open_process([PYTHON, "-I", "-c", "import sys; sys.stdin.readline()"],
+                                        stdout=None, stderr=None) as bare:
+        await anyio.sleep(0.3)
+        bare_rss = vm_rss_bytes(bare.pid)
+        assert bare.stdin is not None
+        await bare.stdin.aclose()
+        await bare.wait()
     return {"cold": cold, "ref": ref, "warm": warm, "rss": [r for r in rss if r], "bare_rss": bare_rss}
 
 
@@ -369,32 +380,222 @@ async def bench_bundle(client: SidecarClient, n: int, tmp: Path) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------
+# 6. The event loop while a worker starts, restarts or answers big
+
+
+STALL_ID = "stall"
+STALL_MANIFEST = f'''manifest_version: "1"
+id: {STALL_ID}
+name: Stall
+version: "1.0.0"
+description: Tools that make the sidecar work hard around its workers, for scripts/bench_tools.py
+tools:
+  - id: touch
+    entrypoint: tools.stall:touch
+  - id: die
+    entrypoint: tools.stall:die
+  - id: hang
+    entrypoint: tools.stall:hang
+    timeout: 0.5
+  - id: big
+    entrypoint: tools.stall:big
+'''
+
+STALL_PY = '''import os, time
+from covalt_toolset import tool
+
+
+@tool
+def touch() -> int:
+    return os.getpid()
+
+
+@tool
+def die() -> None:
+    os._exit(3)
+
+
+@tool
+def hang() -> None:
+    time.sleep(60)
+
+
+@tool
+def big(n: int) -> str:
+    return "x" * n
+'''
+
+_ID = re.compile(rb'"id":(\d+)')
+
+
+class RawClient:
+    """The sidecar over its pipes with nothing heavy on our side: a 15 MB answer is only split
+    into lines, never parsed, so the ping times are the sidecar's and not this client's."""
+
+    def __init__(self, proc: Any) -> None:
+        self.proc = proc
+        self.ids = iter(range(1, 1 << 30))
+        self.waiting: dict[int, tuple[anyio.Event, list[bytes]]] = {}
+
+    async def read(self) -> None:
+        buf = bytearray()
+        async for chunk in self.proc.stdout:
+            start, seen = 0, len(buf)  # only the new bytes can hold a newline
+            buf += chunk
+            while (nl := buf.find(b"\n", max(start, seen))) >= 0:
+                line = bytes(buf[start:nl])
+                start = nl + 1
+                m = _ID.search(line, 0, 64)
+                if m and (slot := self.waiting.pop(int(m[1]), None)):
+                    slot[1].append(line)
+                    slot[0].set()
+            del buf[:start]
+
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        request_id = next(self.ids)
+        done: tuple[anyio.Event, list[bytes]] = (anyio.Event(), [])
+        self.waiting[request_id] = done
+        message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params or {}}
+        await self.proc.stdin.send(json.dumps(message).encode() + b"\n")
+        await done[0].wait()
+        line = done[1][0]
+        if len(line) > 1 << 16:
+            return {"size": len(line)}
+        reply = json.loads(line)
+        if "error" in reply:
+            raise RuntimeError(f"{method}: {reply['error']}")
+        return reply["result"]
+
+
+async def longest_ping(client: RawClient, work: Any) -> tuple[float, Any]:
+    """Run ``work()`` while pinging back to back; the longest ping (ms) and what work returned."""
+    pings: list[float] = []
+    out: list[Any] = []
+    async with anyio.create_task_group() as tg:
+        async def run() -> None:
+            out.append(await work())
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(run)
+        while True:
+            t0 = time.perf_counter()
+            await client.request("ping")
+            pings.append((time.perf_counter() - t0) * 1000)
+    return max(pings), out[0]
+
+
+async def bench_stalls(repeats: int, tmp: Path) -> dict[str, list[float]]:
+    folder = tmp / "stall-toolset"
+    (folder / "tools").mkdir(parents=True)
+    (folder / "toolset.yaml").write_text(STALL_MANIFEST)
+    (folder / "tools" / "stall.py").write_text(STALL_PY)
+    out: dict[str, list[float]] = {"cold": [], "timeout": [], "big": [], "rest": []}
+    proc = await anyio.open_process([PYTHON, "-m", "sidecar", "--data-dir", str(tmp / "stall-data")],
+                                    stderr=subprocess.DEVNULL)
+    client = RawClient(proc)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(client.read)
+            await client.request("initialize", {"clientInfo": {"name": "bench_tools", "version": "0"}})
+            for _ in range(50):  # the reference: pings with nothing else going on
+                t0 = time.perf_counter()
+                await client.request("ping")
+                out["rest"].append((time.perf_counter() - t0) * 1000)
+
+            def call(tool: str, args: dict[str, Any] | None = None) -> Any:
+                return lambda: client.request("tools/call", {"toolId": f"{STALL_ID}:{tool}", "args": args or {}})
+
+            # The first worker of a toolset starts inside toolsets/import (to describe the tools).
+            ms, _ = await longest_ping(client, lambda: client.request("toolsets/import", {"path": str(folder)}))
+            out["cold"].append(ms)
+            for _ in range(repeats):
+                await client.request("tools/call", {"toolId": f"{STALL_ID}:die", "args": {}})
+                ms, got = await longest_ping(client, call("touch"))  # a fresh worker starts
+                assert got["toolCall"]["status"] == "success", got
+                out["cold"].append(ms)
+                ms, got = await longest_ping(client, call("hang"))  # stopped, killed, then ...
+                assert got["toolCall"]["errorKind"] == "timeout", got
+                ms2, _ = await longest_ping(client, call("touch"))  # ... a fresh worker starts
+                out["timeout"].append(max(ms, ms2))
+                ms, got = await longest_ping(client, call("big", {"n": 15_000_000}))
+                assert got["size"] > 15_000_000, got
+                out["big"].append(ms)
+            await client.request("shutdown")
+            assert proc.stdin is not None
+            await proc.stdin.send(b'{"jsonrpc":"2.0","method":"exit"}\n')
+            await proc.wait()
+            tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            if proc.returncode is None:
+                proc.kill()
+            await proc.aclose()
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
 # Report
 
 
-async def run_all(args: argparse.Namespace, tmp: Path) -> tuple[dict, list[float], dict]:
+async def run_all(args: argparse.Namespace, tmp: Path) -> tuple[dict, list[float], dict, dict]:
     workers = await bench_workers(args.cold, args.calls, tmp)
     side = await bench_sidecar(args.calls, args.warmup, args.rounds, args.imports, tmp)
     inproc = bench_inprocess(args.calls, args.warmup, tmp)
-    return side, inproc, workers
+    stalls = await bench_stalls(args.stalls, tmp)
+    return side, inproc, workers, stalls
+
+
+def stall_rows(rows: Rows, stalls: dict[str, list[float]]) -> None:
+    rest = f"{pct(stalls['rest'], 50):.3f} ms ping p50 at rest"
+    for key, what in (("cold", "a worker's cold start (toolsets/import, first call after a crash)"),
+                      ("timeout", "a timed-out call and the restart after it"),
+                      ("big", "a 15 MB result")):
+        longest = max(stalls[key])
+        rows.add(f"longest ping during {what} (n={len(stalls[key])})", f"{longest:.1f} ms", rest,
+                 f"<= {BUDGET_STALL_MS:.0f} ms", longest <= BUDGET_STALL_MS)
+
+
+def main_stalls(repeats: int) -> int:
+    t_start = time.perf_counter()
+    tmp = Path(tempfile.mkdtemp(prefix="bench_tools-"))
+    try:
+        stalls = anyio.run(bench_stalls, repeats, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    rows = Rows()
+    stall_rows(rows, stalls)
+    print_header(PYTHON)
+    print(f"mode     --stalls  {repeats} rounds")
+    print()
+    print_table(rows)
+    print("each round:", "; ".join(f"{k} " + " ".join(f"{v:.1f}" for v in vs)
+                                    for k, vs in stalls.items() if k != "rest"), "(ms)")
+    misses = [r[0].strip() for r in rows if r[4].startswith("FAIL")]
+    print("budget misses: " + ("; ".join(misses) if misses else "none"))
+    print(f"wall time: {time.perf_counter() - t_start:.1f} s")
+    return 0
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="fewer calls and spawns (smoke run)")
     ap.add_argument("--calls", type=int, default=None, help="measured calls per warm series (default 500)")
+    ap.add_argument("--stalls", dest="stalls_only", action="store_true",
+                    help="only the longest pings around workers (section 6)")
     args = ap.parse_args()
     if args.quick:
         args.calls = args.calls or 100
-        args.warmup, args.rounds, args.cold, args.imports = 10, 2, 3, 1
+        args.warmup, args.rounds, args.cold, args.imports, args.stalls = 10, 2, 3, 1, 2
     else:
         args.calls = args.calls or 500
-        args.warmup, args.rounds, args.cold, args.imports = 20, 5, 10, 3
+        args.warmup, args.rounds, args.cold, args.imports, args.stalls = 20, 5, 10, 3, 5
+    if args.stalls_only:
+        return main_stalls(args.stalls)
 
     t_start = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(prefix="bench_tools-"))
     try:
-        side, inproc, workers = anyio.run(run_all, args, tmp)
+        side, inproc, workers, stalls = anyio.run(run_all, args, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     wall = time.perf_counter() - t_start
@@ -449,6 +650,8 @@ def main() -> int:
         f"{med(b['folder']):.0f} ms", f"{med(b['inspect_folder']):.0f} ms inspect", "-", None)
     add(f"import {n_tools}-tool bundle, ZIP, fresh id, median (n={n_imp})",
         f"{med(b['zip']):.0f} ms", f"{med(b['inspect_zip']):.0f} ms inspect", "-", None)
+
+    stall_rows(rows, stalls)
 
     print_header(PYTHON)
     print(f"mode     {'--quick' if args.quick else 'full'}  calls={args.calls} per series, "

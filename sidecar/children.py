@@ -94,9 +94,9 @@ class StderrTail:
     def done(self) -> bool:
         return self._done.is_set()
 
-    async def settle(self, timeout: float) -> bool:
-        """Wait (bounded) until everything the child wrote has been read; whether it was."""
-        with anyio.move_on_after(timeout):
+    async def settle(self, within: float) -> bool:
+        """Wait up to ``within`` seconds until everything the child wrote has been read; whether it was."""
+        with anyio.move_on_after(within):
             while True:
                 if self._done.is_set():
                     break
@@ -165,11 +165,11 @@ class Child:
     def stderr_text(self, lines: int | None = None, max_chars: int | None = None) -> str:
         return self.stderr.text(lines, max_chars) if self.stderr is not None else ""
 
-    async def wait_exit(self, timeout: float) -> bool:
-        """Wait (bounded) for the leader to exit; whether it did. Polls ``returncode`` rather than
+    async def wait_exit(self, within: float) -> bool:
+        """Wait up to ``within`` seconds for the leader to exit; whether it did. Polls ``returncode`` rather than
         awaiting ``wait()``: asyncio's wait() also waits for the pipes to close, which a surviving
         grandchild holding them would turn into a hang."""
-        with anyio.move_on_after(timeout):
+        with anyio.move_on_after(within):
             while True:
                 if self.process.returncode is not None:
                     break
@@ -232,8 +232,8 @@ class Child:
             await self._close_pipes()
         log.debug("%s: pid %d stopped (%s)", self.label, self.pid, exit_reason(self.returncode))
 
-    async def _until_group_gone(self, timeout: float) -> None:
-        with anyio.move_on_after(timeout):
+    async def _until_group_gone(self, within: float) -> None:
+        with anyio.move_on_after(within):
             while True:
                 if self.returncode is not None and not self.group_alive():
                     break
@@ -280,6 +280,7 @@ async def spawn(
     tail_read = tail_write = -1
     if stderr == TAIL:
         tail_read, tail_write = os.pipe()
+    process: anyio.abc.Process | None = None
     try:
         with anyio.CancelScope(shield=True):  # a process started must also be tracked
             process = await anyio.open_process(
@@ -293,6 +294,7 @@ async def spawn(
     finally:
         if tail_write >= 0:
             os.close(tail_write)
+    assert process is not None  # a shielded await either returns or raises
     tail = None
     if tail_read >= 0:
         tail = StderrTail(tail_read, label, lines=stderr_lines, line_chars=stderr_line_chars, logger=logger)

@@ -148,7 +148,8 @@ class _StdoutReader:
                 self._buf += chunk[pos:end]
                 if len(self._buf) > max_line:
                     self._skipping = True
-                    self._head, self._tail, self._skipped = bytes(self._buf[:512]), bytes(self._buf[-512:]), len(self._buf)
+                    self._head, self._tail = bytes(self._buf[:512]), bytes(self._buf[-512:])
+                    self._skipped = len(self._buf)
                     self._buf = bytearray()
             if nl < 0:
                 break
@@ -229,15 +230,16 @@ class StdioTransport:
     def stderr_text(self, lines: int = 20, max_chars: int = 4000) -> str:
         return "" if self._child is None else self._child.stderr_text(lines, max_chars)
 
-    async def wait_exited(self, timeout: float) -> int | None:
-        """Wait (bounded) for the child to exit and its stderr to drain; its return code or None."""
+    async def wait_exited(self, within: float) -> int | None:
+        """Wait up to ``within`` seconds for the child to exit and its stderr to drain; its return
+        code or None."""
         child = self._child
         if child is None:
             return None
-        with anyio.move_on_after(timeout):
-            await child.wait_exit(timeout)
+        with anyio.move_on_after(within):
+            await child.wait_exit(within)
             if child.stderr is not None:
-                await child.stderr.settle(timeout)
+                await child.stderr.settle(within)
         return self.returncode
 
     # -- lifecycle -------------------------------------------------------------------------------

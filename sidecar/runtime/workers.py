@@ -68,6 +68,9 @@ class Limits(msgspec.Struct, frozen=True, kw_only=True):
     max_workers: int = 2  # per toolset: concurrent calls beyond this wait for a free worker
 
 
+DEFAULT_LIMITS = Limits()
+
+
 class ToolFailure(Exception):
     """One call failed; the sidecar keeps serving."""
 
@@ -108,7 +111,7 @@ class ToolsetWorkers:
     """The worker pool of one toolset."""
 
     def __init__(
-        self, toolset_id: str, toolset_dir: Path, limits: Limits = Limits(), env: dict[str, str] | None = None
+        self, toolset_id: str, toolset_dir: Path, limits: Limits = DEFAULT_LIMITS, env: dict[str, str] | None = None
     ) -> None:
         self.toolset_id = toolset_id
         self.toolset_dir = Path(toolset_dir).absolute()
@@ -139,7 +142,7 @@ class ToolsetWorkers:
         *,
         context: dict[str, Any],
         input_schema: dict[str, Any] | None = None,
-        timeout: float | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - on expiry the worker is killed, which no cancel scope does
     ) -> Any:
         """Run one tool. ``context`` holds ``workspace`` (absolute) and optionally ``chatId`` and
         ``toolCallId``; ``input_schema`` is checked for legacy functions only (``@tool`` ones
@@ -183,13 +186,13 @@ class ToolsetWorkers:
 
     # -- internals -------------------------------------------------------------------------------
 
-    async def _request(self, method: str, params: dict[str, Any], timeout: float, what: str) -> Any:
+    async def _request(self, method: str, params: dict[str, Any], limit: float, what: str) -> Any:
         async with self._slots:
             worker = await self._take()
             try:
                 if self._closed:  # while the worker started
                     raise self._shut_down()
-                return await worker.request(method, params, timeout, what)
+                return await worker.request(method, params, limit, what)
             finally:
                 await self._release(worker)
 
@@ -252,7 +255,7 @@ class ToolsetWorkers:
 class WorkerHost:
     """Every toolset's pool, keyed by toolset id."""
 
-    def __init__(self, limits: Limits = Limits()) -> None:
+    def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
         self.limits = limits
         self._pools: dict[str, ToolsetWorkers] = {}
 
@@ -322,13 +325,13 @@ class _Worker:
     def idle_for(self) -> float:
         return time.monotonic() - self._idle_since
 
-    async def request(self, method: str, params: dict[str, Any], timeout: float, what: str) -> Any:
+    async def request(self, method: str, params: dict[str, Any], limit: float, what: str) -> Any:
         request_id = next(self._ids)
         message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         line = _ENCODER.encode(message) + b"\n"
         reply: _Reply | LineTooLong | _TooDeep | None = None
         try:
-            with anyio.move_on_after(timeout) as deadline:
+            with anyio.move_on_after(limit) as deadline:
                 reply = await self._exchange(line, request_id)
         except anyio.get_cancelled_exc_class():
             await self._interrupt()
@@ -337,7 +340,7 @@ class _Worker:
             await self._interrupt()
             raise ToolFailure(
                 "timeout",
-                f"{what} did not finish within {timeout:g} s; the call was stopped and its worker restarted",
+                f"{what} did not finish within {limit:g} s; the call was stopped and its worker restarted",
                 stderr_tail=self.child.stderr_text() or None,
             )
         self._idle_since = time.monotonic()

@@ -69,7 +69,9 @@ async def test_children_die_with_a_sidecar_killed_without_warning(data_dir: Path
         await sidecar.send({"jsonrpc": "2.0", "id": "nap", "method": "tools/call",
                             "params": {"toolId": "sleepy:nap", "args": {"marker": str(marker)}}})
         with anyio.fail_after(20):
-            while not marker.exists() or not any("hangs.py" in c for c in children_of(sidecar.proc.pid).values()):
+            while True:
+                if marker.exists() and any("hangs.py" in c for c in children_of(sidecar.proc.pid).values()):
+                    break
                 await anyio.sleep(0.02)
         worker = int(marker.read_text())
         [server] = [pid for pid, cmd in children_of(sidecar.proc.pid).items() if "hangs.py" in cmd]
@@ -101,7 +103,9 @@ async def test_temporary_files_a_crash_left_are_removed_at_the_next_start(data_d
 
     async with SidecarClient.spawn(data_dir) as sidecar:
         with anyio.fail_after(10):
-            while half_blob.exists() or half_cache.exists() or scratch.exists():
+            while True:
+                if not (half_blob.exists() or half_cache.exists() or scratch.exists()):
+                    break
                 await anyio.sleep(0.02)
         read = await sidecar.request("workspace/readFile", {"chatId": chat_id, "path": "a.txt"})
         assert read["text"] == "kept"

@@ -142,7 +142,7 @@ async def test_path_escape_is_an_error_on_the_call_not_on_the_disk(sidecar: Side
     chat_id = await chat(sidecar)
     tc = await call(sidecar, "write_file", {"path": "../../escape.txt", "content": "x"}, chat_id)
     assert tc["status"] == "error" and "'..'" in tc["error"]
-    assert not list(data_dir.rglob("escape.txt"))
+    assert not [p async for p in anyio.Path(data_dir).rglob("escape.txt")]
 
 
 async def test_python_tools_run_in_the_chat_workspace(sidecar: SidecarClient, tmp_path: Path):
@@ -156,7 +156,7 @@ async def test_python_tools_run_in_the_chat_workspace(sidecar: SidecarClient, tm
     plan = stats["renderPlan"]
     assert plan["renderer"] == "html" and plan["config"]["data"] == stats["result"]
     artifact = Path(plan["config"]["artifact"])
-    assert artifact.name == "stats.html" and artifact.is_file() and folder not in artifact.parents
+    assert artifact.name == "stats.html" and await anyio.Path(artifact).is_file() and folder not in artifact.parents
     err = await error_of(sidecar, {"toolId": "app-builder:word_stats", "args": {"path": "notes.txt", "top": "x"},
                                    "chatId": chat_id})
     assert err["data"]["path"] == "params.args.top"

@@ -209,7 +209,7 @@ def test_scalars_defaults_and_optional_exact() -> None:
         ratio: float = 0.5,
         flag: bool = False,
         note: str | None = None,
-        limit: Optional[int] = 10,
+        limit: Optional[int] = 10,  # noqa: UP045 - the old spelling must work too
         maybe: int | None = ...,  # type: ignore[assignment]
     ) -> None: ...
 
@@ -530,7 +530,10 @@ def test_annotated_description_wins_over_docstring() -> None:
 
 
 @tool
-def build(config: Config, color: Color = Color.BLUE, at: Point | None = None, tags: list[str] = []) -> None: ...
+def build(
+    config: Config, color: Color = Color.BLUE, at: Point | None = None,
+    tags: list[str] = [],  # noqa: B006 - a mutable default, as tool authors write them
+) -> None: ...
 
 
 def test_validate_constructs_nested_types_and_leaves_defaults_to_python() -> None:
@@ -562,7 +565,8 @@ def test_validate_accepts_spec_and_plain_function() -> None:
             "args.config.items[2].name",
             "Expected `str`, got `int`",
         ),
-        ({"config": {"items": [{"name": "a"}, {"name": "b"}, {}]}}, "args.config.items[2].name", "missing required field"),
+        ({"config": {"items": [{"name": "a"}, {"name": "b"}, {}]}}, "args.config.items[2].name",
+         "missing required field"),
         ({"config": {"items": [{"name": "a", "qty": "5"}]}}, "args.config.items[0].qty", "Expected `int`, got `str`"),
         ({"config": {"items": []}, "color": "green"}, "args.color", "Invalid enum value 'green'"),
         ({"config": {"items": []}, "tags": ["a", 2]}, "args.tags[1]", "Expected `str`, got `int`"),
@@ -692,7 +696,8 @@ WRITE_SCHEMA = {
         "path": {"type": "string", "description": "File path relative to workspace"},
         "content": {"type": "string"},
         "mode": {"type": "integer"},
-        "lines": {"type": "array", "items": {"type": "object", "required": ["n"], "properties": {"n": {"type": "number"}}}},
+        "lines": {"type": "array",
+                  "items": {"type": "object", "required": ["n"], "properties": {"n": {"type": "number"}}}},
     },
     "required": ["path", "content"],
 }
@@ -719,7 +724,8 @@ def test_legacy_call(tmp_path: Path) -> None:
         ({"path": "a"}, "args.content", "missing required argument"),
         ({"path": 1, "content": "x"}, "args.path", "expected string, got integer"),
         ({"path": "a", "content": "x", "mode": True}, "args.mode", "expected integer, got boolean"),
-        ({"path": "a", "content": "x", "lines": [{"n": 1}, {"n": 2.5}, {"n": "3"}]}, "args.lines[2].n", "expected number, got string"),
+        ({"path": "a", "content": "x", "lines": [{"n": 1}, {"n": 2.5}, {"n": "3"}]}, "args.lines[2].n",
+         "expected number, got string"),
         ({"path": "a", "content": "x", "lines": [{}]}, "args.lines[0].n", "missing required field"),
         ({"path": "a", "content": "x", "lines": {}}, "args.lines", "expected array, got object"),
         (["a"], "args", "expected object, got array"),

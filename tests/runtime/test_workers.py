@@ -186,7 +186,9 @@ async def failure(awaitable: Any) -> ToolFailure:
 
 async def wait_for_file(path: Path) -> None:
     with anyio.fail_after(10):
-        while not path.exists():
+        while True:
+            if await anyio.Path(path).exists():
+                break
             await anyio.sleep(0.01)
 
 
@@ -201,7 +203,7 @@ async def test_sync_tool_runs_in_the_workspace(pool: ToolsetWorkers, workspace: 
     assert result["toolset"] == "demo"
     assert result["pid"] != os.getpid()
     assert (workspace / "made.txt").read_text() == "made by a tool"
-    assert not list(toolset.rglob("__pycache__"))  # the toolset folder is managed content
+    assert not [p async for p in anyio.Path(toolset).rglob("__pycache__")]  # the toolset folder is managed content
 
 
 async def test_async_tool(pool: ToolsetWorkers, workspace: Path) -> None:
@@ -370,7 +372,9 @@ async def test_output_of_the_tool_goes_to_stderr(
     assert await call(pool, workspace, "noisy") == "still fine"
     assert await call(pool, workspace, "noisy") == "still fine"
     with anyio.fail_after(3):
-        while "demo: echoed by a child" not in caplog.messages:
+        while True:
+            if "demo: echoed by a child" in caplog.messages:
+                break
             await anyio.sleep(0.01)
     assert "demo: printed by the tool" in caplog.messages
     assert "demo: written to fd 1 by the tool" in caplog.messages
@@ -394,6 +398,7 @@ async def test_environment_is_scrubbed(
 async def test_cancelling_the_caller_stops_the_tool(pool: ToolsetWorkers, workspace: Path, tmp_path: Path) -> None:
     started, done = tmp_path / "started", tmp_path / "done"
     args = {"started": str(started), "done": str(done)}
+    pid = 0
     async with anyio.create_task_group() as tg:
         tg.start_soon(call, pool, workspace, "late_marker", args)
         await wait_for_file(started)
@@ -478,12 +483,12 @@ async def test_aclose_fails_a_running_call(toolset: Path, workspace: Path, tmp_p
 
 async def test_sigterm_to_a_worker_is_a_crash(pool: ToolsetWorkers, workspace: Path, tmp_path: Path) -> None:
     marker = tmp_path / "hanging"
+    outcome: list[ToolFailure] = []
+
+    async def run() -> None:
+        outcome.append(await failure(call(pool, workspace, "hang", {"marker": str(marker)})))
+
     async with anyio.create_task_group() as tg:
-        outcome: list[ToolFailure] = []
-
-        async def run() -> None:
-            outcome.append(await failure(call(pool, workspace, "hang", {"marker": str(marker)})))
-
         tg.start_soon(run)
         await wait_for_file(marker)
         os.kill(int(marker.read_text()), signal.SIGTERM)

@@ -6,8 +6,9 @@ into a path-bearing error instead of a TypeError from deep inside the tool.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ._schema import ArgumentError
 

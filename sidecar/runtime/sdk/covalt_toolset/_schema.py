@@ -13,9 +13,10 @@ import inspect
 import re
 import sys
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePath
-from typing import Any, Callable
+from typing import Any
 
 import msgspec
 
