@@ -41,6 +41,7 @@ DEVNULL = subprocess.DEVNULL
 STDOUT = subprocess.STDOUT
 TAIL: Literal["tail"] = "tail"  # stderr goes to a pipe read into a StderrTail
 
+SIGKILL: int = getattr(signal, "SIGKILL", 9)  # Windows has no SIGKILL; there it means process.kill()
 KILL_WAIT = 5.0  # a process in uninterruptible sleep may outlive SIGKILL for a while
 STDIN_FLUSH = 0.5  # closing stdin waits for buffered bytes that a child that never reads never takes
 _POLL = 0.01
@@ -180,7 +181,7 @@ class Child:
         """Send ``sig`` to the child's process group; False once nothing is left in it."""
         if sys.platform == "win32":  # no process groups: the leader is all we can reach
             with suppress(ProcessLookupError, OSError):
-                self.process.kill() if sig == signal.SIGKILL else self.process.terminate()
+                self.process.kill() if sig == SIGKILL else self.process.terminate()
             return self.alive
         try:
             os.killpg(self.pid, sig)  # a new session: the leader's pid is the group id
@@ -204,7 +205,7 @@ class Child:
 
     def kill(self) -> None:
         """SIGKILL the whole group now; the process is reaped when ``stop`` runs."""
-        self.signal_group(signal.SIGKILL)
+        self.signal_group(SIGKILL)
 
     async def stop(self, *, stdin_grace: float, term_grace: float, kill_wait: float = KILL_WAIT) -> None:
         """The stop ladder: close stdin and give the child ``stdin_grace`` to leave by itself, then
@@ -227,7 +228,7 @@ class Child:
                 if self.signal_group(signal.SIGTERM):
                     await self._until_group_gone(term_grace)
             if self.group_alive():
-                self.signal_group(signal.SIGKILL)
+                self.signal_group(SIGKILL)
             await self.wait_exit(kill_wait)
             await self._close_pipes()
         log.debug("%s: pid %d stopped (%s)", self.label, self.pid, exit_reason(self.returncode))
