@@ -55,8 +55,9 @@ import anyio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from _bench import Rows, pct, print_header, print_table  # noqa: E402  (scripts/ is on sys.path when run as a script)
+
 from sidecar.client import SidecarClient  # noqa: E402
-from _bench import pct, print_table, Rows, print_header  # noqa: E402  (scripts/ is on sys.path when run as a script)
 
 PYTHON = sys.executable
 FIXTURE = ROOT / "tests" / "fixtures" / "mcp" / "basic.py"

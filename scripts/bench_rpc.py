@@ -41,7 +41,7 @@ import threading
 import time
 from pathlib import Path
 
-from _bench import pct, vm_rss_bytes, print_table, Rows, print_header  # scripts/ is on sys.path when run as a script
+from _bench import Rows, pct, print_header, print_table, vm_rss_bytes  # scripts/ is on sys.path when run as a script
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
