@@ -10,7 +10,7 @@ from __future__ import annotations
 import msgspec
 
 from ..api.errors import Conflict, NotFound
-from ..store.chats import ChatRow, MessageRow
+from ..store.chats import ChatRow, MessageRow, Role
 from ..store.rows import new_id, now
 from ..workspace.service import WorkspaceService
 
@@ -61,8 +61,8 @@ class ChatService:
     async def create(self, title: str) -> ChatRow:
         return await self.repo.create(title)
 
-    async def list(self) -> list[ChatRow]:
-        return await self.repo.list()
+    async def all_chats(self) -> list[ChatRow]:
+        return await self.repo.all_chats()
 
     async def get(self, chat_id: str) -> tuple[ChatRow, list[MessageRow]]:
         chat = await self.workspace.require_chat(chat_id)
@@ -81,14 +81,13 @@ class ChatService:
             await self.repo.delete(chat_id)
             await self.workspace.forget(chat_id)
 
-    async def add_message(
-        self, chat_id: str, role: str, content: str, parent_id: str | None
-    ) -> MessageRow:
+    async def add_message(self, chat_id: str, role: Role, content: str, parent_id: str | None) -> MessageRow:
         """Append a message under ``parent_id`` (default: the active leaf) and make it active.
         Adding under an earlier message starts a new branch with that message's files."""
         self._check_idle(chat_id)
-        return (await self.append(chat_id, msgspec.UNSET if parent_id is None else parent_id, MessageRow(new_id(), chat_id, None, role, content, None,
-                                                                 "complete", now())))[0]
+        msg = MessageRow(id=new_id(), chat_id=chat_id, role=role, content=content, status="complete", created_at=now())
+        first, _ = await self.append(chat_id, msgspec.UNSET if parent_id is None else parent_id, msg)
+        return first
 
     async def append(self, chat_id: str, parent_id: str | None | msgspec.UnsetType, *new: MessageRow
                      ) -> tuple[MessageRow, str | None]:
@@ -109,7 +108,7 @@ class ChatService:
             own = ws.active_manifest_id if ws.active_manifest_id != inherited else None
             first = new[0]
             first.parent_id, first.manifest_id = parent_id, own
-            for parent, child in zip(new, new[1:]):
+            for parent, child in zip(new, new[1:], strict=False):
                 child.parent_id = parent.id
             await self.repo.insert(*new)
             await self.repo.set_position(chat_id, new[-1].id, ws.active_manifest_id)

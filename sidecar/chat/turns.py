@@ -36,14 +36,23 @@ from ..api.chats import (
 )
 from ..api.errors import ApiError, ErrorCode, InvalidParams
 from ..api.toolsets import ToolCall
-from ..store.chats import MessageRow
+from ..store.chats import MessageRow, MessageStatus
 from ..store.rows import new_id, now
 from ..store.tool_calls import ToolCallRow
 from ..tools import permissions
 from ..tools.validate import check_args
 from . import context, toolbox
 from .events import Emit, EventStream
-from .providers.base import ChatMessage, Finished, ProviderError, TextDelta, ToolCallReady, ToolCallRequest, TurnRequest, Usage
+from .providers.base import (
+    ChatMessage,
+    Finished,
+    ProviderError,
+    TextDelta,
+    ToolCallReady,
+    ToolCallRequest,
+    TurnRequest,
+    Usage,
+)
 
 if TYPE_CHECKING:
     from ..tools.calls import ToolCallService
@@ -58,6 +67,8 @@ WaitCancel = Callable[[], Awaitable[None]]
 CHECKPOINT_EVERY = 2.0  # seconds between writes of a running turn's message
 MAX_TURNS = 100
 SPILL_DIR = ".tool-results"
+_STATUS_AFTER: dict[StopReason, MessageStatus] = {
+    "endTurn": "complete", "maxTurns": "complete", "cancelled": "cancelled", "error": "error"}
 
 
 def call_out(row: ToolCallRow) -> ToolCall:
@@ -127,9 +138,10 @@ class TurnService:
                     confirm: Confirm, wait_cancel: WaitCancel) -> SendResult:
         stamp = now()
         parts = json.dumps({"attachments": [{"kind": k, "id": i} for k, i in attached]}) if attached else None
-        user = MessageRow(new_id(), p.chat_id, None, "user", p.content, None, "complete", stamp, parts)
-        reply = MessageRow(new_id(), p.chat_id, None, "assistant", "", None, "streaming", stamp,
-                           provider=provider.id, model=p.model)
+        user = MessageRow(id=new_id(), chat_id=p.chat_id, role="user", content=p.content, status="complete",
+                          created_at=stamp, parts=parts)
+        reply = MessageRow(id=new_id(), chat_id=p.chat_id, role="assistant", content="", status="streaming",
+                           created_at=stamp, provider=provider.id, model=p.model)
         _, start_manifest = await self.chats.append(p.chat_id, p.parent_id, user, reply)
         messages = await self.chats.repo.messages(p.chat_id)
         path = context.branch(messages, user.id)
@@ -141,6 +153,7 @@ class TurnService:
 
         stop: StopReason = "endTurn"
         error: str | None = None
+        usage: TokenUsage | None = None
         async with anyio.create_task_group() as tg:
             turn = _Turn(p.chat_id, reply, EventStream(emit, p.chat_id, reply.id, tg), tools)
             await turn.events.send(MessageStartedEvent(user.id, provider.id, user.parent_id, p.model))
@@ -167,13 +180,15 @@ class TurnService:
                 stop = "cancelled"
             with anyio.CancelScope(shield=True):
                 await self._finish(turn, stop, start_manifest)
+            usage = turn.usage()
             tg.cancel_scope.cancel()
-        return SendResult(reply.id, user.id, stop, error, turn.usage())
+        return SendResult(reply.id, user.id, stop, error, usage)
 
-    async def invoke(self, chat_id: str, tool_id: str, args: dict[str, Any], parent_id: str | None
-                     ) -> tuple[MessageRow, ToolCallRow]:
+    async def invoke(self, chat_id: str, tool_id: str, args: dict[str, Any],
+                     parent_id: str | None | msgspec.UnsetType = msgspec.UNSET) -> tuple[MessageRow, ToolCallRow]:
         """Run one tool in a chat without a model (the "+" palette, seed 002): it becomes a
-        ``tool`` message in the branch, with its call, render plan and the files after it."""
+        ``tool`` message in the branch (under ``parent_id``; UNSET: the active leaf; None: as a
+        new first message), with its call, render plan and the files after it."""
         from ..tools import catalog as registry
 
         await self.workspace.require_chat(chat_id)
@@ -181,7 +196,8 @@ class TurnService:
         check_args(tool.input_schema, args)  # refused before anything joins the branch
         self.chats.claim(chat_id)
         try:
-            msg = MessageRow(new_id(), chat_id, None, "tool", f"Ran {tool.name}", None, "streaming", now())
+            msg = MessageRow(id=new_id(), chat_id=chat_id, role="tool", content=f"Ran {tool.name}", status="streaming",
+                             created_at=now())
             _, start_manifest = await self.chats.append(chat_id, parent_id, msg)
             row: ToolCallRow | None = None
             try:
@@ -312,15 +328,14 @@ class TurnService:
     # -- the end -------------------------------------------------------------------------------
 
     async def _finish(self, turn: _Turn, stop: StopReason, start_manifest: str | None) -> None:
-        status = {"endTurn": "complete", "maxTurns": "complete", "cancelled": "cancelled"}.get(stop, "error")
-        await self._save(turn, status, stop)
+        await self._save(turn, _STATUS_AFTER[stop], stop)
         # The reply is the active leaf (the chat is claimed): each tool call's snapshot has
         # recorded the files after it on the message already.
         chat = await self.workspace.require_chat(turn.chat_id)
         manifest = chat.active_manifest_id if chat.active_manifest_id != start_manifest else None
         await turn.events.send(MessageCompletedEvent(stop, turn.text, manifest, turn.usage()))
 
-    async def _save(self, turn: _Turn, status: str, stop: str | None) -> None:
+    async def _save(self, turn: _Turn, status: MessageStatus, stop: str | None) -> None:
         msg = turn.message
         msg.content, msg.status, msg.stop_reason = turn.text, status, stop  # (text joins the pieces)
         msg.parts = json.dumps({"steps": turn.steps})
@@ -330,7 +345,8 @@ class TurnService:
 
 
 def _why(exc: InvalidParams) -> str:
-    return f"{str(exc.data['path']).removeprefix('params.')}: {exc.data['reason']}"
+    data = exc.data or {}
+    return f"{str(data['path']).removeprefix('params.')}: {data['reason']}"
 
 
 def _attachments(path: list[MessageRow]) -> list[tuple[str, str]]:

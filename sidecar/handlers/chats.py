@@ -64,7 +64,7 @@ class ChatHandlers:
 
     @method("chats/list")
     async def list_chats(self, p: None, ctx: RequestContext) -> ChatsResult:
-        return ChatsResult([self.chat_out(c) for c in await self.chats.list()])
+        return ChatsResult([self.chat_out(c) for c in await self.chats.all_chats()])
 
     @method("chats/get")
     async def get(self, p: ChatIdParams, ctx: RequestContext) -> ChatWithMessages:

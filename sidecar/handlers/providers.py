@@ -32,7 +32,7 @@ class ProviderHandlers:
     @method("providers/list")
     async def list_providers(self, p: None, ctx: RequestContext) -> ProvidersResult:
         default_id = await self.providers.default_id()
-        return ProvidersResult([provider_out(r, default_id) for r in await self.providers.list()], default_id)
+        return ProvidersResult([provider_out(r, default_id) for r in await self.providers.all_providers()], default_id)
 
     @method("providers/set")
     async def set_provider(self, p: SetProviderParams, ctx: RequestContext) -> ProviderResult:

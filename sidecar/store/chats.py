@@ -2,31 +2,34 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
 from .db import Database
-from .rows import new_id, now
+from .rows import named, new_id, now
+
+Role = Literal["system", "user", "assistant", "tool"]
+MessageStatus = Literal["streaming", "complete", "cancelled", "error"]
 
 
-class ChatRow(msgspec.Struct):
+class ChatRow(msgspec.Struct, kw_only=True):
     id: str
     title: str
     created_at: str
     updated_at: str
-    active_leaf_message_id: str | None
-    active_manifest_id: str | None
+    active_leaf_message_id: str | None = None
+    active_manifest_id: str | None = None
 
 
-class MessageRow(msgspec.Struct):
+class MessageRow(msgspec.Struct, kw_only=True):
     id: str
     chat_id: str
-    parent_id: str | None
-    role: str
+    parent_id: str | None = None
+    role: Role
     content: str
-    manifest_id: str | None
-    status: str
+    manifest_id: str | None = None
+    status: MessageStatus
     created_at: str
     # JSON: a turn's steps (text and tool calls in order) or a user message's attachments.
     parts: str | None = None
@@ -39,20 +42,12 @@ class MessageRow(msgspec.Struct):
 _CHAT_COLS = "id, title, created_at, updated_at, active_leaf_message_id, active_manifest_id"
 _MSG_COLS = ("id, chat_id, parent_id, role, content, manifest_id, status, created_at, parts, provider, model, "
              "stop_reason, usage")
-_MSG_INSERT = f"INSERT INTO messages ({_MSG_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_MSG_INSERT = (f"INSERT INTO messages ({_MSG_COLS}) VALUES (:id, :chat_id, :parent_id, :role, :content, :manifest_id, "
+               ":status, :created_at, :parts, :provider, :model, :stop_reason, :usage)")
 
 
-def _msg_values(m: MessageRow) -> tuple[Any, ...]:
-    return (m.id, m.chat_id, m.parent_id, m.role, m.content, m.manifest_id, m.status, m.created_at, m.parts,
-            m.provider, m.model, m.stop_reason, m.usage)
-
-
-def _chat(row: Any) -> ChatRow:
-    return ChatRow(*row)
-
-
-def _message(row: Any) -> MessageRow:
-    return MessageRow(*row)
+def _msg_values(m: MessageRow) -> dict[str, Any]:
+    return msgspec.structs.asdict(m)
 
 
 class ChatRepo:
@@ -61,7 +56,7 @@ class ChatRepo:
 
     async def create(self, title: str) -> ChatRow:
         stamp = now()
-        chat = ChatRow(new_id(), title, stamp, stamp, None, None)
+        chat = ChatRow(id=new_id(), title=title, created_at=stamp, updated_at=stamp)
         async with self.db.write() as w:
             await w.execute(
                 "INSERT INTO chats (id, title, created_at, updated_at) VALUES (?, ?, ?, ?)",
@@ -71,11 +66,12 @@ class ChatRepo:
 
     async def get(self, chat_id: str) -> ChatRow | None:
         row = await self.db.fetchone(f"SELECT {_CHAT_COLS} FROM chats WHERE id = ?", (chat_id,))
-        return _chat(row) if row else None
+        return named(ChatRow, row) if row else None
 
-    async def list(self) -> list[ChatRow]:
+    async def all_chats(self) -> list[ChatRow]:
+        """Every chat, the most recently active first."""
         rows = await self.db.fetchall(f"SELECT {_CHAT_COLS} FROM chats ORDER BY updated_at DESC")
-        return [_chat(r) for r in rows]
+        return [named(ChatRow, r) for r in rows]
 
     async def delete(self, chat_id: str) -> None:
         async with self.db.write() as w:
@@ -85,19 +81,20 @@ class ChatRepo:
         rows = await self.db.fetchall(
             f"SELECT {_MSG_COLS} FROM messages WHERE chat_id = ? ORDER BY created_at, id", (chat_id,)
         )
-        return [_message(r) for r in rows]
+        return [named(MessageRow, r) for r in rows]
 
     async def message(self, chat_id: str, message_id: str) -> MessageRow | None:
         row = await self.db.fetchone(
             f"SELECT {_MSG_COLS} FROM messages WHERE id = ? AND chat_id = ?", (message_id, chat_id)
         )
-        return _message(row) if row else None
+        return named(MessageRow, row) if row else None
 
     async def add_message(
-        self, chat_id: str, parent_id: str | None, role: str, content: str,
+        self, chat_id: str, parent_id: str | None, role: Role, content: str,
         manifest_id: str | None, *, make_active: bool = True, parts: str | None = None,
     ) -> MessageRow:
-        msg = MessageRow(new_id(), chat_id, parent_id, role, content, manifest_id, "complete", now(), parts)
+        msg = MessageRow(id=new_id(), chat_id=chat_id, parent_id=parent_id, role=role, content=content,
+                         manifest_id=manifest_id, status="complete", created_at=now(), parts=parts)
         await self.insert(msg, make_active=make_active)
         return msg
 

@@ -92,7 +92,8 @@ class Database:
         return self._version
 
     async def _migrate(self) -> None:
-        (version,) = await (await self._conn.execute("PRAGMA user_version")).fetchone()
+        row = await (await self._conn.execute("PRAGMA user_version")).fetchone()
+        version: int = row[0] if row is not None else 0  # (PRAGMA user_version always has its one row)
         steps = migrations()
         latest = steps[-1][0] if steps else 0
         if version > latest:

@@ -2,32 +2,35 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Literal
 
+import aiosqlite
 import msgspec
 
 from .db import Database
-from .rows import new_id, now
+from .rows import named, new_id, now
+
+ManifestSource = Literal["user_upload", "tool_run", "branch", "edit"]
 
 _encode = msgspec.json.Encoder(order="sorted").encode
 _decode_files = msgspec.json.Decoder(dict[str, str]).decode
 
 
-class ManifestRow(msgspec.Struct):
+class ManifestRow(msgspec.Struct, kw_only=True):
     id: str
     chat_id: str
-    parent_id: str | None
+    parent_id: str | None = None
     files: dict[str, str]
     created_at: str
-    source: str
-    source_ref: str | None
+    source: ManifestSource
+    source_ref: str | None = None
 
 
 _COLS = "id, chat_id, parent_id, files, created_at, source, source_ref"
 
 
-def _row(r: Any) -> ManifestRow:
-    return ManifestRow(r[0], r[1], r[2], _decode_files(r[3]), r[4], r[5], r[6])
+def _row(r: aiosqlite.Row) -> ManifestRow:
+    return named(ManifestRow, r, files=_decode_files(r["files"]))
 
 
 class ManifestRepo:
@@ -35,18 +38,24 @@ class ManifestRepo:
         self.db = db
 
     def new(
-        self, chat_id: str, parent_id: str | None, files: dict[str, str], source: str,
+        self, chat_id: str, parent_id: str | None, files: dict[str, str], source: ManifestSource,
         source_ref: str | None,
     ) -> ManifestRow:
-        return ManifestRow(new_id(), chat_id, parent_id, files, now(), source, source_ref)
+        return ManifestRow(id=new_id(), chat_id=chat_id, parent_id=parent_id, files=files, created_at=now(),
+                           source=source, source_ref=source_ref)
 
-    @staticmethod
-    def insert_sql(m: ManifestRow) -> tuple[str, tuple[Any, ...]]:
-        """For callers that write a manifest in the same transaction as other rows."""
-        return (
-            f"INSERT INTO workspace_manifests ({_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (m.id, m.chat_id, m.parent_id, _encode(m.files), m.created_at, m.source, m.source_ref),
-        )
+    async def make_active(self, m: ManifestRow, leaf_message_id: str | None) -> None:
+        """Store a new version and make it the chat's active one, recorded as the state after
+        ``leaf_message_id``: one transaction, so a crash never leaves a version half adopted."""
+        async with self.db.write() as w:
+            await w.execute(
+                f"INSERT INTO workspace_manifests ({_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (m.id, m.chat_id, m.parent_id, _encode(m.files), m.created_at, m.source, m.source_ref),
+            )
+            await w.execute("UPDATE chats SET active_manifest_id = ?, updated_at = ? WHERE id = ?",
+                            (m.id, m.created_at, m.chat_id))
+            if leaf_message_id:
+                await w.execute("UPDATE messages SET manifest_id = ? WHERE id = ?", (m.id, leaf_message_id))
 
     async def get(self, chat_id: str, manifest_id: str) -> ManifestRow | None:
         row = await self.db.fetchone(
@@ -59,4 +68,4 @@ class ManifestRepo:
         rows = await self.db.fetchall(
             "SELECT files FROM workspace_manifests WHERE chat_id = ?", (chat_id,)
         )
-        return [_decode_files(r[0]) for r in rows]
+        return [_decode_files(r["files"]) for r in rows]

@@ -8,15 +8,15 @@ per batch. Reads and shutdown flush the queue first, so no reader misses one.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Literal
 
+import aiosqlite
 import anyio
 import msgspec
 from anyio.abc import TaskGroup
 
-
 from .db import Database
-from .rows import now
+from .rows import named, now
 
 log = logging.getLogger("sidecar.store")
 
@@ -27,13 +27,16 @@ _encode = msgspec.json.encode
 _decode = msgspec.json.decode
 
 
+ToolCallStatus = Literal["pending", "running", "success", "error"]
+
+
 class ToolCallRow(msgspec.Struct, kw_only=True):
     id: str
     tool_id: str
     chat_id: str | None
     message_id: str | None = None
     args: dict[str, Any]
-    status: str
+    status: ToolCallStatus
     started_at: str
     result: Any = None
     error: str | None = None
@@ -48,13 +51,10 @@ _COLS = ("id, tool_id, chat_id, message_id, args, status, started_at, result, er
          "render_plan, pre_manifest_id, post_manifest_id, finished_at")
 
 
-def _row(r: Any) -> ToolCallRow:
-    return ToolCallRow(
-        id=r[0], tool_id=r[1], chat_id=r[2], message_id=r[3], args=_decode(r[4]), status=r[5],
-        started_at=r[6], result=_decode(r[7]) if r[7] is not None else None, error=r[8], error_kind=r[9],
-        render_plan=_decode(r[10]) if r[10] else None, pre_manifest_id=r[11], post_manifest_id=r[12],
-        finished_at=r[13],
-    )
+def _row(r: aiosqlite.Row) -> ToolCallRow:
+    result, plan = r["result"], r["render_plan"]
+    return named(ToolCallRow, r, args=_decode(r["args"]), result=_decode(result) if result is not None else None,
+                 render_plan=_decode(plan) if plan else None)
 
 
 _INSERT = ("INSERT INTO tool_calls (id, tool_id, chat_id, message_id, args, status, started_at, "
@@ -134,7 +134,7 @@ class ToolCallRepo:
                 done.set()
 
     @staticmethod
-    async def _write(w: Any, calls: list[ToolCallRow], inserted: bool) -> None:
+    async def _write(w: aiosqlite.Connection, calls: list[ToolCallRow], inserted: bool) -> None:
         outcomes = [(c.status, _encode(c.result) if c.result is not None else None, c.error, c.error_kind,
                      _encode(c.render_plan) if c.render_plan else None, c.post_manifest_id, c.finished_at)
                     for c in calls]
@@ -142,14 +142,14 @@ class ToolCallRepo:
             await w.executemany(
                 "UPDATE tool_calls SET status = ?, result = ?, error = ?, error_kind = ?, render_plan = ?, "
                 "post_manifest_id = ?, finished_at = ? WHERE id = ?",
-                [(*o, c.id) for c, o in zip(calls, outcomes)])
+                [(*o, c.id) for c, o in zip(calls, outcomes, strict=True)])
         else:
             await w.executemany(
                 "INSERT INTO tool_calls (id, tool_id, chat_id, message_id, args, started_at, pre_manifest_id, "
                 "status, result, error, error_kind, render_plan, post_manifest_id, finished_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(c.id, c.tool_id, c.chat_id, c.message_id, _encode(c.args), c.started_at, c.pre_manifest_id, *o)
-                 for c, o in zip(calls, outcomes)])
+                 for c, o in zip(calls, outcomes, strict=True)])
         await w.executemany("UPDATE tools SET call_count = call_count + 1, last_called_at = ? WHERE tool_id = ?",
                             [(c.finished_at, c.tool_id) for c in calls])
 

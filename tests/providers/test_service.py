@@ -30,7 +30,7 @@ async def service(tmp_path: Path) -> AsyncIterator[ProviderService]:
 
 
 async def test_the_scripted_provider_is_always_there_and_the_default(service: ProviderService):
-    [builtin] = await service.list()
+    [builtin] = await service.all_providers()
     assert (builtin.id, builtin.kind, builtin.built_in, builtin.updated_at) == ("scripted", "scripted", True, None)
     assert await service.default_id() == "scripted"
     provider = await service.get(None)
@@ -48,14 +48,14 @@ async def test_a_script_for_the_builtin_provider(service: ProviderService):
     assert provider is not before  # rebuilt from the changed row
     got, error = await run(provider, TurnRequest(None, [ChatMessage("user", "hi")], []))
     assert error is None and text_of(got) == "scripted hello"
-    assert [r.id for r in await service.list()] == ["scripted"]
+    assert [r.id for r in await service.all_providers()] == ["scripted"]
 
 
 async def test_configured_providers_are_built_once_per_version_of_their_row(service: ProviderService):
     await service.set("gpt", "openai", base_url="http://127.0.0.1:9/v1", api_key=KEY, default_model="gpt-test",
                       config={"timeout": 5, "maxRetries": 0, "headers": {"X-Org": "acme"}})
     await service.set("claude", "anthropic", api_key="${ANTHROPIC_TEST_KEY}")
-    assert [r.id for r in await service.list()] == ["scripted", "claude", "gpt"]
+    assert [r.id for r in await service.all_providers()] == ["scripted", "claude", "gpt"]
 
     gpt = await service.get("gpt")
     assert isinstance(gpt, OpenAIProvider) and gpt.id == "gpt"
@@ -114,7 +114,7 @@ async def test_invalid_settings_are_refused(service: ProviderService, args, kwar
     with pytest.raises(InvalidParams) as caught:
         await service.set(*args, **kwargs)
     assert caught.value.data["path"] == path
-    assert [r.id for r in await service.list()] == ["scripted"]
+    assert [r.id for r in await service.all_providers()] == ["scripted"]
 
 
 def test_keys_are_shown_masked_but_references_as_they_are():

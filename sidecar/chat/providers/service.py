@@ -1,6 +1,6 @@
 """Which model providers exist, how each is reached, and which one answers when a turn names none.
 
-Rows live in the ``providers`` table; the default's id in ``settings``. The built-in ``scripted``
+Rows live in ``store/providers.py``, with which one is the default. The built-in ``scripted``
 provider needs no row (a row may still give it a script) and cannot be removed, so there is always
 a provider to talk to. API keys are stored as given: a ``${VAR}`` reference is resolved from the
 environment only when a provider connects, and nothing here logs a key.
@@ -9,24 +9,23 @@ environment only when a provider connects, and nothing here logs a key.
 from __future__ import annotations
 
 import enum
-import json
 import logging
 import re
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, get_args
 
 from ...api.base import is_id
 from ...api.errors import InvalidParams, NotFound, PermissionDenied
 from ...secrets import MASK, masked_key
 from ...store import Database
+from ...store.providers import BUILTIN_ID, ProviderKind, ProviderRepo, ProviderRow
 from ...store.rows import now
 from .base import Provider
 
 log = logging.getLogger("sidecar.providers")
 
-BUILTIN_ID: Final = "scripted"
-KINDS: Final = ("scripted", "openai", "anthropic")
-DEFAULT_SETTING: Final = "default_provider"
+__all__ = ["BUILTIN_ID", "KEEP", "ProviderRow", "ProviderService"]
+
+KINDS: Final[tuple[ProviderKind, ...]] = get_args(ProviderKind)
 # config keys of the providers that call an API; a scripted provider's config is its own business.
 REMOTE_CONFIG: Final = ("timeout", "maxRetries", "headers")
 
@@ -37,47 +36,26 @@ class Keep(enum.Enum):
 
 KEEP: Final = Keep.KEEP  # ``set(api_key=KEEP)``: leave the stored key as it is
 
-
-@dataclass(frozen=True)
-class ProviderRow:
-    id: str
-    kind: str
-    base_url: str | None = None
-    api_key: str | None = None  # as stored: a literal secret or a ${VAR} reference
-    default_model: str | None = None
-    config: dict[str, Any] | None = None
-    updated_at: str | None = None  # None: the built-in provider, never configured
-
-    @property
-    def built_in(self) -> bool:
-        return self.id == BUILTIN_ID
-
-
-_BUILTIN = ProviderRow(BUILTIN_ID, "scripted")
-_COLUMNS = "id, kind, base_url, api_key, default_model, config, updated_at"
-
-
-def _row(r: Any) -> ProviderRow:
-    return ProviderRow(r[0], r[1], r[2], r[3], r[4], json.loads(r[5] or "{}"), r[6])
+_BUILTIN = ProviderRow(id=BUILTIN_ID, kind="scripted")
 
 
 class ProviderService:
     def __init__(self, db: Database) -> None:
-        self.db = db
+        self.repo = ProviderRepo(db)
         # id -> (updated_at of the row it was built from, instance): a provider keeps its client
         # (and a scripted one its place in the script) until its row changes.
         self._instances: dict[str, tuple[str | None, Provider]] = {}
 
-    async def list(self) -> list[ProviderRow]:
+    async def all_providers(self) -> list[ProviderRow]:
         """The built-in provider first, then the configured ones by id."""
-        rows = [_row(r) for r in await self.db.fetchall(f"SELECT {_COLUMNS} FROM providers ORDER BY id")]
+        rows = await self.repo.all_rows()
         builtin = next((r for r in rows if r.built_in), _BUILTIN)
         return [builtin, *(r for r in rows if not r.built_in)]
 
     async def find(self, provider_id: str) -> ProviderRow:
-        r = await self.db.fetchone(f"SELECT {_COLUMNS} FROM providers WHERE id = ?", (provider_id,))
-        if r is not None:
-            return _row(r)
+        row = await self.repo.get(provider_id)
+        if row is not None:
+            return row
         if provider_id == BUILTIN_ID:
             return _BUILTIN
         raise NotFound("provider", provider_id)
@@ -89,26 +67,18 @@ class ProviderService:
         stored key, which responses only ever show masked), and a key or header value sent back
         exactly as responses mask it, which keeps the stored value too."""
         _check_id(provider_id)
-        if kind not in KINDS:
-            raise InvalidParams("params.kind", f"must be one of {', '.join(KINDS)}")
+        checked_kind = _kind(kind)
         if provider_id == BUILTIN_ID and kind != "scripted":
             raise InvalidParams("params.kind", f"the built-in provider {BUILTIN_ID!r} is always scripted")
-        try:
-            old: ProviderRow | None = await self.find(provider_id)
-        except NotFound:
-            old = None
-        if api_key is KEEP or (old is not None and old.api_key and api_key == masked_key(old.api_key)):
+        old = await self.repo.get(provider_id)
+        if isinstance(api_key, Keep) or (old is not None and old.api_key and api_key == masked_key(old.api_key)):
             api_key = old.api_key if old is not None and kind != "scripted" else None
         config = dict(config or {})
         _check(kind, base_url, api_key, default_model, config)
         _keep_masked_headers(config, (old.config or {}) if old is not None else {})
-        row = ProviderRow(provider_id, kind, base_url, api_key or None, default_model or None, config, now())
-        async with self.db.write() as conn:
-            await conn.execute(
-                f"INSERT INTO providers ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
-                "kind = excluded.kind, base_url = excluded.base_url, api_key = excluded.api_key, "
-                "default_model = excluded.default_model, config = excluded.config, updated_at = excluded.updated_at",
-                (row.id, row.kind, row.base_url, row.api_key, row.default_model, json.dumps(config), row.updated_at))
+        row = ProviderRow(id=provider_id, kind=checked_kind, base_url=base_url, api_key=api_key or None,
+                          default_model=default_model or None, config=config, updated_at=now())
+        await self.repo.put(row)
         self._instances.pop(provider_id, None)
         log.info("provider %s set (kind %s)", provider_id, kind)
         return row
@@ -116,26 +86,18 @@ class ProviderService:
     async def remove(self, provider_id: str) -> None:
         if provider_id == BUILTIN_ID:
             raise PermissionDenied(f"the built-in provider {BUILTIN_ID!r} cannot be removed")
-        async with self.db.write() as conn:
-            cursor = await conn.execute("DELETE FROM providers WHERE id = ?", (provider_id,))
-            if cursor.rowcount == 0:
-                raise NotFound("provider", provider_id)
-            await conn.execute("DELETE FROM settings WHERE key = ? AND value = ?", (DEFAULT_SETTING, provider_id))
+        if not await self.repo.delete(provider_id):
+            raise NotFound("provider", provider_id)
         self._instances.pop(provider_id, None)
         log.info("provider %s removed", provider_id)
 
     async def set_default(self, provider_id: str) -> ProviderRow:
         row = await self.find(provider_id)
-        async with self.db.write() as conn:
-            await conn.execute(
-                "INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET "
-                "value = excluded.value, updated_at = excluded.updated_at", (DEFAULT_SETTING, provider_id, now()))
+        await self.repo.set_default(provider_id, now())
         return row
 
     async def default_id(self) -> str:
-        r = await self.db.fetchone(
-            "SELECT s.value FROM settings s JOIN providers p ON p.id = s.value WHERE s.key = ?", (DEFAULT_SETTING,))
-        return r[0] if r is not None else BUILTIN_ID
+        return await self.repo.default_id() or BUILTIN_ID
 
     async def get(self, provider_id: str | None = None) -> Provider:
         """The provider to stream from (None: the default). Failing to connect is the provider's
@@ -174,6 +136,13 @@ def _build(row: ProviderRow) -> Provider:
     from .anthropic import AnthropicProvider
 
     return AnthropicProvider(endpoint)
+
+
+def _kind(kind: str) -> ProviderKind:
+    for known in KINDS:
+        if kind == known:
+            return known
+    raise InvalidParams("params.kind", f"must be one of {', '.join(KINDS)}")
 
 
 def _check_id(provider_id: str) -> None:

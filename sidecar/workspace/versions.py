@@ -1,0 +1,202 @@
+"""The versioning core: each chat's directory as a chain of manifests, behind one lock per chat.
+
+Invariant: when a chat's lock is free, its workspace directory holds exactly its active manifest,
+except for edits made from outside, which ``capture`` turns into a new ``edit`` manifest before
+anything else touches the directory. So nothing a user or tool wrote is ever overwritten unseen.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar, TypeVarTuple, Unpack
+
+import anyio
+import anyio.to_thread
+
+from ..api.errors import NotFound, StorageError
+from ..store import Database
+from ..store.chats import ChatRepo, ChatRow
+from ..store.manifests import ManifestRepo, ManifestRow, ManifestSource
+from .blobs import BlobStore, MissingBlob
+from .outside_edits import ChangeListener, Changes, OutsideEdits
+from .tree import Files, Tree, diff
+from .watcher import Journal
+
+log = logging.getLogger("sidecar.workspace")
+
+T = TypeVar("T")
+Args = TypeVarTuple("Args")
+
+
+@dataclass
+class ChatWorkspace:
+    chat_id: str
+    dir: Path
+    tree: Tree
+    blobs: BlobStore
+    lock: anyio.Lock = field(default_factory=anyio.Lock)
+    active_manifest_id: str | None = None
+    active_files: Files = field(default_factory=dict)
+    loaded: bool = False  # active_* read from the database
+    in_sync: bool = False  # the directory is known to hold active_files (else: walk it all)
+    journal: Journal | None = None  # set while outside edits are watched
+
+
+class Versions:
+    def __init__(self, db: Database, data_dir: Path, *, watch: bool = True) -> None:
+        self.db = db
+        self.chats = ChatRepo(db)
+        self.manifests = ManifestRepo(db)
+        self.root = data_dir / "chats"
+        self._open: dict[str, ChatWorkspace] = {}
+        self.edits = OutsideEdits(self._save_outside_edits, enabled=watch)
+
+    def bind(self, tg: anyio.abc.TaskGroup, on_change: ChangeListener) -> None:
+        """Called once the app's task group runs: watchers need somewhere to live."""
+        self.edits.bind(tg, on_change)
+
+    async def aclose(self) -> None:
+        self.edits.close()
+        for ws in self._open.values():
+            try:
+                await self.run(ws.tree.save_cache)
+            except StorageError as exc:
+                log.warning("could not save the stat cache of chat %s: %s", ws.chat_id, exc)
+
+    # -- chats and their directories ------------------------------------------------------------
+
+    def chat_dir(self, chat_id: str) -> Path:
+        return self.root / chat_id
+
+    def workspace_path(self, chat_id: str) -> Path:
+        return self.chat_dir(chat_id) / "workspace"
+
+    async def require_chat(self, chat_id: str) -> ChatRow:
+        chat = await self.chats.get(chat_id)
+        if chat is None:
+            raise NotFound("chat", chat_id)
+        return chat
+
+    def _workspace(self, chat_id: str) -> ChatWorkspace:
+        ws = self._open.get(chat_id)
+        if ws is None:
+            directory = self.chat_dir(chat_id)  # chat_id comes from the database, never raw input
+            blobs = BlobStore(directory / "blobs")
+            tree = Tree(directory / "workspace", blobs, directory / "statcache")
+            ws = self._open[chat_id] = ChatWorkspace(chat_id, directory, tree, blobs)
+        return ws
+
+    @asynccontextmanager
+    async def locked(self, chat_id: str) -> AsyncIterator[tuple[ChatWorkspace, ChatRow]]:
+        """The chat's lock, with its workspace brought in line with the database."""
+        await self.require_chat(chat_id)
+        ws = self._workspace(chat_id)
+        async with ws.lock:
+            chat = await self.require_chat(chat_id)  # it may have been deleted while we waited
+            if not ws.loaded or ws.active_manifest_id != chat.active_manifest_id:
+                await self._load_active(ws, chat)
+            self.edits.watch(ws)
+            try:
+                yield ws, chat
+            except BaseException:
+                ws.in_sync = False  # an operation broke off: trust only a full walk next time
+                raise
+
+    async def _load_active(self, ws: ChatWorkspace, chat: ChatRow) -> None:
+        files: Files = {}
+        if chat.active_manifest_id:
+            m = await self.manifests.get(chat.id, chat.active_manifest_id)
+            files = m.files if m else {}
+        first_time = not ws.loaded and not ws.tree.root.exists()
+        ws.active_manifest_id, ws.active_files, ws.loaded = chat.active_manifest_id, files, True
+        ws.in_sync = False
+        if first_time and files:
+            # The directory was lost (or never made on this machine): rebuild it.
+            await self.run(ws.tree.materialize, {}, files)
+
+    async def forget(self, chat_id: str) -> None:
+        """The chat was deleted: drop its state and directory (call with the lock held)."""
+        ws = self._open.pop(chat_id, None)
+        if ws is not None:
+            self.edits.unwatch(ws)
+        await anyio.to_thread.run_sync(shutil.rmtree, self.chat_dir(chat_id), True)
+
+    # -- capture and switch (lock held) ---------------------------------------------------------
+
+    async def capture(
+        self, ws: ChatWorkspace, chat: ChatRow, source: ManifestSource = "edit", source_ref: str | None = None
+    ) -> ManifestRow | None:
+        """Snapshot the directory; when it differs from the active manifest, store a new manifest,
+        make it active and record it as the state after the active leaf message."""
+        last = ws.active_files if ws.in_sync else None
+        scan = await self.run(ws.tree.scan, ws.journal, last)
+        ws.in_sync = True
+        if scan.skipped:
+            log.debug("snapshot of %s skipped links/special files: %s", chat.id, scan.skipped[:5])
+        if scan.hashed:  # hashes are what is expensive to redo after a restart; the rest waits
+            await self.run(ws.tree.save_cache)  # for close
+        if scan.files == ws.active_files:
+            return None
+        manifest = self.manifests.new(chat.id, ws.active_manifest_id, scan.files, source, source_ref)
+        await self.manifests.make_active(manifest, chat.active_leaf_message_id)
+        ws.active_manifest_id, ws.active_files = manifest.id, scan.files
+        chat.active_manifest_id = manifest.id
+        return manifest
+
+    async def materialize(self, ws: ChatWorkspace, manifest_id: str | None) -> Files:
+        """Make the directory hold ``manifest_id`` (None: empty), touching only what differs."""
+        target: Files = {}
+        if manifest_id:
+            m = await self.manifests.get(ws.chat_id, manifest_id)
+            if m is None:
+                raise NotFound("manifest", manifest_id)
+            target = m.files
+        if not ws.in_sync:
+            await self.capture(ws, await self.require_chat(ws.chat_id))
+        ws.in_sync = False
+        await self.run(ws.tree.materialize, ws.active_files, target)
+        ws.active_manifest_id, ws.active_files, ws.in_sync = manifest_id, target, True
+        return target
+
+    async def _save_outside_edits(self, chat_id: str) -> tuple[str, Changes] | None:
+        """Outside edits as an ``edit`` version: (its manifest id, what changed), or None."""
+        async with self.locked(chat_id) as (ws, chat):
+            before = ws.active_files
+            manifest = await self.capture(ws, chat, "edit")
+        if manifest is None:
+            return None
+        return manifest.id, diff(before, manifest.files)
+
+    async def run(self, fn: Callable[[Unpack[Args]], T], *args: *Args) -> T:
+        """Blocking file work on a worker thread, its failures as ``StorageError``."""
+        try:
+            return await anyio.to_thread.run_sync(fn, *args)
+        except MissingBlob as exc:
+            raise StorageError(
+                f"the workspace store is damaged: blob {exc.sha256} is missing ({exc.path})",
+            ) from exc
+        except OSError as exc:
+            raise StorageError(f"workspace file operation failed: {exc}") from exc
+
+    # -- reading versions -----------------------------------------------------------------------
+
+    async def manifest_files(self, chat_id: str, manifest_id: str | None) -> tuple[str | None, Files]:
+        """(manifest id, files) of ``manifest_id``, or of the current workspace when None."""
+        if manifest_id is not None:
+            m = await self.get_manifest(chat_id, manifest_id)
+            return m.id, m.files
+        async with self.locked(chat_id) as (ws, chat):
+            await self.capture(ws, chat)
+            return ws.active_manifest_id, dict(ws.active_files)
+
+    async def get_manifest(self, chat_id: str, manifest_id: str) -> ManifestRow:
+        await self.require_chat(chat_id)
+        m = await self.manifests.get(chat_id, manifest_id)
+        if m is None:
+            raise NotFound("manifest", manifest_id)
+        return m
