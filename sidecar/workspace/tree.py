@@ -129,6 +129,8 @@ class Tree:
                     _drop(files, cache, rel)
                 continue
             if stat.S_ISDIR(st.st_mode):
+                if files.pop(rel, None) is not None:  # a file replaced by a folder of its name
+                    cache.pop(rel, None)
                 under = rel + "/"
                 before = [k for k in files if k.startswith(under)]
                 for key in before:
@@ -140,8 +142,7 @@ class Tree:
                         cache.pop(key, None)
                 cache.update(seen)
             elif stat.S_ISREG(st.st_mode):
-                if not _ignored(rel.rpartition("/")[2]):
-                    self._visit(rel, path, st, result, cache)
+                self._visit(rel, path, st, result, cache)
             else:
                 _drop(files, cache, rel)
                 result.skipped.append(rel)
@@ -277,7 +278,6 @@ class Tree:
                 except OSError:
                     break  # not empty (or already gone): stop climbing
                 rel = rel.rpartition("/")[0]
-
 
 
 def _ignored(name: str) -> bool:
