@@ -11,7 +11,7 @@ def print_table(rows: list[tuple[str, ...]]) -> None:
 
     def fmt(cells: tuple[str, ...]) -> str:
         return " | ".join(c.ljust(w) if i == 0 else c.rjust(w) if i < 4 else c.ljust(w)
-                          for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+                          for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
 
     print(fmt(HEADERS))
     print("-+-".join("-" * w for w in widths))

@@ -68,8 +68,9 @@ import anyio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from _bench import Rows, pct, print_header, print_table  # noqa: E402  (scripts/ is on sys.path when run as a script)
+
 from sidecar.client import SidecarClient  # noqa: E402
-from _bench import pct, print_table, Rows, print_header  # noqa: E402  (scripts/ is on sys.path when run as a script)
 
 PYTHON = sys.executable
 
@@ -194,6 +195,7 @@ async def stall_during_fast_stream(sc: SidecarClient, n_tokens: int) -> tuple[li
     provider = await scripted(sc, "stream-fast-pinged", {"text": words(n_tokens), "chunk": 1, "stamp": True})
     out: list[float] = []
     stop = anyio.Event()
+    wall = 0.0
     async with anyio.create_task_group() as tg:
         tg.start_soon(pinger, sc, out, stop)
         await anyio.sleep(0.05)
@@ -227,7 +229,8 @@ async def tool_turn(sc: SidecarClient, turns: Turns, tag: str) -> dict:
     check_seq(evs)
     calls = [p["event"]["toolCall"] for _, p in evs if p["event"]["kind"] == "toolCallFinished"]
     if len(calls) != TOOL_STEPS or any(c["status"] != "success" for c in calls):
-        raise RuntimeError(f"expected {TOOL_STEPS} successful tool calls, got {[(c['status'], c.get('error')) for c in calls]}")
+        outcomes = [(c["status"], c.get("error")) for c in calls]
+        raise RuntimeError(f"expected {TOOL_STEPS} successful tool calls, got {outcomes}")
     own = sum(iso_seconds(c["finishedAt"]) - iso_seconds(c["startedAt"]) for c in calls)
     files = (await sc.request("workspace/files", {"chatId": chat_id}))["files"]
     if len(files) != TOOL_STEPS:
@@ -289,7 +292,7 @@ async def bench_concurrent(sc: SidecarClient, turns: Turns, n_words: int) -> dic
     async with anyio.create_task_group() as outer:
         outer.start_soon(pinger, sc, loaded, stop)
         async with anyio.create_task_group() as tg:
-            for chat_id, provider in zip(chats, providers):
+            for chat_id, provider in zip(chats, providers, strict=True):
                 tg.start_soon(one, chat_id, provider)
         stop.set()
     wall = time.perf_counter() - t0
@@ -385,7 +388,8 @@ def main() -> int:
     n = len(turns)
     direct_per = med([d["per_call"] for d in direct])
     add(f"turn with {TOOL_STEPS} write_file calls: wall, median (n={n})",
-        f"{med([x['wall'] for x in turns]):.1f} ms", f"{direct_per * TOOL_STEPS:.1f} ms direct tools/call x{TOOL_STEPS}",
+        f"{med([x['wall'] for x in turns]):.1f} ms",
+        f"{direct_per * TOOL_STEPS:.1f} ms direct tools/call x{TOOL_STEPS}",
         "-", None)
     add("  sum of the tools' own durations, median", f"{med([x['own'] for x in turns]):.1f} ms", "-", "-", None)
     add("  per tool step beyond the tool itself, median", f"{med([x['step'] for x in turns]):.2f} ms",

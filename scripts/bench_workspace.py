@@ -149,7 +149,9 @@ async def bench(files: int, runs: int, base: Path) -> list[tuple[str, float, flo
         git(gitdir, "commit", "-q", "-m", "branch")
         git(gitdir, "branch", "-q", "other", "HEAD~1")
         git(gitdir, "branch", "-q", "mine", "HEAD")
-        _, _, differ = await watched.diff(chat.id, *[await chats.manifest_after(chat.id, m.id) for m in (a, b)])
+        old, new = [await chats.manifest_after(chat.id, m.id) for m in (a, b)]
+        assert old is not None and new is not None
+        _, _, differ = await watched.diff(chat.id, old, new)
         assert len(differ) == 100, len(differ)
         ours, theirs = [], []
         for _ in range(runs):
@@ -172,8 +174,7 @@ async def bench(files: int, runs: int, base: Path) -> list[tuple[str, float, flo
                 tree.save_cache()
 
             clone = base / f"clone{r}"
-            subprocess.run(["git", "clone", "-q", "--no-checkout", str(gitdir), str(clone)],
-                           env=GIT_ENV, check=True, capture_output=True)
+            await anyio.run_process(["git", "clone", "-q", "--no-checkout", str(gitdir), str(clone)], env=GIT_ENV)
             # Writing 10,000 files is disk-bound: flush earlier writes before each side and
             # alternate which side goes first, so neither pays for the other's writeback.
             for side in ((0, 1) if r % 2 == 0 else (1, 0)):
@@ -191,7 +192,7 @@ async def bench(files: int, runs: int, base: Path) -> list[tuple[str, float, flo
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--files", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -24,7 +25,8 @@ sys.path.insert(0, str(ROOT))
 
 from sidecar.client import RemoteError, SidecarClient  # noqa: E402
 
-BOLD, DIM, GREEN, RED, RESET = ("\033[1m", "\033[2m", "\033[32m", "\033[31m", "\033[0m") if sys.stdout.isatty() else ("",) * 5
+_ESCAPES = ("\033[1m", "\033[2m", "\033[32m", "\033[31m", "\033[0m")
+BOLD, DIM, GREEN, RED, RESET = _ESCAPES if sys.stdout.isatty() else ("",) * 5
 
 
 def step(title: str) -> None:
@@ -61,8 +63,7 @@ async def run(data_dir: Path, verbose: bool) -> int:
         info = await sc.request("debug/info")
         show("pid / rss", f"{info['pid']} / {info['rssBytes'] / 2**20:.1f} MiB")
         show("heavy modules loaded", info["heavyModulesLoaded"] or "none (mcp, pydantic, ... load on first use)")
-        files = sorted(p.name for p in data_dir.iterdir())
-        show("data dir", ", ".join(files))
+        show("data dir", ", ".join(sorted(os.listdir(data_dir))))
 
         step("a chat whose files branch with the conversation")
         chat = (await sc.request("chats/create", {"title": "demo chat"}))["chat"]
@@ -98,7 +99,8 @@ async def run(data_dir: Path, verbose: bool) -> int:
         changed = await sc.wait_notification("workspace/changed", timeout=10)
         show("edited in an editor", f"workspace/changed {changed['params']['changed']}")
         history = (await sc.request("workspace/manifest", {"chatId": cid}))["manifest"]
-        show("saved as version", f"{history['source']} {history['id'][:13]}…, previous kept as {history['parentId'][:13]}…")
+        show("saved as version",
+             f"{history['source']} {history['id'][:13]}…, previous kept as {history['parentId'][:13]}…")
 
         step("a toolset: install the App Builder example and run its tools in this chat")
         example = ROOT / "tests" / "fixtures" / "toolsets" / "app-builder"
@@ -232,13 +234,15 @@ class TurnPrinter:
         elif kind == "toolCallFinished":
             call = event["toolCall"]
             took = (time.perf_counter() - self.started.pop(call["id"], time.perf_counter())) * 1000
-            outcome = f"{GREEN}ok{RESET}" if call["status"] == "success" else f"{RED}{call['errorKind']}{RESET}: {call['error']}"
+            failed = f"{RED}{call['errorKind']}{RESET}: {call['error']}"
+            outcome = f"{GREEN}ok{RESET}" if call["status"] == "success" else failed
             plan = call.get("renderPlan") or {}
             renderer = f", render plan: {plan['renderer']}" if plan else ""
             self.line(f"{DIM}◀ {call['toolId']}{RESET} {outcome} in {took:.0f} ms{renderer}{_plan_detail(plan)}")
             result = call.get("result")
             if isinstance(result, dict) and isinstance(result.get("output"), str):
-                self.line(f"  {DIM}output:{RESET} " + " | ".join(line.strip() for line in result["output"].splitlines()))
+                output = " | ".join(line.strip() for line in result["output"].splitlines())
+                self.line(f"  {DIM}output:{RESET} {output}")
         elif kind == "messageCompleted":
             self.end()
         elif kind == "error":
@@ -314,7 +318,8 @@ async def chat_session(sc: SidecarClient) -> None:
         first = await sc.request("chat/send", {"chatId": cid, "content": question, "provider": "demo-model"})
         printer.end()
         usage = first.get("usage") or {}
-        show("chat/send answered", f"stopReason {first['stopReason']} after {(time.perf_counter() - t0) * 1000:.0f} ms, "
+        took = (time.perf_counter() - t0) * 1000
+        show("chat/send answered", f"stopReason {first['stopReason']} after {took:.0f} ms, "
                                    f"usage {usage.get('inputTokens', 0)} in / {usage.get('outputTokens', 0)} out")
         show("branch A files", await files())
 
@@ -330,10 +335,11 @@ async def chat_session(sc: SidecarClient) -> None:
         _print_tree(got["messages"], got["chat"]["activeLeafId"])
 
         switched = (await sc.request("chats/switchBranch", {"chatId": cid, "messageId": first["messageId"]}))["chat"]
-        show("chats/switchBranch", f"to answer A (active leaf {'is' if switched['activeLeafId'] == first['messageId'] else 'is not'} answer A)")
+        on_a = "is" if switched["activeLeafId"] == first["messageId"] else "is not"
+        show("chats/switchBranch", f"to answer A (active leaf {on_a} answer A)")
         show("branch A files", await files())
         root = Path(switched["workspacePath"])
-        show("on disk", ", ".join(sorted(p.name for p in root.iterdir() if not p.name.startswith("."))))
+        show("on disk", ", ".join(sorted(name for name in os.listdir(root) if not name.startswith("."))))
     finally:
         sc.on_notification = None
 
@@ -352,7 +358,8 @@ def _print_tree(messages: list[dict[str, Any]], active_leaf: str | None) -> None
             first_line = (m["content"].splitlines() or [""])[0]
             if len(first_line) > 44:
                 first_line = first_line[:43] + "…"
-            calls = f" [{len(m['toolCalls'])} tool call{'s' if len(m['toolCalls']) != 1 else ''}]" if m["toolCalls"] else ""
+            count = len(m["toolCalls"])
+            calls = f" [{count} tool call{'s' if count != 1 else ''}]" if count else ""
             mark = f"  {GREEN}← active{RESET}" if m["id"] == active_leaf else ""
             branch = ("└ " if last else "├ ") if parent is not None else ""
             lines.append(f"{prefix}{branch}{m['role']}: {first_line}{calls}{mark}")
@@ -365,7 +372,7 @@ def _print_tree(messages: list[dict[str, Any]], active_leaf: str | None) -> None
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--data-dir", type=Path, help="keep the data here instead of a temp dir")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every message received")
     args = parser.parse_args()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -25,7 +26,7 @@ def main() -> int:
     for path in files:
         with tempfile.TemporaryDirectory() as tmp:
             try:
-                anyio.run(lambda: replay(path, Path(tmp) / "data", echo=args.verbose))
+                anyio.run(partial(replay, path, Path(tmp) / "data", echo=args.verbose))
             except (Mismatch, ValueError, TimeoutError) as exc:
                 failed += 1
                 print(f"FAIL {path}: {exc}")

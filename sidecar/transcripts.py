@@ -48,7 +48,8 @@ def mismatches(expected: Any, actual: Any, path: str = "$") -> list[str]:
     if isinstance(expected, list):
         if not isinstance(actual, list) or len(actual) != len(expected):
             return [f"{path}: expected {expected!r}, got {actual!r}"]
-        return [m for i, (e, a) in enumerate(zip(expected, actual)) for m in mismatches(e, a, f"{path}[{i}]")]
+        pairs = enumerate(zip(expected, actual, strict=True))
+        return [m for i, (e, a) in pairs for m in mismatches(e, a, f"{path}[{i}]")]
     if type(expected) is not type(actual) or expected != actual:
         return [f"{path}: expected {expected!r}, got {actual!r}"]
     return []
@@ -65,7 +66,7 @@ def load(path: Path) -> list[dict[str, Any]]:
     return steps
 
 
-async def replay(path: Path, data_dir: Path, *, echo: bool = False, timeout: float = 10) -> None:
+async def replay(path: Path, data_dir: Path, *, echo: bool = False, timeout: float = 10) -> None:  # noqa: ASYNC109 (a deadline per step)
     """Play ``path`` against a fresh sidecar; raise ``Mismatch`` at the first difference."""
     received: list[dict[str, Any]] = []
     async with SidecarClient.spawn(data_dir, initialize=False) as client:
@@ -95,6 +96,6 @@ async def replay(path: Path, data_dir: Path, *, echo: bool = False, timeout: flo
                 raise ValueError(f"{where}: unknown step {step!r}")
 
 
-async def _next(client: SidecarClient, received: list[dict[str, Any]], timeout: float) -> dict[str, Any]:
+async def _next(client: SidecarClient, received: list[dict[str, Any]], timeout: float) -> dict[str, Any]:  # noqa: ASYNC109 (a deadline per step)
     await client.wait_for(lambda: received, timeout)
     return received.pop(0)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -17,6 +18,7 @@ from typing import Any, Protocol
 import anyio
 import anyio.to_thread
 
+from ...mcp_host.config import MissingVariable, resolve, resolve_mapping
 from ...secrets import MASK, mask_url
 from .base import ProviderError, ProviderEvent, ToolCallRequest, TurnRequest
 
@@ -48,10 +50,6 @@ class Endpoint:
     def resolved(self, env_key: str) -> tuple[str | None, str | None, dict[str, str]]:
         """(base_url, api_key, headers) with ``${VAR}`` read from the environment now. Without a
         stored key the SDK's own variable (``env_key``) is the fallback, as the SDK would do."""
-        import os
-
-        from ...mcp_host.config import MissingVariable, resolve, resolve_mapping
-
         try:
             base_url = resolve(self.base_url) if self.base_url else None
             key = resolve(self.api_key) if self.api_key else os.environ.get(env_key)
@@ -152,7 +150,7 @@ class RemoteProvider:
 class StreamParser(Protocol):
     """Reads one call's chunks. ``finish`` runs when the stream has ended without an error."""
 
-    def feed(self, chunk: Any) -> Iterable[ProviderEvent]: ...
+    def feed(self, chunk: Any, /) -> Iterable[ProviderEvent]: ...
 
     def finish(self) -> Iterable[ProviderEvent]: ...
 
@@ -162,12 +160,13 @@ def provider_error(exc: BaseException, sdk: ModuleType, endpoint: Endpoint, secr
     """``exc`` as a ProviderError when it is a failure of the API or of the connection to it;
     None for anything else (a bug, which should surface as itself). ``streaming``: the response had
     begun, so a broken connection cut an answer rather than failing to connect."""
-    import httpx2
+    import httpx2  # httpx: heavy, and loaded with the SDK anyway by the time anything fails
 
     if isinstance(exc, ProviderError):
         return exc
-    if isinstance(exc, sdk.APIStatusError) and exc.status_code != 200:  # 200: an error event, below
-        return _status_error(exc.status_code, _scrub(_detail(exc.body, exc.message), secrets), endpoint)
+    err: Any = exc  # the SDK's classes are only known at run time: so are their fields
+    if isinstance(exc, sdk.APIStatusError) and err.status_code != 200:  # 200: an error event, below
+        return _status_error(err.status_code, _scrub(_detail(err.body, err.message), secrets), endpoint)
     if isinstance(exc, sdk.APITimeoutError):
         limit = f"{endpoint.timeout:g}s" if endpoint.timeout is not None else "the time limit"
         return ProviderError(f"the provider gave no answer within {limit}: try again, or raise config.timeout "
@@ -179,7 +178,7 @@ def provider_error(exc: BaseException, sdk: ModuleType, endpoint: Endpoint, secr
         return ProviderError(f"cannot reach {_where(endpoint)} ({cause}): check baseUrl and the network",
                              retryable=True)
     if isinstance(exc, sdk.APIError):  # an error event in a stream that had begun well (e.g. overloaded)
-        return ProviderError(f"the provider failed mid-answer: {_scrub(_detail(exc.body, exc.message), secrets)}",
+        return ProviderError(f"the provider failed mid-answer: {_scrub(_detail(err.body, err.message), secrets)}",
                              retryable=True)
     return None
 
