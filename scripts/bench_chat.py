@@ -68,9 +68,9 @@ import anyio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from _bench import Rows, pct, print_header, print_table  # noqa: E402  (scripts/ is on sys.path when run as a script)
+from _bench import Rows, pct, print_header, print_table  # noqa: E402 (after the sys.path set-up above)
 
-from sidecar.client import SidecarClient  # noqa: E402
+from sidecar.client import SidecarClient  # noqa: E402 (after the sys.path set-up above)
 
 PYTHON = sys.executable
 

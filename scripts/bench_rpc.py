@@ -89,7 +89,7 @@ IDLE_IMPORTS = (
 class Peer:
     def __init__(self, argv: list[str], stderr_path: Path | None = None, cwd: Path = ROOT,
                  env: dict[str, str] | None = None) -> None:
-        self._stderr_file = open(stderr_path, "wb") if stderr_path else None  # noqa: SIM115
+        self._stderr_file = open(stderr_path, "wb") if stderr_path else None  # noqa: SIM115 (open for the life of the peer, closed when it stops)
         self.proc = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
@@ -323,7 +323,7 @@ def pipelined(peer: Peer, n: int, first_id: int) -> float:
             t_first_send[0] = time.perf_counter()
             while view:
                 view = view[os.write(peer.wfd, view):]
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:  # noqa: BLE001 (any failure is the bench's result, re-raised by the caller)
             error.append(exc)
 
     thread = threading.Thread(target=writer, daemon=True)

@@ -30,10 +30,10 @@ import anyio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from sidecar.chat.chats import ChatService  # noqa: E402
-from sidecar.store import Database  # noqa: E402
-from sidecar.workspace.service import WorkspaceService  # noqa: E402
-from sidecar.workspace.tree import Tree  # noqa: E402
+from sidecar.chat.chats import ChatService  # noqa: E402 (after the sys.path set-up above)
+from sidecar.store import Database  # noqa: E402 (after the sys.path set-up above)
+from sidecar.workspace.service import WorkspaceService  # noqa: E402 (after the sys.path set-up above)
+from sidecar.workspace.tree import Tree  # noqa: E402 (after the sys.path set-up above)
 
 GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b",
            "GIT_COMMITTER_EMAIL": "b@b", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}

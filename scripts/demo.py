@@ -23,7 +23,7 @@ import anyio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from sidecar.client import RemoteError, SidecarClient  # noqa: E402
+from sidecar.client import RemoteError, SidecarClient  # noqa: E402 (after the sys.path set-up above)
 
 _ESCAPES = ("\033[1m", "\033[2m", "\033[32m", "\033[31m", "\033[0m")
 BOLD, DIM, GREEN, RED, RESET = _ESCAPES if sys.stdout.isatty() else ("",) * 5

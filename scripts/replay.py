@@ -13,7 +13,7 @@ import anyio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from sidecar.transcripts import Mismatch, replay  # noqa: E402
+from sidecar.transcripts import Mismatch, replay  # noqa: E402 (after the sys.path set-up above)
 
 
 def main() -> int:

@@ -75,7 +75,7 @@ def build(path: list[MessageRow], calls: dict[str, ToolCallRow]) -> list[ChatMes
                              f"Result: {result_text(c)[:RESULT_BUDGET]}]" for c in ran)
             out.append(ChatMessage("user", text or msg.content))
         elif msg.role in ("user", "assistant", "system"):
-            out.append(ChatMessage(msg.role, msg.content))  # type: ignore[arg-type]
+            out.append(ChatMessage(msg.role, msg.content))
     return out
 
 

@@ -139,7 +139,7 @@ class Database:
         write is open (this connection sees its uncommitted rows) or ends is not kept."""
         memo = self._memo.setdefault(name, {})
         if key in memo:
-            return memo[key]  # type: ignore[no-any-return]
+            return memo[key]
         version = self._versions.get(name, 0)
         value = await load()
         if self._versions.get(name, 0) == version and not self._changing.get(name):

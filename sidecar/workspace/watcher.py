@@ -16,6 +16,10 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from watchfiles._rust_notify import RustNotify
 
 log = logging.getLogger("sidecar.workspace")
 
@@ -62,7 +66,7 @@ class Journal:
             self._trusted = False
             self._cond.notify_all()
 
-    def _run(self, notify) -> None:  # type: ignore[no-untyped-def]
+    def _run(self, notify: RustNotify) -> None:
         try:
             with notify:
                 while not self._stop.is_set():
