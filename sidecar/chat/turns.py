@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from ..tools.calls import ToolCallService
     from .chats import ChatService
     from .providers.base import Provider
+    from .providers.service import ProviderService
 
 log = logging.getLogger("sidecar.chat")
 
@@ -115,18 +116,18 @@ class _Turn:
 
 
 class TurnService:
-    def __init__(self, chats: ChatService, tool_calls: ToolCallService, providers: Any) -> None:
+    def __init__(self, chats: ChatService, tool_calls: ToolCallService, providers: ProviderService) -> None:
         self.chats = chats
         self.workspace = chats.workspace
         self.db = chats.repo.db
         self.tool_calls = tool_calls
-        self.providers = providers  # ProviderService: get(id | None) -> Provider
+        self.providers = providers
 
     async def send(self, p: SendParams, emit: Emit, confirm: Confirm, wait_cancel: WaitCancel) -> SendResult:
         if not 1 <= p.max_turns <= MAX_TURNS:
             raise InvalidParams("params.maxTurns", f"must be between 1 and {MAX_TURNS}")
         await self.workspace.require_chat(p.chat_id)
-        provider: Provider = await self.providers.get(p.provider)
+        provider = await self.providers.get(p.provider)
         attached = [(a.kind, await toolbox.check_attachment(self.db, a.kind, a.id)) for a in p.attachments]
         self.chats.claim(p.chat_id)
         try:
