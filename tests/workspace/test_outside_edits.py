@@ -1,5 +1,6 @@
 """Outside edits under a real watcher: a burst becomes one saved version, announced once; a chat
-no longer watched is not followed."""
+no longer watched (or deleted, or beyond the most recently used) is not followed; a failed save
+does not stop the follower."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from pathlib import Path
 import anyio
 import pytest
 
+from sidecar.api.errors import NotFound
 from sidecar.workspace.blobs import BlobStore
-from sidecar.workspace.outside_edits import EDIT_DEBOUNCE, Changes, OutsideEdits
+from sidecar.workspace.outside_edits import EDIT_DEBOUNCE, MAX_WATCHED, Changes, OutsideEdits
 from sidecar.workspace.tree import Tree
 from sidecar.workspace.watcher import Journal
 
@@ -27,13 +29,18 @@ class Folder:
 class Recorder:
     """Stands where the versioning core saves edits, and where the UI hears of them."""
 
-    def __init__(self) -> None:
+    def __init__(self, failures: list[Exception] | None = None) -> None:
+        self.failures = failures or []  # raised by the first saves, in order
         self.saves: list[str] = []
         self.heard: list[tuple[str, str]] = []
         self.announced = anyio.Event()
+        self.tried = anyio.Event()
 
     async def save(self, chat_id: str) -> tuple[str, Changes] | None:
         self.saves.append(chat_id)
+        self.tried.set()
+        if self.failures:
+            raise self.failures.pop(0)
         return f"m{len(self.saves)}", ([], [], [])
 
     async def on_change(self, chat_id: str, manifest_id: str, changes: Changes) -> None:
@@ -87,3 +94,52 @@ async def test_watching_is_off_when_disabled(tmp_path: Path):
         edits.watch(ws)
         assert ws.journal is None
         tg.cancel_scope.cancel()
+
+
+async def test_a_failed_save_is_logged_and_the_next_edits_are_still_saved(tmp_path: Path):
+    record = Recorder([RuntimeError("disk full")])
+    edits = OutsideEdits(record.save)
+    ws = folder(tmp_path, "c1")
+    async with anyio.create_task_group() as tg:
+        edits.bind(tg, record.on_change)
+        edits.watch(ws)
+        (ws.tree.root / "first.txt").write_text("1")
+        with anyio.fail_after(10):
+            await record.tried.wait()
+        assert record.heard == []
+        (ws.tree.root / "second.txt").write_text("2")
+        with anyio.fail_after(10):
+            await record.announced.wait()
+        assert record.saves == ["c1", "c1"] and record.heard == [("c1", "m2")]
+        edits.close()
+
+
+async def test_a_deleted_chat_is_no_longer_followed(tmp_path: Path):
+    record = Recorder([NotFound("chat", "c1")])
+    edits = OutsideEdits(record.save)
+    ws = folder(tmp_path, "c1")
+    async with anyio.create_task_group() as tg:
+        edits.bind(tg, record.on_change)
+        edits.watch(ws)
+        (ws.tree.root / "first.txt").write_text("1")
+        with anyio.fail_after(10):
+            await record.tried.wait()
+        (ws.tree.root / "second.txt").write_text("2")
+        await anyio.sleep(EDIT_DEBOUNCE * 3)
+        assert record.saves == ["c1"]
+        edits.close()
+
+
+async def test_only_the_most_recently_used_chats_are_watched(tmp_path: Path):
+    record = Recorder()
+    edits = OutsideEdits(record.save)
+    folders = [folder(tmp_path, f"c{i}") for i in range(MAX_WATCHED + 1)]
+    async with anyio.create_task_group() as tg:
+        edits.bind(tg, record.on_change)
+        for ws in folders:
+            edits.watch(ws)
+            if ws is folders[1]:
+                edits.watch(folders[0])  # used again: now more recent than c1
+        assert folders[0].journal is not None and folders[1].journal is None
+        assert all(ws.journal is not None for ws in folders[2:])
+        edits.close()
