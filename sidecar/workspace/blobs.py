@@ -88,7 +88,7 @@ class BlobStore:
     def size(self, sha256: str) -> int:
         return os.stat(self.require(sha256)).st_size
 
-    def all(self) -> list[str]:
+    def all_shas(self) -> list[str]:
         found = []
         if not self.root.exists():
             return found

@@ -135,7 +135,7 @@ class WorkspaceService(Versions):
 
             def sweep() -> tuple[int, int]:
                 removed = freed = 0
-                for sha in ws.blobs.all():
+                for sha in ws.blobs.all_shas():
                     if sha not in referenced:
                         freed += ws.blobs.remove(sha)
                         removed += 1
