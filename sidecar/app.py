@@ -22,7 +22,7 @@ import anyio.abc
 from anyio.abc import TaskGroup
 
 from . import process
-from .api.errors import ApiError, InstanceLocked, StorageError
+from .errors import InstanceLocked, SidecarError, StorageError
 from .handlers import Deferred, method_table
 from .handlers.notify import Notifier
 from .rpc import Connection, MethodTable, RequestContext, StdioTransport, Transport
@@ -161,7 +161,7 @@ class Sidecar:
         return self.exit_code
 
 
-def _refusing_table(error: ApiError, code: int, app: Sidecar) -> MethodTable:
+def _refusing_table(error: SidecarError, code: int, app: Sidecar) -> MethodTable:
     """A sidecar that cannot serve still answers ``initialize`` with why, then exits."""
 
     async def initialize(params: Any, ctx: RequestContext) -> None:
@@ -173,7 +173,7 @@ def _refusing_table(error: ApiError, code: int, app: Sidecar) -> MethodTable:
     return table
 
 
-async def _refuse(app: Sidecar, transport: Transport, error: ApiError, code: int) -> int:
+async def _refuse(app: Sidecar, transport: Transport, error: SidecarError, code: int) -> int:
     app.exit_code = code
     return await app.run(transport, _refusing_table(error, code, app))
 
@@ -185,9 +185,9 @@ async def serve(
     lock = process.InstanceLock(settings.lock_path)
     try:
         lock.acquire()
-    except process.InstanceLocked as exc:
-        log.error("another sidecar (pid %s) holds %s", exc.holder_pid, exc.path)
-        return await _refuse(app, transport, InstanceLocked(str(exc.path), exc.holder_pid), process.EXIT_LOCKED)
+    except InstanceLocked as exc:
+        log.error("another sidecar (pid %s) holds %s", exc.holder_pid, exc.lock_path)
+        return await _refuse(app, transport, exc, process.EXIT_LOCKED)
     except OSError as exc:
         failure = StorageError(f"cannot create the data directory lock {settings.lock_path}: {exc}")
         return await _refuse(app, transport, failure, process.EXIT_STORAGE)

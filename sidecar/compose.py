@@ -15,11 +15,11 @@ from typing import Any
 
 from anyio.abc import TaskGroup
 
-from .api.errors import NotFound
 from .api.mcp import ElicitParams
 from .chat.chats import ChatService
 from .chat.providers.service import ProviderService
 from .chat.turns import TurnService
+from .errors import NotFound
 from .handlers.mcp import server_out
 from .handlers.notify import Notifier
 from .handlers.toolsets import toolset_out

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import anyio
 
+from .errors import InstanceLocked
+
 log = logging.getLogger("sidecar.process")
 
 EXIT_OK = 0
@@ -37,13 +39,6 @@ def claim_stdio() -> tuple[int, int]:
     return wire_in, wire_out
 
 
-class InstanceLocked(Exception):
-    def __init__(self, path: Path, holder_pid: int | None) -> None:
-        super().__init__(f"{path} is held by pid {holder_pid}")
-        self.path = path
-        self.holder_pid = holder_pid
-
-
 class InstanceLock:
     """An exclusive OS lock on ``<data dir>/sidecar.lock`` holding our pid; the OS drops it when
     the process dies, however it dies, so a stale file never blocks a restart."""
@@ -60,7 +55,7 @@ class InstanceLock:
         except OSError:
             holder = _read_pid(fd)
             os.close(fd)
-            raise InstanceLocked(self.path, holder) from None
+            raise InstanceLocked(str(self.path), holder) from None
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         self._fd = fd

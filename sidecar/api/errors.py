@@ -1,13 +1,13 @@
-"""The error table of the wire contract and the exceptions that carry it.
+"""The error table of the wire contract: every code and when it is sent.
 
-Services raise these; the engine turns any exception with ``__rpc_error__`` into that wire error.
+The exceptions that carry these codes are ``sidecar/errors.py``'s tree; the engine turns any
+exception with ``__rpc_error__`` into that wire error.
 Codes -32000, -32001, -32096..-32099 and -32801..-32899 belong to other protocols: never use them.
 """
 
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import Any
 
 
 class ErrorCode(IntEnum):
@@ -57,76 +57,3 @@ ERROR_TABLE: tuple[tuple[str, ErrorCode, str, str], ...] = (
     ("InstanceLocked", ErrorCode.INSTANCE_LOCKED,
      "another sidecar holds the data directory", "{lockPath, holderPid}"),
 )
-
-
-class ApiError(Exception):
-    code: ErrorCode = ErrorCode.INTERNAL_ERROR
-
-    def __init__(self, message: str, data: dict[str, Any] | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.data = data
-
-    def __rpc_error__(self) -> tuple[int, str, Any]:
-        return int(self.code), self.message, self.data
-
-
-class InvalidParams(ApiError):
-    code = ErrorCode.INVALID_PARAMS
-
-    def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"invalid params: {path}: {reason}", {"path": path, "reason": reason})
-
-
-class NotFound(ApiError):
-    code = ErrorCode.NOT_FOUND
-
-    def __init__(self, kind: str, id: str, message: str | None = None) -> None:
-        super().__init__(message or f"no {kind} with id {id!r}", {"kind": kind, "id": id})
-
-
-class Conflict(ApiError):
-    code = ErrorCode.CONFLICT
-
-    def __init__(self, reason: str, message: str | None = None) -> None:
-        super().__init__(message or reason, {"reason": reason})
-
-
-class PermissionDenied(ApiError):
-    code = ErrorCode.PERMISSION_DENIED
-
-
-class InvalidBundle(ApiError):
-    code = ErrorCode.INVALID_BUNDLE
-
-    def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"invalid toolset bundle: {path}: {reason}" if path else f"invalid toolset bundle: {reason}",
-                         {"path": path, "reason": reason})
-
-
-class UpstreamError(ApiError):
-    code = ErrorCode.UPSTREAM_ERROR
-
-    def __init__(self, source: str, message: str, server: str | None = None) -> None:
-        data = {"source": source, "message": message} | ({"server": server} if server else {})
-        super().__init__(f"{server or source}: {message}", data)
-
-
-class StorageError(ApiError):
-    code = ErrorCode.STORAGE_ERROR
-
-
-class Timeout(ApiError):
-    code = ErrorCode.TIMEOUT
-
-
-class InstanceLocked(ApiError):
-    code = ErrorCode.INSTANCE_LOCKED
-
-    def __init__(self, lock_path: str, holder_pid: int | None) -> None:
-        holder = f"process {holder_pid}" if holder_pid else "another process"
-        super().__init__(
-            f"the data directory is in use by {holder} (lock {lock_path}); "
-            "close the other instance or start with a different --data-dir",
-            {"lockPath": lock_path, "holderPid": holder_pid},
-        )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import msgspec
 
-from ..api.errors import Conflict, NotFound
+from ..errors import Conflict, NotFound
 from ..store.chats import ChatRow, MessageRow, Role
 from ..store.rows import new_id, now
 from ..workspace.service import WorkspaceService

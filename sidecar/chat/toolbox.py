@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from ..api.errors import NotFound
 from ..api.toolsets import Tool
+from ..errors import NotFound
 from ..store import Database
 from ..store.chats import MessageRow
 from ..store.toolsets import ToolsetRepo

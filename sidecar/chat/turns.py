@@ -34,8 +34,9 @@ from ..api.chats import (
     ToolCallFinishedEvent,
     ToolCallStartedEvent,
 )
-from ..api.errors import ApiError, ErrorCode, InvalidParams
+from ..api.errors import ErrorCode
 from ..api.toolsets import ToolCall
+from ..errors import InvalidParams, ProviderError, SidecarError
 from ..store.chats import MessageRow, MessageStatus
 from ..store.rows import new_id, now
 from ..store.tool_calls import ToolCallRow
@@ -46,7 +47,6 @@ from .events import Emit, EventStream
 from .providers.base import (
     ChatMessage,
     Finished,
-    ProviderError,
     TextDelta,
     ToolCallReady,
     ToolCallRequest,
@@ -170,7 +170,7 @@ class TurnService:
                 except ProviderError as exc:
                     stop, error = "error", exc.message
                     await turn.events.send(ErrorEvent(exc.message, int(ErrorCode.UPSTREAM_ERROR), exc.retryable))
-                except ApiError as exc:
+                except SidecarError as exc:
                     stop, error = "error", exc.message
                     await turn.events.send(ErrorEvent(exc.message, int(exc.code)))
                 except Exception as exc:  # a bug must end the turn, not the sidecar; the partial reply stays
@@ -304,7 +304,7 @@ class TurnService:
         try:
             row = await self.tool_calls.call(tool.id, record.args, turn.chat_id, message_id=turn.message.id,
                                              on_started=started, call_id=record.id, allow_disabled=chosen.attached)
-        except ApiError as exc:  # the tool went away or was switched off since the turn began
+        except SidecarError as exc:  # the tool went away or was switched off since the turn began
             return await self._refuse(turn, record, display, "unavailable", exc.message)
         await turn.events.send(ToolCallFinishedEvent(call_out(row)))
         return row

@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 
 from ..api import SPECS
-from ..api.errors import ApiError, StorageError
+from ..errors import SidecarError, StorageError
 from ..rpc import MethodTable, RequestContext
 from .lifecycle import Lifecycle, LifecycleHandlers
 from .routes import routes, served_by
@@ -31,7 +31,7 @@ class Deferred:
     def __init__(self) -> None:
         self._bound: dict[str, Handler] = {}
         self._ready = anyio.Event()
-        self._failure: ApiError | None = None
+        self._failure: SidecarError | None = None
 
     def bind(self, handlers: dict[str, Handler]) -> None:
         missing = sorted(CLIENT_METHODS - LIFECYCLE_METHODS - handlers.keys())

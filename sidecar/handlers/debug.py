@@ -17,7 +17,7 @@ from ..api.debug import (
     SleepParams,
     SleepResult,
 )
-from ..api.errors import InvalidParams
+from ..errors import InvalidParams
 from ..process import rss_bytes
 from ..rpc import RequestContext
 from ..settings import Settings

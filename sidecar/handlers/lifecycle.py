@@ -7,7 +7,6 @@ from typing import Any, Protocol
 from .. import __version__
 from ..api import SPECS
 from ..api.base import Empty
-from ..api.errors import Conflict
 from ..api.lifecycle import (
     PROTOCOL_VERSION,
     InitializeParams,
@@ -15,6 +14,7 @@ from ..api.lifecycle import (
     ServerCapabilities,
     ServerInfo,
 )
+from ..errors import Conflict
 from ..process import EXIT_OK, EXIT_WITHOUT_SHUTDOWN
 from ..rpc import RequestContext
 from ..settings import Settings

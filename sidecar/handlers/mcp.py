@@ -8,7 +8,6 @@ from typing import Any
 
 from .. import secrets
 from ..api.base import Empty
-from ..api.errors import Conflict, InvalidParams, NotFound, UpstreamError
 from ..api.mcp import (
     AddParams,
     FoundServer,
@@ -28,6 +27,7 @@ from ..api.mcp import (
     ServerSetEnabledParams,
     ServersResult,
 )
+from ..errors import Conflict, InvalidParams, NotFound, UpstreamError
 from ..mcp_host.host import McpError, McpHost
 from ..rpc import RequestContext
 from ..store import Database

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import binascii
 
-from ..api.errors import InvalidParams
 from ..api.workspace import (
     Changes,
     DiffParams,
@@ -22,6 +21,7 @@ from ..api.workspace import (
     WriteFileParams,
 )
 from ..chat.chats import ChatService
+from ..errors import InvalidParams
 from ..rpc import RequestContext
 from ..store.manifests import ManifestRow
 from ..workspace.service import WorkspaceService, encode_content

@@ -16,8 +16,8 @@ from anyio.abc import TaskGroup
 
 from sidecar.runtime.environment import scrubbed_env
 
-from .commands import CommandNotFound, resolve_command
 from ..secrets import mask_url
+from .commands import CommandNotFound, resolve_command
 from .config import SERVER_TYPES, MissingVariable, ServerConfig, resolve, resolve_mapping
 from .errors import McpError
 
@@ -807,7 +807,6 @@ class McpHost:
         return self._with_stderr(self._describe(config, None, exc), transport)
 
     async def _lost_message(self, config: ServerConfig, conn: _Conn, spec: _Spec) -> str:
-        from . import remote
         from .stdio import describe_returncode
 
         transport = conn.transport

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import aiosqlite
 import anyio
 
-from ..api.errors import StorageError
+from ..errors import StorageError
 
 log = logging.getLogger("sidecar.store")
 

@@ -19,8 +19,8 @@ import anyio
 import anyio.to_thread
 from anyio.abc import TaskGroup
 
-from ..api.errors import Conflict, InvalidParams, NotFound, StorageError
 from ..builtins import BUILTINS, BuiltinCall, BuiltinError
+from ..errors import Conflict, InvalidParams, NotFound, StorageError
 from ..mcp_host.errors import McpError
 from ..runtime.workers import ToolFailure
 from ..store import Database

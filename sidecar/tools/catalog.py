@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..api.base import wire_name
-from ..api.errors import Conflict, NotFound, PermissionDenied
 from ..api.toolsets import Tool
+from ..errors import Conflict, NotFound, PermissionDenied
 from ..store import CATALOG, Database
 from ..store.tool_catalog import BuiltinRow, CatalogRow, ToolCatalogRepo
 from ..store.toolsets import ToolsetRepo

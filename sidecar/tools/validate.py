@@ -11,7 +11,7 @@ import json
 from functools import lru_cache
 from typing import Any
 
-from ..api.errors import InvalidParams
+from ..errors import InvalidParams
 
 
 def check_args(schema: dict[str, Any] | None, args: Any, where: str = "params.args") -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import anyio
 from anyio.abc import TaskGroup
 
-from ..api.errors import ApiError
+from ..errors import SidecarError
 
 if TYPE_CHECKING:
     from .service import ToolsetService
@@ -81,7 +81,7 @@ class LocalToolsets:
         try:
             row = await self.service.get(toolset_id)
             await self.service.install(row.source_ref or "", replace=True)
-        except ApiError as exc:
+        except SidecarError as exc:
             data = exc.data or {}
             log.warning("reloading toolset %s failed; the last good version stays: %s", toolset_id, exc.message)
             await self.report(toolset_id, (str(data.get("path", "")), str(data.get("reason", exc.message))))

@@ -15,6 +15,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import BundleError
 from ..store.toolsets import FileKind, SourceType
 from ..workspace import paths
 from .manifest import ManifestError, Parsed, module_of, parse
@@ -25,15 +26,6 @@ MAX_FILE_BYTES = 64 << 20
 MAX_TOTAL_BYTES = 256 << 20
 MAX_RATIO = 200  # uncompressed / compressed, for entries large enough to matter
 SKIPPED_DIRS = {"__pycache__", ".git", ".venv", "node_modules", ".mypy_cache", ".pytest_cache"}
-
-
-class BundleError(ValueError):
-    """``path`` is a file inside the bundle, optionally with ``: place`` in the manifest."""
-
-    def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"{path}: {reason}" if path else reason)
-        self.path = path
-        self.reason = reason
 
 
 @dataclass

@@ -6,16 +6,12 @@ from __future__ import annotations
 import anyio.to_thread
 
 from .. import secrets
-from ..api.errors import InvalidBundle
 from ..api.toolsets import BundleFile, InspectedServer, InspectedTool, InspectResult, ManifestInfo
 from . import bundle
 
 
 async def inspect(path: str) -> InspectResult:
-    try:
-        b = await anyio.to_thread.run_sync(bundle.read, path)
-    except bundle.BundleError as exc:
-        raise InvalidBundle(exc.path, exc.reason) from None
+    b = await anyio.to_thread.run_sync(bundle.read, path)  # a BundleError is InvalidBundle on the wire
     m = b.manifest
     renderers = {o.tool_id: o.renderer for o in b.parsed.overrides if o.renderer}
     return InspectResult(

@@ -11,19 +11,11 @@ import msgspec
 
 from ..api.base import Id
 from ..api.toolsets import Renderer
+from ..errors import ManifestError
 
 ENTRYPOINT_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
 RENDERERS: tuple[str, ...] = get_args(Renderer)
 MAX_MANIFEST_BYTES = 1 << 20
-
-
-class ManifestError(ValueError):
-    """``path`` is where in the manifest (``tools[2].entrypoint``); ``reason`` what to fix."""
-
-    def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"{path}: {reason}" if path else reason)
-        self.path = path
-        self.reason = reason
 
 
 class _Decl(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

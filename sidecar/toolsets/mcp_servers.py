@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..api.errors import Conflict, NotFound
+from ..errors import Conflict, NotFound
 from ..store import CATALOG, Database
 
 _SQL = """

@@ -23,7 +23,7 @@ import anyio.to_thread
 
 from .. import secrets
 from ..api.base import wire_name
-from ..api.errors import Conflict, InvalidBundle, InvalidParams, NotFound
+from ..errors import Conflict, InvalidBundle, InvalidParams, NotFound
 from ..runtime.workers import ToolFailure, ToolsetWorkers
 from ..store import Database
 from ..store.rows import now
@@ -72,10 +72,7 @@ class ToolsetService:
     async def install(self, source: str, *, replace: bool = False) -> ToolsetRow:
         from . import bundle  # zipfile and ast: loaded on first use, not at start-up
 
-        try:
-            b = await anyio.to_thread.run_sync(bundle.read, source)
-        except bundle.BundleError as exc:
-            raise InvalidBundle(exc.path, exc.reason) from None
+        b = await anyio.to_thread.run_sync(bundle.read, source)  # a BundleError is InvalidBundle on the wire
         m = b.manifest
         async with self._lock:
             existing = await self.repo.get(m.id)

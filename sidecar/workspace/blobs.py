@@ -8,14 +8,9 @@ import os
 import tempfile
 from pathlib import Path
 
+from ..errors import MissingBlob
+
 CHUNK = 1 << 20
-
-
-class MissingBlob(Exception):
-    def __init__(self, sha256: str, path: Path) -> None:
-        super().__init__(f"blob {sha256} is missing from {path}")
-        self.sha256 = sha256
-        self.path = path
 
 
 class BlobStore:

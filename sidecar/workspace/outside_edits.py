@@ -15,7 +15,7 @@ from typing import Protocol
 import anyio
 from anyio.abc import TaskGroup
 
-from ..api.errors import NotFound
+from ..errors import NotFound
 from .tree import Tree
 from .watcher import Journal
 

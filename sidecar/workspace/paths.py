@@ -11,14 +11,12 @@ import os
 import re
 from pathlib import Path
 
+from ..errors import PathRejected
+
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 MAX_PATH_BYTES = 4096
 MAX_COMPONENT_BYTES = 255
-
-
-class PathRejected(ValueError):
-    pass
 
 
 def check(path: str) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import anyio
 
-from ..api.errors import InvalidParams, NotFound
+from ..errors import InvalidParams, NotFound
 from ..store.manifests import ManifestRow
 from . import paths
 from .outside_edits import Changes

@@ -18,7 +18,7 @@ from typing import TypeVar, TypeVarTuple, Unpack
 import anyio
 import anyio.to_thread
 
-from ..api.errors import NotFound, StorageError
+from ..errors import NotFound, StorageError
 from ..store import Database
 from ..store.chats import ChatRepo, ChatRow
 from ..store.manifests import ManifestRepo, ManifestRow, ManifestSource

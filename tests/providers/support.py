@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sidecar.chat.providers.base import ProviderError, ProviderEvent, TextDelta, ToolSpec, TurnRequest
+from sidecar.chat.providers.base import ProviderEvent, TextDelta, ToolSpec, TurnRequest
 from sidecar.chat.providers.remote import Endpoint, RemoteProvider
+from sidecar.errors import ProviderError
 
 KEY = "sk-test-4f9c2b7e1d3a8c6f5e0b9a7d"
 WEATHER = ToolSpec("get_weather", "The weather in a city",

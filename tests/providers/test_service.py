@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from sidecar.api.errors import InvalidParams, NotFound, PermissionDenied
 from sidecar.chat.providers.anthropic import AnthropicProvider
 from sidecar.chat.providers.base import ChatMessage, TurnRequest
 from sidecar.chat.providers.openai_compat import OpenAIProvider
 from sidecar.chat.providers.service import KEEP, ProviderService
+from sidecar.errors import InvalidParams, NotFound, PermissionDenied
 from sidecar.secrets import masked_key
 from sidecar.store import Database
 from tests.providers.support import KEY, run, text_of

@@ -4,9 +4,10 @@ import sqlite3
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 import pytest
 
-from sidecar.api.errors import StorageError
+from sidecar.errors import StorageError
 from sidecar.store import Database
 from sidecar.store.db import migrations
 
@@ -104,7 +105,7 @@ async def test_writers_are_serialised(tmp_path: Path):
         async def add(i: int) -> None:
             async with db.write() as w:
                 await w.execute("INSERT INTO settings (key, value, updated_at) VALUES (?, '1', ?)", (f"k{i}", NOW))
-                await anyio.sleep(0)
+                await anyio.lowlevel.checkpoint()
                 await w.execute("UPDATE settings SET value='2' WHERE key=?", (f"k{i}",))
 
         async with anyio.create_task_group() as tg:

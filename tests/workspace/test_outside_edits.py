@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from sidecar.api.errors import NotFound
+from sidecar.errors import NotFound
 from sidecar.workspace.blobs import BlobStore
 from sidecar.workspace.outside_edits import EDIT_DEBOUNCE, MAX_WATCHED, Changes, OutsideEdits
 from sidecar.workspace.tree import Tree

@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from sidecar.api.errors import InvalidParams, NotFound
+from sidecar.errors import InvalidParams, NotFound
 from sidecar.store import Database
 from sidecar.store.chats import ChatRow
 from sidecar.workspace.blobs import BlobStore

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ...errors import ProviderError
 from .base import (
     ChatMessage,
     Finished,
-    ProviderError,
     ProviderEvent,
     StopReason,
     TextDelta,

@@ -76,17 +76,6 @@ class Finished:
 ProviderEvent = TextDelta | ToolCallReady | Usage | Finished
 
 
-class ProviderError(Exception):
-    """The provider failed. ``status`` is the HTTP status when there was one; ``retryable`` says
-    whether trying again later could help (429, 5xx, a cut connection)."""
-
-    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status = status
-        self.retryable = retryable
-
-
 class Provider(Protocol):
     id: str
     kind: str

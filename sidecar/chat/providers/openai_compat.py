@@ -7,10 +7,10 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from ...errors import ProviderError
 from .base import (
     ChatMessage,
     Finished,
-    ProviderError,
     ProviderEvent,
     StopReason,
     TextDelta,

@@ -18,9 +18,10 @@ from typing import Any, Protocol
 import anyio
 import anyio.to_thread
 
+from ...errors import ProviderError
 from ...mcp_host.config import MissingVariable, resolve, resolve_mapping
 from ...secrets import MASK, mask_url
-from .base import ProviderError, ProviderEvent, ToolCallRequest, TurnRequest
+from .base import ProviderEvent, ToolCallRequest, TurnRequest
 
 DEFAULT_MAX_RETRIES = 2
 # A custom base URL (a local server, a proxy) may need no key, but both SDKs insist on one.

@@ -25,10 +25,10 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
+from ...errors import ProviderError
 from .base import (
     ChatMessage,
     Finished,
-    ProviderError,
     ProviderEvent,
     TextDelta,
     ToolCallReady,

@@ -14,7 +14,7 @@ import re
 from typing import Any, Final, get_args
 
 from ...api.base import is_id
-from ...api.errors import InvalidParams, NotFound, PermissionDenied
+from ...errors import InvalidParams, NotFound, PermissionDenied
 from ...secrets import MASK, masked_key
 from ...store import Database
 from ...store.providers import BUILTIN_ID, ProviderKind, ProviderRepo, ProviderRow

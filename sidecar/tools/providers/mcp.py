@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...api.errors import NotFound
 from ...api.toolsets import Tool
+from ...errors import NotFound
 from ...store import CATALOG, Database
 from ...store.tool_catalog import ToolCatalogRepo
 from ...store.toolsets import OverrideRow

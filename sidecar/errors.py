@@ -1,0 +1,159 @@
+"""The one exception tree: everything the sidecar raises on purpose, and the wire error each becomes.
+
+    SidecarError                 any deliberate failure; on the wire InternalError (-32603) unless below
+    ├── InvalidParams            -32602  data {path, reason}: params or a tool's arguments fail a check
+    │   └── PathRejected                 a workspace path that is empty, absolute, has '..', NUL, ...
+    ├── NotFound                 -32010  data {kind, id}
+    ├── Conflict                 -32011  data {reason}: duplicate id, a turn already running, ...
+    ├── PermissionDenied         -32012  the user said no, a path outside its root, a host not allowed
+    ├── InvalidBundle            -32013  data {path, reason}: path is inside the bundle
+    │   ├── BundleError                  the folder or ZIP (limits, names, entries)
+    │   └── ManifestError                toolset.yaml (path is where in it: tools[2].entrypoint)
+    ├── UpstreamError            -32020  data {source, server?, message}: an MCP server or model provider
+    │   └── ProviderError                a model provider failed (status, retryable)
+    ├── ToolFailed               -32021  data {toolCallId}: a tool ran and failed
+    ├── Timeout                  -32022  a tool, MCP server or provider took longer than its limit
+    ├── StorageError             -32030  SQLite or disk
+    │   └── MissingBlob                  a blob a manifest names is gone from the store
+    └── InstanceLocked           -32031  data {lockPath, holderPid}
+
+``api/errors.py`` holds the codes and the published table; the engine turns any exception with
+``__rpc_error__`` into that wire error, so it never imports this module. Outside the tree on purpose:
+``rpc/errors.py`` (the engine knows no domain), the tool worker's own errors (another process), the
+tool SDK's ``ArgumentError`` (the author's side), and the test client's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .api.errors import ErrorCode
+
+
+class SidecarError(Exception):
+    code: ErrorCode = ErrorCode.INTERNAL_ERROR
+
+    def __init__(self, message: str, data: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+
+    def __rpc_error__(self) -> tuple[int, str, Any]:
+        return int(self.code), self.message, self.data
+
+
+class InvalidParams(SidecarError):
+    code = ErrorCode.INVALID_PARAMS
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"invalid params: {path}: {reason}", {"path": path, "reason": reason})
+        self.path = path
+        self.reason = reason
+
+
+class PathRejected(InvalidParams):
+    """``str()`` is the reason alone: callers name the parameter (``params.path``) it came from."""
+
+    def __init__(self, reason: str, path: str = "path") -> None:
+        super().__init__(path, reason)
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+class NotFound(SidecarError):
+    code = ErrorCode.NOT_FOUND
+
+    def __init__(self, kind: str, id: str, message: str | None = None) -> None:
+        super().__init__(message or f"no {kind} with id {id!r}", {"kind": kind, "id": id})
+
+
+class Conflict(SidecarError):
+    code = ErrorCode.CONFLICT
+
+    def __init__(self, reason: str, message: str | None = None) -> None:
+        super().__init__(message or reason, {"reason": reason})
+
+
+class PermissionDenied(SidecarError):
+    code = ErrorCode.PERMISSION_DENIED
+
+
+class InvalidBundle(SidecarError):
+    code = ErrorCode.INVALID_BUNDLE
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"invalid toolset bundle: {path}: {reason}" if path else f"invalid toolset bundle: {reason}",
+                         {"path": path, "reason": reason})
+        self.path = path
+        self.reason = reason
+
+
+class BundleError(InvalidBundle):
+    """``str()`` is ``path: reason``; ``path`` is a file inside the bundle, optionally with ``: place``."""
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}" if self.path else self.reason
+
+
+class ManifestError(BundleError):
+    """``path`` is where in the manifest (``tools[2].entrypoint``); ``reason`` what to fix."""
+
+
+class UpstreamError(SidecarError):
+    code = ErrorCode.UPSTREAM_ERROR
+
+    def __init__(self, source: str, message: str, server: str | None = None) -> None:
+        data = {"source": source, "message": message} | ({"server": server} if server else {})
+        super().__init__(f"{server or source}: {message}", data)
+
+
+class ProviderError(UpstreamError):
+    """The provider failed. ``status`` is the HTTP status when there was one; ``retryable`` says
+    whether trying again later could help (429, 5xx, a cut connection). ``message`` is the reason alone."""
+
+    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False) -> None:
+        super().__init__("provider", message)
+        self.message = message
+        self.status = status
+        self.retryable = retryable
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ToolFailed(SidecarError):
+    code = ErrorCode.TOOL_FAILED
+
+    def __init__(self, tool_call_id: str, message: str) -> None:
+        super().__init__(message, {"toolCallId": tool_call_id})
+        self.tool_call_id = tool_call_id
+
+
+class Timeout(SidecarError):
+    code = ErrorCode.TIMEOUT
+
+
+class StorageError(SidecarError):
+    code = ErrorCode.STORAGE_ERROR
+
+
+class MissingBlob(StorageError):
+    def __init__(self, sha256: str, path: Any) -> None:
+        super().__init__(f"blob {sha256} is missing from {path}")
+        self.sha256 = sha256
+        self.path = path
+
+
+class InstanceLocked(SidecarError):
+    code = ErrorCode.INSTANCE_LOCKED
+
+    def __init__(self, lock_path: str, holder_pid: int | None) -> None:
+        holder = f"process {holder_pid}" if holder_pid else "another process"
+        super().__init__(
+            f"the data directory is in use by {holder} (lock {lock_path}); "
+            "close the other instance or start with a different --data-dir",
+            {"lockPath": lock_path, "holderPid": holder_pid},
+        )
+        self.lock_path = lock_path
+        self.holder_pid = holder_pid
