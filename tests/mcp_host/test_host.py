@@ -18,8 +18,16 @@ from typing import Any
 import anyio
 import pytest
 
-from sidecar.mcp_host import CallOrigin, ElicitAnswer, Elicitation, McpError, McpHost, ServerConfig, ServerState
-from sidecar.mcp_host import commands
+from sidecar.mcp_host import (
+    CallOrigin,
+    ElicitAnswer,
+    Elicitation,
+    McpError,
+    McpHost,
+    ServerConfig,
+    ServerState,
+    commands,
+)
 from tests.npm import npm_bin
 from tests.procs import alive
 
