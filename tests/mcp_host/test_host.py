@@ -484,6 +484,28 @@ async def test_an_elicitation_names_the_call_it_came_from() -> None:
         assert rec.elicited[0].mode == "form" and rec.elicited[0].origin == origin
 
 
+async def test_with_several_calls_in_flight_only_their_shared_chat_is_named() -> None:
+    async with running(stdio("many")) as (host, rec):
+        await wait_status(host, "ts~many", "connected")
+        both_asked = anyio.Event()
+
+        async def answer_when_both_asked(request: Elicitation) -> ElicitAnswer:
+            rec.elicited.append(request)
+            if len(rec.elicited) == 2:
+                both_asked.set()
+            await both_asked.wait()
+            return ElicitAnswer("decline")
+
+        host._connector.elicit = answer_when_both_asked  # noqa: SLF001
+        async def ask(call_id: str) -> None:
+            await host.call_tool("ts~many", "ask", {}, origin=CallOrigin("chat-a", call_id))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask, "t1")
+            tg.start_soon(ask, "t2")
+        assert [(r.origin, r.chat_id) for r in rec.elicited] == [(None, "chat-a"), (None, "chat-a")]
+
+
 async def test_an_answer_that_does_not_fit_the_form_fails_the_call() -> None:
     async with running(stdio("misfit")) as (host, rec):
         await wait_status(host, "ts~misfit", "connected")
