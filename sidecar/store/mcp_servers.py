@@ -60,13 +60,6 @@ class AmbiguousServer(Exception):
 _COLS = ("s.id, s.toolset_id, s.server_type, s.enabled, s.command, s.args, s.cwd, s.url, s.headers, s.env, "
          "s.requires_confirmation, s.options, ts.enabled, ts.user_mcp")
 _SQL = f"SELECT {_COLS} FROM toolset_mcp_servers s JOIN toolsets ts ON ts.id = s.toolset_id"
-_WIDTH = 14
-
-OVERRIDE_COLUMNS = ("tool_id", "renderer", "renderer_config", "name_override", "description_override",
-                    "requires_confirmation", "enabled")
-"""An MCP tool's override as `find_with_override` returns it, in this order."""
-
-
 def _row(r: Sequence[Any]) -> McpServerRow:
     return McpServerRow(server_id=r[0], toolset_id=r[1], type=r[2], enabled=bool(r[3]), command=r[4],
                         args=_decode(r[5]), cwd=r[6], url=r[7], headers=_decode(r[8]), env=_decode(r[9]),
@@ -92,33 +85,16 @@ class McpServerRepo:
         Raises:
             AmbiguousServer: a bare id that several toolsets use.
         """
-        found = await self._lookup(ref, None)
-        return found[0] if found is not None else None
-
-    async def find_with_override(self, ref: str, tool: str) -> tuple[McpServerRow, tuple[Any, ...] | None] | None:
-        """The server and its toolset's override of one of its tools (`OVERRIDE_COLUMNS`), in one query:
-        this is on every MCP call's path."""
-        return await self._lookup(ref, tool)
-
-    async def _lookup(self, ref: str, tool: str | None) -> tuple[McpServerRow, tuple[Any, ...] | None] | None:
-        sql, args = _SQL, list[Any]()
-        if tool is not None:
-            sql = (f"SELECT {_COLS}, {', '.join(f'o.{c}' for c in OVERRIDE_COLUMNS)} "
-                   "FROM toolset_mcp_servers s JOIN toolsets ts ON ts.id = s.toolset_id "
-                   "LEFT JOIN tool_overrides o ON o.toolset_id = s.toolset_id AND o.tool_id = s.id || ':' || ?")
-            args.append(tool)
         toolset_id, sep, server_id = ref.partition("~")
         if sep:
-            rows = await self.db.fetchall(sql + " WHERE s.toolset_id = ? AND s.id = ?", (*args, toolset_id, server_id))
+            rows = await self.db.fetchall(_SQL + " WHERE s.toolset_id = ? AND s.id = ?", (toolset_id, server_id))
         else:
-            rows = await self.db.fetchall(sql + " WHERE s.id = ?", (*args, ref))
+            rows = await self.db.fetchall(_SQL + " WHERE s.id = ?", (ref,))
         if not rows:
             return None
         if len(rows) > 1:
             raise AmbiguousServer(ref, [f"{r[1]}~{r[0]}" for r in rows])
-        found = rows[0]
-        override = found[_WIDTH:] if tool is not None and found[_WIDTH] is not None else None
-        return _row(found), override
+        return _row(rows[0])
 
     async def set_enabled(self, toolset_id: str, server_id: str, enabled: bool) -> None:
         async with self.db.write(CATALOG) as w:

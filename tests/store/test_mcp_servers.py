@@ -63,8 +63,6 @@ async def test_finding_by_key_or_bare_id(db: Database):
     with pytest.raises(AmbiguousServer) as err:
         await repo.find("search")
     assert err.value.keys == ["docs~search", "web~search"]
-    found = await repo.find_with_override("docs~search", "query")
-    assert found is not None and found[1] is None  # no override of that tool
 
 
 async def test_switching_a_server_off_and_what_the_host_gets(db: Database):
