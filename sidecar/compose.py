@@ -11,19 +11,16 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from anyio.abc import TaskGroup
 
-from .api.mcp import ElicitParams
 from .chat.chats import ChatService
 from .chat.providers.service import ProviderService
 from .chat.turns import TurnService
-from .errors import NotFound
-from .handlers.mcp import server_out
 from .handlers.notify import Notifier
 from .handlers.toolsets import toolset_out
-from .mcp_host.host import McpHost, ServerState
+from .mcp_host.host import McpHost
+from .mcp_host.servers import McpServers
 from .runtime.workers import WorkerHost
 from .settings import Settings
 from .store import Database
@@ -31,7 +28,6 @@ from .store.chats import ChatRepo
 from .store.tool_calls import ToolCallRepo
 from .tools import catalog as registry
 from .tools.calls import ToolCallService
-from .toolsets import mcp_servers
 from .toolsets.authoring import LocalToolsets
 from .toolsets.service import ToolsetService
 from .workspace.service import WorkspaceService
@@ -51,11 +47,12 @@ class Services:
     providers: ProviderService
     workers: WorkerHost
     mcp: McpHost
+    """The connections (`mcp_servers.host`), for the tool call path and the catalog."""
+    mcp_servers: McpServers
     tool_calls: ToolCallService
     toolsets: ToolsetService
     local_toolsets: LocalToolsets
     turns: TurnService
-    sync_mcp: Callable[[], Awaitable[None]]
 
 
 async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGroup, on_close: OnClose,
@@ -72,34 +69,8 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     workers = WorkerHost()
     on_close("tool workers", workers.aclose)
 
-    async def server_changed(key: str) -> None:
-        try:
-            row = await mcp_servers.find(db, key)
-        except NotFound:
-            return  # removed meanwhile
-        await notifier.mcp_server_changed(server_out(row, mcp))
-
-    async def status(state: ServerState) -> None:
-        await server_changed(state.key)
-
-    async def elicit(key: str, params: dict[str, Any]) -> dict[str, Any]:
-        asked = ElicitParams(key, str(params.get("message", "")), params.get("requestedSchema") or {})
-        answer = await notifier.elicit(asked)
-        return {"action": answer.action} | ({"content": answer.content} if answer.content is not None else {})
-
-    mcp = McpHost(on_status=status, on_tools_changed=server_changed, elicit=elicit)
-    mcp.bind(tg)
-    tool_calls = ToolCallService(db, workspace, workers, data_dir / "scratch", mcp)
-    on_close("tool call records", tool_calls.aclose)
-    on_close("MCP servers", mcp.aclose)
-    tool_calls.bind(tg)
-
-    async def sync_mcp() -> None:
-        """Hand the host the servers the database says should exist (after any change to them)."""
-        await mcp.sync([mcp_servers.config_of(r) for r in await mcp_servers.all_servers(db)])
-
     async def toolset_changed(_toolset_id: str) -> None:
-        await sync_mcp()
+        await servers.sync()
         await local.refresh()
 
     async def reloaded(toolset_id: str, error: tuple[str, str] | None) -> None:
@@ -109,6 +80,12 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
             await notifier.toolset_reload_failed(toolset_id, *error)
 
     toolsets = ToolsetService(db, data_dir, workers, on_change=toolset_changed)
+    servers = McpServers(db, toolsets, on_status=notifier.mcp_server_changed, elicit=notifier.elicit)
+    servers.bind(tg)
+    tool_calls = ToolCallService(db, workspace, workers, data_dir / "scratch", servers.host)
+    on_close("tool call records", tool_calls.aclose)
+    on_close("MCP servers", servers.aclose)  # closed first: calls still running end before their records
+    tool_calls.bind(tg)
     local = LocalToolsets(toolsets, reloaded)
 
     async def close_local() -> None:
@@ -117,10 +94,10 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     on_close("local toolset watcher", close_local)
     await local.bind(tg)
     turns = TurnService(chats, tool_calls, providers)
-    tg.start_soon(sync_mcp)
+    tg.start_soon(servers.sync)
     return Services(settings=settings, started_at=started_at, db=db, workspace=workspace, chats=chats,
-                    providers=providers, workers=workers, mcp=mcp, tool_calls=tool_calls, toolsets=toolsets,
-                    local_toolsets=local, turns=turns, sync_mcp=sync_mcp)
+                    providers=providers, workers=workers, mcp=servers.host, mcp_servers=servers,
+                    tool_calls=tool_calls, toolsets=toolsets, local_toolsets=local, turns=turns)
 
 
 async def _recover(db: Database) -> None:

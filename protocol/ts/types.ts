@@ -597,9 +597,22 @@ export interface GetPromptResult {
 }
 
 export interface ElicitParams {
+  /** The asking server's key (toolset~server). */
   server: string;
+  /** What the server says to the user. */
   message: string;
-  requestedSchema: Record<string, unknown>;
+  /** form: fill in requestedSchema and answer with content. url: offer to open url (nothing comes back through the sidecar; accept means the user agreed to open it). */
+  mode: "form" | "url";
+  /** form mode: the flat JSON Schema the answer's content must fit; an accepted answer that does not fit fails the tool call (the server is told cancel). */
+  requestedSchema?: Record<string, unknown> | null;
+  /** url mode: the page the user is asked to open. */
+  url?: string | null;
+  /** url mode: the server's id of this elicitation, opaque. */
+  elicitationId?: string | null;
+  /** The chat the asking server works for: the chat of the requests in flight on it (absent when there are none, or they belong to several chats). */
+  chatId?: string | null;
+  /** The tool call the question belongs to: the one call in flight on that server when it asked (absent when there is none, or several). */
+  toolCallId?: string | null;
 }
 
 export interface ElicitResult {

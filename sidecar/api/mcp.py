@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+import msgspec
 
 from .base import Empty, MethodSpec, Model
 from .errors import ErrorCode
@@ -91,9 +93,23 @@ class GetPromptResult(Model):
 
 
 class ElicitParams(Model):
-    server: str  # server key of the asking server
-    message: str
-    requested_schema: dict[str, Any]
+    server: Annotated[str, msgspec.Meta(description="The asking server's key (toolset~server).")]
+    message: Annotated[str, msgspec.Meta(description="What the server says to the user.")]
+    mode: Annotated[Literal["form", "url"], msgspec.Meta(
+        description="form: fill in requestedSchema and answer with content. url: offer to open url "
+                    "(nothing comes back through the sidecar; accept means the user agreed to open it).")]
+    requested_schema: Annotated[dict[str, Any] | None, msgspec.Meta(
+        description="form mode: the flat JSON Schema the answer's content must fit; an accepted answer "
+                    "that does not fit fails the tool call (the server is told cancel).")] = None
+    url: Annotated[str | None, msgspec.Meta(description="url mode: the page the user is asked to open.")] = None
+    elicitation_id: Annotated[str | None, msgspec.Meta(
+        description="url mode: the server's id of this elicitation, opaque.")] = None
+    chat_id: Annotated[str | None, msgspec.Meta(
+        description="The chat the asking server works for: the chat of the requests in flight on it "
+                    "(absent when there are none, or they belong to several chats).")] = None
+    tool_call_id: Annotated[str | None, msgspec.Meta(
+        description="The tool call the question belongs to: the one call in flight on that server "
+                    "when it asked (absent when there is none, or several).")] = None
 
 
 class ElicitResult(Model):

@@ -10,13 +10,14 @@ import msgspec
 
 from ..api.toolsets import Tool
 from ..errors import NotFound
+from ..mcp_host.servers import find
 from ..store import Database
 from ..store.chats import MessageRow
+from ..store.mcp_servers import McpServerRepo
 from ..store.toolsets import ToolsetRepo
 from ..tools import catalog
 from ..tools.aliases import Aliases
 from ..tools.providers.mcp import discovered
-from ..toolsets import mcp_servers
 from . import context
 from .providers.base import ToolSpec
 
@@ -53,7 +54,7 @@ async def check_attachment(db: Database, kind: str, ref: str) -> str:
         if await ToolsetRepo(db).get(ref) is None:
             raise NotFound("toolset", ref)
         return ref
-    return (await mcp_servers.find(db, ref)).key
+    return (await find(McpServerRepo(db), ref)).key
 
 
 async def build(db: Database, host: McpHost | None, attachments: list[tuple[str, str]]) -> ToolBox:
@@ -95,7 +96,7 @@ async def _attached(db: Database, host: McpHost | None, kind: str, ref: str) -> 
     # toolset's own switch is overruled by attaching it (seed 003).
     if kind == "toolset":
         tools = await catalog.attachable(db, ref)
-        keys = [row.key for row in await mcp_servers.all_servers(db) if row.toolset_id == ref]
+        keys = [row.key for row in await McpServerRepo(db).of_toolset(ref)]
     else:
         tools, keys = [], [ref]
     if host is not None and keys:

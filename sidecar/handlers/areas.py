@@ -23,7 +23,7 @@ def service_routes(s: Services) -> dict[str, Any]:
     for area in (
         ChatHandlers(s.chats, s.turns, s.workspace, s.tool_calls.repo),
         DebugHandlers(s.settings, s.db, s.started_at),
-        McpHandlers(s.toolsets, s.mcp, s.db, s.sync_mcp),
+        McpHandlers(s.mcp_servers),
         ProviderHandlers(s.providers),
         ToolsetHandlers(s.toolsets, s.tool_calls, s.db, s.mcp, s.chats),
         WorkspaceHandlers(s.workspace, s.chats),

@@ -12,6 +12,9 @@ from typing import Any, Protocol
 from ..api.mcp import ElicitParams, ElicitResult, McpServer, ServerStatusParams
 from ..api.toolsets import Toolset, ToolsetChangedParams
 from ..api.workspace import ChangedParams, Changes
+from ..mcp_host.elicitation import ElicitAnswer, Elicitation, InvalidAnswer
+from ..rpc import RemoteError
+from ..rpc.errors import INVALID_PARAMS
 
 
 class Peer(Protocol):
@@ -49,7 +52,23 @@ class Notifier:
             await self._peer.notify("toolsets/changed", ToolsetChangedParams(
                 toolset_id, "reloadFailed", error=f"{path}: {reason}" if path else reason, error_path=path or None))
 
-    async def elicit(self, asked: ElicitParams) -> ElicitResult:
+    async def elicit(self, request: Elicitation) -> ElicitAnswer:
+        """`ui/elicit`: the user's answer to an MCP server's question. A malformed answer is `InvalidAnswer`."""
         if self._peer is None:
-            return ElicitResult("cancel")
-        return await self._peer.request("ui/elicit", asked, ElicitResult)
+            return ElicitAnswer("cancel")
+        try:
+            answer = await self._peer.request("ui/elicit", elicit_params(request), ElicitResult)
+        except RemoteError as exc:
+            if exc.code == INVALID_PARAMS:  # the answer did not decode (see Connection.request)
+                raise InvalidAnswer(exc.message) from None
+            raise
+        return ElicitAnswer(answer.action, answer.content)
+
+
+def elicit_params(request: Elicitation) -> ElicitParams:
+    origin = request.origin
+    return ElicitParams(
+        server=request.key, message=request.message, mode=request.mode, requested_schema=request.requested_schema,
+        url=request.url, elicitation_id=request.elicitation_id,
+        chat_id=origin.chat_id if origin is not None and origin.chat_id else request.chat_id,
+        tool_call_id=origin.tool_call_id if origin is not None else None)

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import msgspec
@@ -78,10 +77,10 @@ class ToolsetHandlers:
         return ToolsetDetail(
             toolset_out(toolset),
             await catalog.toolset_tools(self.db, p.id),
-            [ConfiguredServer(id=f"{p.id}~{r[0]}", server_id=r[0], toolset_id=p.id, type=r[1],
-                              enabled=bool(r[10]),
-                              command=secrets.masked_command(r[2], json.loads(r[3])),
-                              url=secrets.mask_url(r[5]) if r[5] else None)
+            [ConfiguredServer(id=r.key, server_id=r.server_id, toolset_id=p.id, type=r.type,
+                              enabled=r.enabled,
+                              command=secrets.masked_command(r.command, r.args),
+                              url=secrets.mask_url(r.url) if r.url else None)
              for r in servers],
         )
 

@@ -11,7 +11,7 @@ API::
     host = McpHost(
         on_status=async (ServerState) -> None,         # every change of a server's state
         on_tools_changed=async (key: str) -> None,     # after tools were re-listed on list_changed
-        elicit=async (key: str, params: dict) -> dict,  # elicitation/create -> {"action", "content"?}
+        elicit=async (Elicitation) -> ElicitAnswer,     # elicitation/create (form or URL mode)
         max_result_bytes=32 << 20,
     )
     host.bind(task_group)                # the sidecar's task group: supervisors live there
@@ -19,7 +19,7 @@ API::
     host.states() -> list[ServerState];  host.state(key) -> ServerState  (KeyError if unknown)
     host.tools(key) -> list[McpTool]     # [] unless connected
     await host.reconnect(key)            # immediate attempt (drops the current connection)
-    await host.call_tool(key, name, args, *, timeout=None, on_progress=None) -> dict
+    await host.call_tool(key, name, args, *, timeout=None, on_progress=None, origin=None) -> dict
         # {"content": [MCP content JSON...], "structuredContent"?: ..., "isError": bool}
     await host.list_resources(key) -> list[dict];   await host.read_resource(key, uri) -> dict
     await host.list_prompts(key) -> list[dict];     await host.get_prompt(key, name, args) -> dict
@@ -27,10 +27,16 @@ API::
 
 Requests raise `McpError(kind, message)`, kind one of ``not_connected``, ``timeout``, ``server``
 (a JSON-RPC error from the server, `code`/`data` kept; or an invalid answer), ``disconnected``,
-``too_large``. Cancelling the awaiting task sends ``notifications/cancelled`` to the server (the
+``too_large``, ``elicitation``. Cancelling the awaiting task sends ``notifications/cancelled`` to the server (the
 SDK's dispatcher does it, shielded and bounded) and re-raises. A call's timeout (`timeout` or the
 server's `call_timeout`) cancels the request the same way; it stands still while the server is
 waiting for the user on an elicitation.
+
+Elicitation (`elicitation`): an `Elicitation` carries the mode (``form`` with its schema, ``url``
+with the URL and the server's elicitation id) and the `CallOrigin` (chat, tool call) of the
+request in flight on that server when it asked. An accepted form answer that does not fit the
+schema, or an `elicit` callback raising `InvalidAnswer`, sends the server ``cancel`` and fails that
+request with kind ``elicitation``.
 
 Behaviour:
 - `sync` keys servers by `ServerConfig.key` ("toolset~server"): new or enabled ones start
@@ -54,12 +60,19 @@ Behaviour:
 - Results over `max_result_bytes` fail ``too_large``: stdio lines over the cap are skipped while
   being read; HTTP answers are checked after parsing (their event cap is twice the limit).
 
-Modules: `config` (ServerConfig, `${VAR}`), `host` (McpHost), `stdio` and `remote` (transports,
-imported lazily), `commands` (PATH and login-shell lookup), `errors` (McpError).
+Modules: `config` (ServerConfig, `${VAR}`), `host` (the McpHost facade), `state` (what the host
+knows of each server), `supervise` (backoff and restarts), `connect` (one attempt) and `session`
+(the SDK session over a transport), `requests` (calls, resources, prompts, timeouts), `failures`
+(failure wording), `elicitation`, `stdio` and `remote` (transports), `commands` (PATH and
+login-shell lookup), `errors` (McpError), `servers` (the MCP-server service over the store and the
+host). `session`, `requests`, `stdio` and `remote` import the SDK: they are imported lazily.
 """
 
 from .config import MissingVariable, ServerConfig
+from .elicitation import ElicitAnswer, Elicitation, InvalidAnswer
 from .errors import McpError
-from .host import McpHost, McpTool, ServerState
+from .host import McpHost
+from .state import CallOrigin, McpTool, ServerState
 
-__all__ = ["McpError", "McpHost", "McpTool", "MissingVariable", "ServerConfig", "ServerState"]
+__all__ = ["CallOrigin", "ElicitAnswer", "Elicitation", "InvalidAnswer", "McpError", "McpHost", "McpTool",
+           "MissingVariable", "ServerConfig", "ServerState"]

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..api.base import is_id
+from .config import ServerType
 
 Source = Literal["claude", "vscode", "cursor"]
 MAX_CONFIG_BYTES = 4 << 20
@@ -30,7 +31,7 @@ class Found:
     id: str
     source: Source
     path: str
-    type: str
+    type: ServerType
     command: str | None = None
     args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
@@ -166,16 +167,8 @@ def _server(name: str, entry: Any, source: Source, path: Path, inputs: dict[str,
             raise ConfigError(f"{where} is not an object")
         return {str(k): value(v, f"{where}.{k}") for k, v in raw.items()}
 
-    declared = entry.get("type")
     url = entry.get("url") or entry.get("serverUrl")
-    if declared in ("http", "streamable-http", "streamableHttp") or (declared is None and url):
-        kind = "sse" if declared is None and str(url).rstrip("/").endswith("/sse") else "streamable-http"
-    elif declared == "sse":
-        kind = "sse"
-    elif declared in (None, "stdio"):
-        kind = "stdio"
-    else:
-        raise ConfigError(f"unknown type {declared!r}")
+    kind = _kind(entry.get("type"), url)
     if "envFile" in entry:
         warnings.append("envFile is not read; put those variables in the environment or in env")
     if kind == "stdio":
@@ -194,6 +187,17 @@ def _server(name: str, entry: Any, source: Source, path: Path, inputs: dict[str,
     return Found(server_id, source, str(path), kind, url=value(url, "url"),
                  headers=mapping(entry.get("headers"), "headers"), env=mapping(entry.get("env"), "env"),
                  warnings=warnings)
+
+
+def _kind(declared: Any, url: Any) -> ServerType:
+    """The server type an app's entry means (its own spelling, or guessed from the URL)."""
+    if declared in ("http", "streamable-http", "streamableHttp") or (declared is None and url):
+        return "sse" if declared is None and str(url).rstrip("/").endswith("/sse") else "streamable-http"
+    if declared == "sse":
+        return "sse"
+    if declared in (None, "stdio"):
+        return "stdio"
+    raise ConfigError(f"unknown type {declared!r}")
 
 
 def _env_name(prompt_id: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-McpErrorKind = Literal["not_connected", "timeout", "server", "disconnected", "too_large"]
+McpErrorKind = Literal["not_connected", "timeout", "server", "disconnected", "too_large", "elicitation"]
 
 
 class McpError(Exception):
@@ -15,7 +15,9 @@ class McpError(Exception):
     - ``timeout``: no answer within the call timeout (the request was cancelled toward the server);
     - ``server``: the server answered with a JSON-RPC error (`code`, `data` carry it) or an invalid result;
     - ``disconnected``: the connection ended while the request was pending;
-    - ``too_large``: the result is larger than the host's cap.
+    - ``too_large``: the result is larger than the host's cap;
+    - ``elicitation``: the server asked the user during the request and the answer did not fit its form
+      (the server was told ``cancel``).
     """
 
     def __init__(self, kind: McpErrorKind, message: str, *, code: int | None = None, data: Any = None) -> None:

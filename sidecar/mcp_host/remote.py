@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
+from types import TracebackType
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -20,6 +21,7 @@ import anyio
 import httpx2
 import mcp_types as types
 from anyio.abc import TaskStatus
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
 from ..secrets import mask_url
@@ -68,7 +70,8 @@ class EofWatch:
     async def __aenter__(self) -> EofWatch:
         return self
 
-    async def __aexit__(self, *exc: object) -> None:
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc_val: BaseException | None,
+                        exc_tb: TracebackType | None) -> None:
         await self.aclose()
 
 
@@ -90,6 +93,48 @@ async def streamable_http(url: str, headers: Mapping[str, str], *, connect_timeo
         yield EofWatch(read, eof), write
 
 
+def _check_stream(response: httpx2.Response, url: str) -> None:
+    if response.status_code >= 400:
+        raise TransportLost(f"HTTP {response.status_code} from {mask_url(url)}")
+    content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type != "text/event-stream":
+        raise TransportLost(f"{mask_url(url)} answered {content_type or 'no content type'}, "
+                            "not an event stream: is this an SSE endpoint?")
+
+
+def _endpoint(url: str, data: str) -> str:
+    endpoint = urljoin(url, data)
+    a, b = urlsplit(url), urlsplit(endpoint)
+    if (a.scheme, a.netloc) != (b.scheme, b.netloc):
+        raise TransportLost("the SSE endpoint event points to another origin")
+    return endpoint
+
+
+def _message(url: str, data: str) -> SessionMessage | None:
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_json(data, by_name=False))
+    except ValueError:
+        log.warning("non-JSON-RPC SSE message from %s: %r", mask_url(url), data[:300])
+        return None
+
+
+async def _post_all(client: httpx2.AsyncClient, endpoint: str, outgoing: MemoryObjectReceiveStream[SessionMessage],
+                    incoming: MemoryObjectSendStream[SessionMessage | Exception], notes: list[str]) -> None:
+    async with outgoing:
+        async for message in outgoing:
+            body = message.message.model_dump(by_alias=True, mode="json", exclude_unset=True)
+            try:
+                resp = await client.post(endpoint, json=body)
+            except httpx2.HTTPError as exc:
+                notes.append(f"POST to {mask_url(endpoint)} failed: {type(exc).__name__}")
+                break
+            if resp.status_code >= 400:
+                notes.append(f"HTTP {resp.status_code} for a POST to {mask_url(endpoint)}")
+                break
+    # A message that could not be delivered ends the connection: its answer will never come.
+    await incoming.aclose()
+
+
 @asynccontextmanager
 async def sse(url: str, headers: Mapping[str, str], *, connect_timeout: float, read_timeout: float,
               max_event_size: int, eof: anyio.Event, notes: list[str]) -> AsyncIterator[tuple[Any, Any]]:
@@ -98,7 +143,8 @@ async def sse(url: str, headers: Mapping[str, str], *, connect_timeout: float, r
     Connecting (TCP, the response headers, the endpoint event) is bounded by `connect_timeout`.
     Why the connection ended, when we know, is appended to `notes`.
     """
-    async with httpx2.AsyncClient(headers=dict(headers), timeout=_http_timeout(connect_timeout, read_timeout)) as client:
+    timeout = _http_timeout(connect_timeout, read_timeout)
+    async with httpx2.AsyncClient(headers=dict(headers), timeout=timeout) as client:
         read_w, read_r = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         write_w, write_r = anyio.create_memory_object_stream[SessionMessage](0)
 
@@ -108,28 +154,17 @@ async def sse(url: str, headers: Mapping[str, str], *, connect_timeout: float, r
                 try:
                     async with client.stream("GET", url, headers={"Accept": "text/event-stream",
                                                                   "Cache-Control": "no-store"}) as response:
-                        if response.status_code >= 400:
-                            raise TransportLost(f"HTTP {response.status_code} from {mask_url(url)}")
-                        content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
-                        if content_type != "text/event-stream":
-                            raise TransportLost(f"{mask_url(url)} answered {content_type or 'no content type'}, "
-                                                "not an event stream: is this an SSE endpoint?")
+                        _check_stream(response, url)
                         async for event in httpx2.EventSource(response, max_event_size=max_event_size):
                             if event.event == "endpoint":
-                                endpoint = urljoin(url, event.data)
-                                a, b = urlsplit(url), urlsplit(endpoint)
-                                if (a.scheme, a.netloc) != (b.scheme, b.netloc):
-                                    raise TransportLost("the SSE endpoint event points to another origin")
+                                endpoint = _endpoint(url, event.data)
                                 if not started:
                                     started = True
                                     task_status.started(endpoint)
                             elif event.event == "message" and event.data:
-                                try:
-                                    message = types.jsonrpc_message_adapter.validate_json(event.data, by_name=False)
-                                except ValueError:
-                                    log.warning("non-JSON-RPC SSE message from %s: %r", mask_url(url), event.data[:300])
-                                    continue
-                                await read_w.send(SessionMessage(message))
+                                message = _message(url, event.data)
+                                if message is not None:
+                                    await read_w.send(message)
                 except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                     return
                 except httpx2.SSEError as exc:
@@ -143,28 +178,14 @@ async def sse(url: str, headers: Mapping[str, str], *, connect_timeout: float, r
                                         f"the event stream from {mask_url(url)} ended before its endpoint event")
                 log.debug("SSE stream from %s ended", mask_url(url))
 
-        async def writer(endpoint: str) -> None:
-            async with write_r:
-                async for message in write_r:
-                    body = message.message.model_dump(by_alias=True, mode="json", exclude_unset=True)
-                    try:
-                        resp = await client.post(endpoint, json=body)
-                    except httpx2.HTTPError as exc:
-                        notes.append(f"POST to {mask_url(endpoint)} failed: {type(exc).__name__}")
-                        break
-                    if resp.status_code >= 400:
-                        notes.append(f"HTTP {resp.status_code} for a POST to {mask_url(endpoint)}")
-                        break
-            # A message that could not be delivered ends the connection: its answer will never come.
-            await read_w.aclose()
-
         async with anyio.create_task_group() as tg:
             try:
                 with anyio.fail_after(connect_timeout):
                     endpoint = await tg.start(reader)
             except TimeoutError:
-                raise TransportLost(f"{mask_url(url)} sent no SSE endpoint event within {connect_timeout:g} s") from None
-            tg.start_soon(writer, endpoint)
+                raise TransportLost(
+                    f"{mask_url(url)} sent no SSE endpoint event within {connect_timeout:g} s") from None
+            tg.start_soon(_post_all, client, endpoint, write_r, read_w, notes)
             try:
                 yield EofWatch(read_r, eof), write_w
             finally:

@@ -26,6 +26,7 @@ import re
 from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from types import TracebackType
 
 import anyio
 import anyio.abc
@@ -93,7 +94,8 @@ class _StdinWriter:
     async def __aenter__(self) -> _StdinWriter:
         return self
 
-    async def __aexit__(self, *exc: object) -> None:
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc_val: BaseException | None,
+                        exc_tb: TracebackType | None) -> None:
         await self.aclose()
 
 
@@ -182,7 +184,8 @@ class _StdoutReader:
     async def __aenter__(self) -> _StdoutReader:
         return self
 
-    async def __aexit__(self, *exc: object) -> None:
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc_val: BaseException | None,
+                        exc_tb: TracebackType | None) -> None:
         await self.aclose()
 
 

@@ -7,7 +7,9 @@ from typing import Any, Literal
 
 import msgspec
 
+from . import mcp_servers
 from .db import CATALOG, Database
+from .mcp_servers import McpServerRow
 
 SourceType = Literal["zip", "local", "url", "user"]
 FileKind = Literal["python", "artifact", "asset", "config"]
@@ -66,21 +68,6 @@ class OverrideRow(msgspec.Struct, kw_only=True):
     origin: Origin = "user"
 
 
-class NewServer(msgspec.Struct, kw_only=True):
-    """An MCP server as an install declares it (its toolset's rows go in one transaction)."""
-
-    id: str
-    type: Literal["stdio", "sse", "streamable-http"]
-    command: str | None
-    args: list[str]
-    cwd: str | None
-    url: str | None
-    headers: dict[str, str]
-    env: dict[str, str]
-    requires_confirmation: bool
-    options: dict[str, Any]
-
-
 class Install(msgspec.Struct, kw_only=True):
     toolset: ToolsetRow
     manifest_version: str
@@ -88,7 +75,7 @@ class Install(msgspec.Struct, kw_only=True):
     files: list[ToolsetFile]
     tools: list[StoredTool]
     overrides: list[OverrideRow]  # from the manifest: a user's override of the same tool wins
-    servers: list[NewServer]
+    servers: list[McpServerRow]  # McpServerDecl.row()
 
 
 _COLS = "id, name, version, description, enabled, user_mcp, source_type, source_ref, installed_at, files_dir"
@@ -168,8 +155,9 @@ class ToolsetRepo:
         t = new.toolset
         async with self.db.write(CATALOG) as w:
             if replace:
-                for table in ("toolset_files", "tools", "toolset_mcp_servers"):
+                for table in ("toolset_files", "tools"):
                     await w.execute(f"DELETE FROM {table} WHERE toolset_id = ?", (t.id,))
+                await mcp_servers.delete_of_toolset(w, t.id)
                 await w.execute("DELETE FROM tool_overrides WHERE toolset_id = ? AND origin = 'manifest'", (t.id,))
                 await w.execute(
                     "UPDATE toolsets SET name=?, version=?, description=?, source_type=?, source_ref=?, "
@@ -204,9 +192,4 @@ class ToolsetRepo:
                   _json(o.renderer_config) if o.renderer_config is not None else None, o.name_override,
                   o.description_override, _opt_int(o.requires_confirmation), _opt_int(o.enabled), new.updated_at)
                  for o in new.overrides if o.tool_id not in users])
-            await w.executemany(
-                "INSERT INTO toolset_mcp_servers (id, toolset_id, server_type, enabled, command, args, cwd, url, "
-                "headers, env, requires_confirmation, options, created_at) "
-                "VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(s.id, t.id, s.type, s.command, _json(s.args), s.cwd, s.url, _json(s.headers), _json(s.env),
-                  int(s.requires_confirmation), _json(s.options), new.updated_at) for s in new.servers])
+            await mcp_servers.insert(w, new.servers, new.updated_at)

@@ -22,6 +22,7 @@ from anyio.abc import TaskGroup
 from ..builtins import BUILTINS, BuiltinCall, BuiltinError
 from ..errors import Conflict, InvalidParams, NotFound, StorageError
 from ..mcp_host.errors import McpError
+from ..mcp_host.state import CallOrigin
 from ..runtime.workers import ToolFailure
 from ..store import Database
 from ..store.rows import new_id, now
@@ -167,7 +168,7 @@ class ToolCallService:
         if tool.provider == "mcp":
             try:
                 result = await self.mcp.call_tool(target.config["server_key"], target.config["tool_name"], args,
-                                                  on_progress=on_progress)
+                                                  on_progress=on_progress, origin=CallOrigin(chat_id, call_id))
             except McpError as exc:
                 raise _Failed(exc.message, exc.kind) from None
             if result.get("isError"):

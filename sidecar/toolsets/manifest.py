@@ -12,6 +12,7 @@ import msgspec
 from ..api.base import Id
 from ..api.toolsets import Renderer
 from ..errors import ManifestError
+from ..store.mcp_servers import McpServerRow
 
 ENTRYPOINT_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
 RENDERERS: tuple[str, ...] = get_args(Renderer)
@@ -55,6 +56,15 @@ class McpServerDecl(_Decl):
     requires_confirmation: bool = False
     connect_timeout: Annotated[float, msgspec.Meta(gt=0, le=600)] | None = None
     call_timeout: Annotated[float, msgspec.Meta(gt=0, le=3600)] | None = None
+
+    def row(self, toolset_id: str) -> McpServerRow:
+        """The one way a declared server becomes a stored one."""
+        return McpServerRow(
+            server_id=self.id, toolset_id=toolset_id, type=self.type, command=self.command, args=self.args,
+            cwd=self.cwd, url=self.url, headers=self.headers, env=self.env,
+            requires_confirmation=self.requires_confirmation,
+            options={k: v for k, v in (("connect_timeout", self.connect_timeout),
+                                       ("call_timeout", self.call_timeout)) if v})
 
 
 class Manifest(_Decl):

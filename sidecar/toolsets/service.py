@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import logging
 import os
 import shutil
@@ -26,8 +25,9 @@ from ..api.base import wire_name
 from ..errors import Conflict, InvalidBundle, InvalidParams, NotFound
 from ..runtime.workers import ToolFailure, ToolsetWorkers
 from ..store import Database
+from ..store.mcp_servers import McpServerRepo, McpServerRow
 from ..store.rows import now
-from ..store.toolsets import Install, NewServer, OverrideRow, StoredTool, ToolsetFile, ToolsetRepo, ToolsetRow
+from ..store.toolsets import Install, OverrideRow, StoredTool, ToolsetFile, ToolsetRepo, ToolsetRow
 from .manifest import ManifestError, ToolDecl, from_data, importable
 
 if TYPE_CHECKING:
@@ -168,11 +168,7 @@ class ToolsetService:
                                    name_override=o.name_override, description_override=o.description_override,
                                    requires_confirmation=o.requires_confirmation, enabled=o.enabled,
                                    origin="manifest") for o in b.parsed.overrides],
-            servers=[NewServer(id=s.id, type=s.type, command=s.command, args=s.args, cwd=s.cwd, url=s.url,
-                               headers=s.headers, env=s.env, requires_confirmation=s.requires_confirmation,
-                               options={k: v for k, v in (("connect_timeout", s.connect_timeout),
-                                                          ("call_timeout", s.call_timeout)) if v})
-                     for s in m.mcp_servers],
+            servers=[s.row(m.id) for s in m.mcp_servers],
         ), replace=replace)
 
     # -- uninstall ---------------------------------------------------------------------------
@@ -199,12 +195,9 @@ class ToolsetService:
         data = await anyio.to_thread.run_sync(_pack, manifest, [(f.path, f.stored_path) for f in files], target)
         return target, len(data), hashlib.sha256(data).hexdigest()
 
-    async def server_rows(self, toolset_id: str) -> list[Any]:
-        """(id, type, command, args, cwd, url, headers, env, requires_confirmation, options,
-        enabled) of the toolset's MCP servers, in manifest order."""
-        return await self.db.fetchall(
-            "SELECT id, server_type, command, args, cwd, url, headers, env, requires_confirmation, "
-            "options, enabled FROM toolset_mcp_servers WHERE toolset_id = ? ORDER BY rowid", (toolset_id,))
+    async def server_rows(self, toolset_id: str) -> list[McpServerRow]:
+        """The toolset's MCP servers, in manifest order."""
+        return await McpServerRepo(self.db).of_toolset(toolset_id)
 
     async def manifest_from_rows(self, toolset: ToolsetRow) -> dict[str, Any]:
         """toolset.yaml regenerated from the database, secrets turned into ${VAR} placeholders."""
@@ -225,12 +218,12 @@ class ToolsetService:
             "description_override": o.description_override, "requires_confirmation": o.requires_confirmation,
             "enabled": o.enabled}) for o in overrides]
         out["mcp_servers"] = [_drop_empty({
-            "id": r[0], "type": r[1], "command": r[2],
-            "args": secrets.placeholder_args(json.loads(r[3])), "cwd": r[4],
-            "url": secrets.placeholder_url(r[5]) if r[5] else None,
-            "headers": secrets.placeholder_map(json.loads(r[6])),
-            "env": secrets.placeholder_map(json.loads(r[7])),
-            "requires_confirmation": bool(r[8]) or None, **json.loads(r[9] or "{}")}) for r in servers]
+            "id": r.server_id, "type": r.type, "command": r.command,
+            "args": secrets.placeholder_args(r.args), "cwd": r.cwd,
+            "url": secrets.placeholder_url(r.url) if r.url else None,
+            "headers": secrets.placeholder_map(r.headers),
+            "env": secrets.placeholder_map(r.env),
+            "requires_confirmation": r.requires_confirmation or None, **r.options}) for r in servers]
         return {k: v for k, v in out.items() if v != []}
 
 

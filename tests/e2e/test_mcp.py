@@ -120,6 +120,39 @@ async def test_progress_cancellation_and_elicitation_cross_the_sidecar(sidecar: 
     assert asked["result"]["content"][0]["text"] == "hello Ada (36)"
 
 
+async def test_elicitations_say_their_mode_and_source_and_a_misfit_answer_fails_the_call(sidecar: SidecarClient):
+    await add(sidecar, "basic")
+    await status(sidecar, "basic~basic", "connected")
+    chat_id = (await sidecar.request("chats/create", {"title": "asking"}))["chat"]["id"]
+    asked: list[dict] = []
+
+    def answer(params: dict) -> dict:
+        asked.append(params)
+        return {"action": "accept"}
+
+    sidecar.handle("ui/elicit", answer)
+    done = await call(sidecar, "mcp:basic~basic:ask_url", {}, chatId=chat_id)
+    assert done["status"] == "success" and done["result"]["content"][0]["text"] == "url answer: accept"
+    assert asked[-1]["mode"] == "url" and asked[-1]["url"] == "https://example.com/login?state=abc"
+    assert asked[-1]["elicitationId"] == "login-1" and asked[-1]["server"] == "basic~basic"
+    assert asked[-1]["chatId"] == chat_id and asked[-1]["toolCallId"] == done["id"]
+    assert "requestedSchema" not in asked[-1]
+
+    sidecar.handle("ui/elicit", lambda p: asked.append(p) or {"action": "accept", "content": {"name": "Ada"}})
+    done = await call(sidecar, "mcp:basic~basic:ask", {}, chatId=chat_id)
+    assert done["status"] == "success"
+    assert asked[-1]["mode"] == "form" and asked[-1]["requestedSchema"]["properties"]["name"]["type"] == "string"
+    assert asked[-1]["chatId"] == chat_id and asked[-1]["toolCallId"] == done["id"]
+
+    sidecar.handle("ui/elicit", lambda p: {"action": "accept", "content": {"name": 42}})
+    misfit = await call(sidecar, "mcp:basic~basic:ask", {}, chatId=chat_id)
+    assert misfit["status"] == "error" and misfit["errorKind"] == "elicitation"
+    assert "content.name" in misfit["error"] and "cancelled" in misfit["error"]
+    sidecar.handle("ui/elicit", lambda p: {"action": "maybe"})
+    malformed = await call(sidecar, "mcp:basic~basic:ask", {}, chatId=chat_id)
+    assert malformed["status"] == "error" and malformed["errorKind"] == "elicitation"
+
+
 async def test_faults_stay_on_their_server(sidecar: SidecarClient):
     await add(sidecar, "exits", "exits.py")
     await add(sidecar, "nothing", type="streamable-http", url="http://127.0.0.1:9/mcp", command=None, args=[])

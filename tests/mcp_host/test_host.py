@@ -18,8 +18,16 @@ from typing import Any
 import anyio
 import pytest
 
-from sidecar.mcp_host import McpError, McpHost, ServerConfig, ServerState
-from sidecar.mcp_host import commands
+from sidecar.mcp_host import (
+    CallOrigin,
+    ElicitAnswer,
+    Elicitation,
+    McpError,
+    McpHost,
+    ServerConfig,
+    ServerState,
+    commands,
+)
 from tests.npm import npm_bin
 from tests.procs import alive
 
@@ -39,8 +47,8 @@ def stdio(key: str, script: str = "basic.py", **kw: Any) -> ServerConfig:
 class Recorder:
     states: list[ServerState] = field(default_factory=list)
     tools_changed: list[str] = field(default_factory=list)
-    elicited: list[tuple[str, dict]] = field(default_factory=list)
-    answer: dict = field(default_factory=lambda: {"action": "accept", "content": {"name": "Ada", "age": 36}})
+    elicited: list[Elicitation] = field(default_factory=list)
+    answer: ElicitAnswer = field(default_factory=lambda: ElicitAnswer("accept", {"name": "Ada", "age": 36}))
 
     async def on_status(self, state: ServerState) -> None:
         self.states.append(state)
@@ -48,8 +56,8 @@ class Recorder:
     async def on_tools_changed(self, key: str) -> None:
         self.tools_changed.append(key)
 
-    async def elicit(self, key: str, params: dict) -> dict:
-        self.elicited.append((key, params))
+    async def elicit(self, request: Elicitation) -> ElicitAnswer:
+        self.elicited.append(request)
         return self.answer
 
 
@@ -446,23 +454,82 @@ async def test_elicitation_round_trips() -> None:
     async with running(stdio("ask")) as (host, rec):
         await wait_status(host, "ts~ask", "connected")
         assert text(await host.call_tool("ts~ask", "ask", {}, timeout=30)) == "hello Ada (36)"
-        key, params = rec.elicited[0]
-        assert key == "ts~ask"
-        assert params["message"] == "What is your name?"
-        assert params["requestedSchema"]["properties"]["name"]["type"] == "string"
-        rec.answer = {"action": "decline"}
+        asked = rec.elicited[0]
+        assert asked.key == "ts~ask"
+        assert asked.message == "What is your name?"
+        assert asked.requested_schema is not None
+        assert asked.requested_schema["properties"]["name"]["type"] == "string"
+        rec.answer = ElicitAnswer("decline")
         assert text(await host.call_tool("ts~ask", "ask", {})) == "no answer: decline"
+
+
+async def test_url_mode_elicitation_reaches_the_user_with_its_url_and_id() -> None:
+    async with running(stdio("url")) as (host, rec):
+        await wait_status(host, "ts~url", "connected")
+        rec.answer = ElicitAnswer("accept")
+        origin = CallOrigin(chat_id="chat-1", tool_call_id="call-1")
+        assert text(await host.call_tool("ts~url", "ask_url", {}, origin=origin)) == "url answer: accept"
+        asked = rec.elicited[0]
+        assert (asked.mode, asked.url, asked.elicitation_id) == ("url", "https://example.com/login?state=abc",
+                                                                 "login-1")
+        assert asked.message == "Sign in to the fixture" and asked.requested_schema is None
+        assert asked.origin == origin and asked.chat_id == "chat-1"
+
+
+async def test_an_elicitation_names_the_call_it_came_from() -> None:
+    async with running(stdio("who")) as (host, rec):
+        await wait_status(host, "ts~who", "connected")
+        origin = CallOrigin(chat_id="chat-2", tool_call_id="call-2")
+        await host.call_tool("ts~who", "ask", {}, origin=origin)
+        assert rec.elicited[0].mode == "form" and rec.elicited[0].origin == origin
+
+
+async def test_with_several_calls_in_flight_only_their_shared_chat_is_named() -> None:
+    async with running(stdio("many")) as (host, rec):
+        await wait_status(host, "ts~many", "connected")
+        both_asked = anyio.Event()
+
+        async def answer_when_both_asked(request: Elicitation) -> ElicitAnswer:
+            rec.elicited.append(request)
+            if len(rec.elicited) == 2:
+                both_asked.set()
+            await both_asked.wait()
+            return ElicitAnswer("decline")
+
+        host._connector.elicit = answer_when_both_asked  # noqa: SLF001
+        async def ask(call_id: str) -> None:
+            await host.call_tool("ts~many", "ask", {}, origin=CallOrigin("chat-a", call_id))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask, "t1")
+            tg.start_soon(ask, "t2")
+        assert [(r.origin, r.chat_id) for r in rec.elicited] == [(None, "chat-a"), (None, "chat-a")]
+
+
+async def test_an_answer_that_does_not_fit_the_form_fails_the_call() -> None:
+    async with running(stdio("misfit")) as (host, rec):
+        await wait_status(host, "ts~misfit", "connected")
+        rec.answer = ElicitAnswer("accept", {"name": 5, "age": "old"})
+        with pytest.raises(McpError) as err:
+            await host.call_tool("ts~misfit", "ask", {}, origin=CallOrigin("c", "t"))
+        assert err.value.kind == "elicitation" and "content.name" in err.value.message
+        rec.answer = ElicitAnswer("accept", {"age": 3})  # "name" is required
+        with pytest.raises(McpError) as err:
+            await host.call_tool("ts~misfit", "ask", {})
+        assert err.value.kind == "elicitation" and "name" in err.value.message
+        rec.answer = ElicitAnswer("accept", {"name": "Fit", "age": 2})  # the server still works
+        assert text(await host.call_tool("ts~misfit", "ask", {})) == "hello Fit (2)"
 
 
 async def test_a_slow_user_does_not_count_against_the_call_timeout() -> None:
     async with running(stdio("patient")) as (host, rec):
         await wait_status(host, "ts~patient", "connected")
 
-        async def slow_user(key: str, params: dict) -> dict:
+        async def slow_user(request: Elicitation) -> ElicitAnswer:
             await anyio.sleep(1.0)
-            return {"action": "accept", "content": {"name": "Slow", "age": 1}}
+            return ElicitAnswer("accept", {"name": "Slow", "age": 1})
 
-        host._elicit = slow_user  # noqa: SLF001
+        host._connector.elicit = slow_user  # noqa: SLF001
         assert text(await host.call_tool("ts~patient", "ask", {}, timeout=0.6)) == "hello Slow (1)"
 
 
@@ -559,5 +626,5 @@ async def test_npm_server_everything() -> None:
         assert any(c["type"] == "image" for c in image["content"])
         rec.answer = {"action": "decline"}
         await host.call_tool("ts~everything", "trigger-elicitation-request", {})
-        assert rec.elicited and rec.elicited[-1][0] == "ts~everything"
+        assert rec.elicited and rec.elicited[-1].key == "ts~everything"
         assert await host.list_prompts("ts~everything")

@@ -7,18 +7,18 @@ from typing import TYPE_CHECKING
 
 from ...api.toolsets import Tool
 from ...errors import NotFound
+from ...mcp_host.servers import find
 from ...store import CATALOG, Database
+from ...store.mcp_servers import McpServerRepo, McpServerRow
 from ...store.tool_catalog import ToolCatalogRepo
 from ...store.toolsets import OverrideRow
-from ...toolsets import mcp_servers
-from ...toolsets.mcp_servers import ServerRow
 from ..resolved import Resolved
 
 if TYPE_CHECKING:
     from ...mcp_host.host import McpHost, McpTool
 
 
-def tool_id(row: ServerRow, name: str) -> str:
+def tool_id(row: McpServerRow, name: str) -> str:
     return f"mcp:{row.key}:{name}"
 
 
@@ -34,7 +34,7 @@ def _switched_on(o: OverrideRow | None) -> bool:
     return o is None or o.enabled is None or o.enabled
 
 
-def _view(row: ServerRow, t: McpTool, o: OverrideRow | None) -> Tool:
+def _view(row: McpServerRow, t: McpTool, o: OverrideRow | None) -> Tool:
     return Tool(
         id=tool_id(row, t.name), name=(o and o.name_override) or t.title or t.name,
         description=(o and o.description_override) or t.description, provider="mcp", input_schema=t.input_schema,
@@ -50,7 +50,7 @@ async def discovered(db: Database, host: McpHost) -> list[Tool]:
     tools: list[Tool] = []
     repo = ToolCatalogRepo(db)
     cache: dict[str, dict[str, OverrideRow]] = {}
-    for row in await mcp_servers.all_servers(db):
+    for row in await McpServerRepo(db).all():
         listed = host.tools(row.key)
         if listed:
             if row.toolset_id not in cache:
@@ -60,8 +60,8 @@ async def discovered(db: Database, host: McpHost) -> list[Tool]:
     return tools
 
 
-async def _server_and_override(db: Database, ref: str, name: str) -> tuple[ServerRow, OverrideRow | None]:
-    row = await mcp_servers.find(db, ref)
+async def _server_and_override(db: Database, ref: str, name: str) -> tuple[McpServerRow, OverrideRow | None]:
+    row = await find(McpServerRepo(db), ref)
     return row, await ToolCatalogRepo(db).override(row.toolset_id, f"{row.server_id}:{name}")
 
 

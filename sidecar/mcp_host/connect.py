@@ -1,0 +1,131 @@
+"""One connection attempt: load the SDK, resolve the config, open the transport and serve until lost.
+
+Cheap to import: the SDK-bound half (the session over a transport) is `session.py`, imported once
+the SDK has been loaded in a worker thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import anyio
+import anyio.to_thread
+
+from sidecar.runtime.environment import scrubbed_env
+
+from .commands import CommandNotFound, resolve_command
+from .config import MissingVariable, ServerConfig, resolve, resolve_mapping
+from .elicitation import Elicit, ElicitAnswer, Elicitation
+from .failures import Failure, describe, flatten, only_cancelled
+from .state import Conn, LiveServer
+
+log = logging.getLogger("sidecar.mcp_host")
+
+OnToolsChanged = Callable[[str], Awaitable[None]]
+
+_sdk_loaded = False
+
+
+def _import_sdk() -> None:
+    """Runs in a worker thread: the SDK takes more than half a second to import."""
+    import jsonschema  # noqa: F401  (elicitation answers are checked with it)
+    import mcp.client.session  # noqa: F401
+    import mcp.client.streamable_http  # noqa: F401
+    import mcp.shared.exceptions  # noqa: F401
+    import mcp_types  # noqa: F401
+
+    from . import remote, requests, session, stdio  # noqa: F401
+
+
+@dataclass
+class Spec:
+    """A config with its `${VAR}`s resolved and its command found."""
+
+    argv: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    url: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+async def prepare(config: ServerConfig) -> Spec:
+    try:
+        if config.type == "stdio":
+            if not config.command:
+                raise Failure("no command is set for this stdio server", permanent=True)
+            command = resolve(config.command)
+            args = [resolve(a) for a in config.args]
+            env = scrubbed_env(resolve_mapping(config.env))
+            cwd = resolve(config.cwd) if config.cwd else None
+            if cwd is not None and not await anyio.Path(cwd).is_dir():
+                raise Failure(f"the working directory {cwd} does not exist", permanent=True)
+            try:
+                found = await resolve_command(command, env.get("PATH") or os.defpath, cwd)
+            except CommandNotFound as exc:
+                raise Failure(str(exc)) from None
+            env["PATH"] = found.child_path
+            return Spec(argv=[found.path, *args], env=env, cwd=cwd)
+        if not config.url:
+            raise Failure(f"no URL is set for this {config.type} server", permanent=True)
+        url = resolve(config.url)
+        if not url.lower().startswith(("http://", "https://")):
+            raise Failure("the URL must start with http:// or https://", permanent=True)
+        return Spec(url=url, headers=resolve_mapping(config.headers))
+    except MissingVariable as exc:
+        raise Failure(str(exc), permanent=True) from None
+
+
+class Connector:
+    """Makes connection attempts for the supervisor, with what every connection shares."""
+
+    def __init__(self, *, max_result_bytes: int, on_tools_changed: OnToolsChanged | None,
+                 elicit: Elicit | None) -> None:
+        self.max_result_bytes = max_result_bytes
+        self.on_tools_changed = on_tools_changed
+        self.elicit = elicit
+        self._sdk_lock: anyio.Lock | None = None
+
+    async def load_sdk(self) -> None:
+        global _sdk_loaded
+        if _sdk_loaded:
+            return
+        if self._sdk_lock is None:
+            self._sdk_lock = anyio.Lock()
+        async with self._sdk_lock:
+            if not _sdk_loaded:
+                await anyio.to_thread.run_sync(_import_sdk)
+                _sdk_loaded = True
+
+    async def ask(self, request: Elicitation) -> ElicitAnswer:
+        """The user's answer through the `elicit` callback (read at each question, not at connect)."""
+        if self.elicit is None:
+            return ElicitAnswer("cancel")
+        return await self.elicit(request)
+
+    async def attempt(self, srv: LiveServer, conn: Conn) -> None:
+        """One connection: connect, serve until lost. Always ends by raising `Failure` (or cancellation)."""
+        config = srv.config
+        spec: Spec | None = None
+        srv.conn = conn
+        srv.changed()
+        try:
+            with conn.scope:
+                await self.load_sdk()
+                spec = await prepare(config)
+                from . import session  # mcp SDK: loaded by load_sdk above
+
+                await session.connect_and_serve(self, srv, conn, spec)
+        except BaseException as exc:
+            # The SDK's and our transports' task groups wrap whatever crosses them in exception groups.
+            failures = [e for e in flatten(exc) if isinstance(e, Failure)]
+            if failures:
+                raise failures[0] from None
+            if not isinstance(exc, Exception) or only_cancelled(exc):
+                raise
+            raise Failure(describe(config, spec.url if spec is not None else None, exc)) from None
+        if conn.scope.cancelled_caught:
+            raise Failure("reconnecting")
+        raise Failure("the connection ended")

@@ -1,0 +1,229 @@
+"""The MCP-server service: the stored side (`store/mcp_servers.py`) and the live side (`McpHost`) as one.
+
+It adds, removes, enables and reconnects servers, keeps the host running what the database says
+(`sync`, after any change to the catalog), joins a row with its live state into the `McpServer`
+the UI sees, and reports status changes through `on_status`. The host is its own: other services
+reach the connections through `McpServers.host`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio.to_thread
+from anyio.abc import TaskGroup
+
+from .. import secrets
+from ..api.mcp import AddParams, FoundServer, McpServer
+from ..errors import Conflict, InvalidParams, NotFound, UpstreamError
+from ..store import Database
+from ..store.mcp_servers import AmbiguousServer, McpServerRepo, McpServerRow
+from . import app_configs
+from .config import ServerConfig
+from .elicitation import Elicit
+from .errors import McpError
+from .host import DEFAULT_MAX_RESULT_BYTES, McpHost
+from .state import ServerState
+
+if TYPE_CHECKING:
+    from ..toolsets.service import ToolsetService
+
+log = logging.getLogger(__name__)
+
+OnServerStatus = Callable[[McpServer], Awaitable[None]]
+T = TypeVar("T")
+
+
+def config_of(row: McpServerRow) -> ServerConfig:
+    """What the host needs to run a stored server."""
+    timeouts = {k: float(v) for k, v in row.options.items() if k in ("connect_timeout", "call_timeout") and v}
+    return ServerConfig(key=row.key, server_id=row.server_id, toolset_id=row.toolset_id, type=row.type,
+                        command=row.command, args=tuple(row.args), env=row.env, cwd=row.cwd, url=row.url,
+                        headers=row.headers, enabled=row.should_run, **timeouts)
+
+
+async def find(repo: McpServerRepo, ref: str) -> McpServerRow:
+    """A server by key or unambiguous bare id; `NotFound` / `Conflict` otherwise."""
+    try:
+        row = await repo.find(ref)
+    except AmbiguousServer as exc:
+        raise Conflict("ambiguous server id", str(exc)) from None
+    if row is None:
+        raise NotFound("mcpServer", ref)
+    return row
+
+
+class McpServers:
+    def __init__(self, db: Database, toolsets: ToolsetService, *, on_status: OnServerStatus | None = None,
+                 elicit: Elicit | None = None, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> None:
+        self.repo = McpServerRepo(db)
+        self.toolsets = toolsets
+        self._on_status = on_status
+        self.host = McpHost(on_status=self._host_status, on_tools_changed=self._tools_changed, elicit=elicit,
+                            max_result_bytes=max_result_bytes)
+
+    # -- lifecycle -------------------------------------------------------------------------------------
+
+    def bind(self, tg: TaskGroup) -> None:
+        """Give the host the task group its connections live in (the sidecar's)."""
+        self.host.bind(tg)
+
+    async def sync(self, _changed: str | None = None) -> None:
+        """Hand the host the servers the database says should exist (after any change to them)."""
+        await self.host.sync([config_of(r) for r in await self.repo.all()])
+
+    async def aclose(self) -> None:
+        await self.host.aclose()
+
+    # -- reading ---------------------------------------------------------------------------------------
+
+    async def find(self, ref: str) -> McpServerRow:
+        return await find(self.repo, ref)
+
+    async def all(self) -> list[McpServer]:
+        return [self.view(r) for r in await self.repo.all()]
+
+    async def get(self, ref: str) -> McpServer:
+        return self.view(await self.find(ref))
+
+    def view(self, row: McpServerRow) -> McpServer:
+        """The row joined with its live state, secrets masked."""
+        try:
+            state = self.host.state(row.key)
+            status, error, tools, name = state.status, state.error, state.tool_count, state.server_name
+        except KeyError:  # not handed to the host yet (added a moment ago)
+            status, error, tools, name = ("connecting" if row.should_run else "disabled"), None, 0, None
+        return McpServer(
+            id=row.key, server_id=row.server_id, toolset_id=row.toolset_id, type=row.type,
+            status=status, enabled=row.should_run, tool_count=tools, error=error, user_mcp=row.user_mcp,
+            command=secrets.masked_command(row.command, row.args),
+            url=secrets.mask_url(row.url) if row.url else None, server_name=name,
+            requires_confirmation=row.requires_confirmation,
+        )
+
+    # -- changing --------------------------------------------------------------------------------------
+
+    async def add(self, p: AddParams) -> McpServer:
+        """A standalone server: a userMcp toolset whose id is the server's (the toolset's change syncs it)."""
+        toolset = await self.toolsets.add_user_server(declaration(p))
+        return await self.get(f"{toolset.id}~{toolset.id}")
+
+    async def remove(self, ref: str) -> None:
+        row = await self.find(ref)
+        if not row.user_mcp:
+            raise Conflict("declared by a toolset",
+                           f"{row.key} comes with the toolset {row.toolset_id!r}: turn it off with "
+                           "mcpServers/setEnabled, or uninstall the toolset")
+        await self.toolsets.uninstall(row.toolset_id)
+
+    async def set_enabled(self, ref: str, enabled: bool) -> McpServer:
+        row = await self.find(ref)
+        await self.repo.set_enabled(row.toolset_id, row.server_id, enabled)
+        await self.sync()
+        return await self.get(row.key)
+
+    async def reconnect(self, ref: str) -> McpServer:
+        row = await self.find(ref)
+        if not row.should_run:
+            raise Conflict("disabled", f"{row.key} is turned off; enable it with mcpServers/setEnabled")
+        await self.host.reconnect(row.key)
+        return self.view(row)
+
+    # -- asking a connected server ---------------------------------------------------------------------
+
+    async def resources(self, ref: str) -> list[dict[str, Any]]:
+        row = await self._connected(ref)
+        return await _upstream(self.host.list_resources(row.key), row)
+
+    async def read_resource(self, ref: str, uri: str) -> dict[str, Any]:
+        row = await self._connected(ref)
+        return await _upstream(self.host.read_resource(row.key, uri), row)
+
+    async def prompts(self, ref: str) -> list[dict[str, Any]]:
+        row = await self._connected(ref)
+        return await _upstream(self.host.list_prompts(row.key), row)
+
+    async def get_prompt(self, ref: str, name: str, args: dict[str, str]) -> dict[str, Any]:
+        row = await self._connected(ref)
+        return await _upstream(self.host.get_prompt(row.key, name, args), row)
+
+    async def _connected(self, ref: str) -> McpServerRow:
+        row = await self.find(ref)
+        if self.view(row).status != "connected":
+            raise Conflict("not connected", f"the MCP server {row.key} is not connected; see mcpServers/list")
+        return row
+
+    # -- importing from other apps ---------------------------------------------------------------------
+
+    async def preview_import(self, path: str | None) -> tuple[list[FoundServer], list[str]]:
+        """The servers Claude Desktop, VS Code or Cursor configure (at `path`, or where they keep them)."""
+        found, warnings = await _discover(path)
+        existing = {t.id for t in await self.toolsets.all()}
+        return [_found_out(f, f.id in existing) for f in found], warnings
+
+    async def import_(self, ids: list[str], path: str | None) -> list[McpServer]:
+        found, _ = await _discover(path)
+        by_id = {f.id: f for f in found}
+        for i, wanted in enumerate(ids):
+            if wanted not in by_id:
+                raise InvalidParams(f"params.ids[{i}]", f"no server {wanted!r} was found; run mcpServers/importPreview")
+        added: list[McpServer] = []
+        for wanted in dict.fromkeys(ids):
+            f = by_id[wanted]
+            toolset = await self.toolsets.add_user_server({
+                "id": f.id, "type": f.type, "command": f.command, "args": f.args, "env": f.env, "cwd": f.cwd,
+                "url": f.url, "headers": f.headers})
+            added.append(await self.get(f"{toolset.id}~{toolset.id}"))
+        return added
+
+    # -- host events -----------------------------------------------------------------------------------
+
+    async def _host_status(self, state: ServerState) -> None:
+        if self._on_status is None:
+            return
+        try:
+            row = await self.repo.find(state.key)
+        except AmbiguousServer:  # a key is never ambiguous; only bare ids are
+            return
+        if row is None:
+            return  # removed meanwhile
+        await self._on_status(self.view(row))
+
+    async def _tools_changed(self, key: str) -> None:
+        await self._host_status(self.host.state(key))
+
+
+def declaration(p: AddParams) -> dict[str, Any]:
+    """mcpServers/add params as a manifest's mcp_servers entry (checked the same way)."""
+    return {
+        "id": p.id, "type": p.type, "command": p.command, "args": p.args, "env": p.env, "cwd": p.cwd,
+        "url": p.url, "headers": p.headers, "requires_confirmation": p.requires_confirmation,
+        "connect_timeout": p.connect_timeout, "call_timeout": p.call_timeout}
+
+
+async def _upstream(call: Awaitable[T], row: McpServerRow) -> T:
+    try:
+        return await call
+    except McpError as exc:
+        raise UpstreamError("mcp", exc.message, row.key) from None
+
+
+async def _discover(path: str | None) -> tuple[list[app_configs.Found], list[str]]:
+    if path is not None and not Path(path).is_absolute():
+        raise InvalidParams("params.path", "give an absolute path")
+    try:
+        return await anyio.to_thread.run_sync(app_configs.discover, Path(path) if path else None)
+    except FileNotFoundError:
+        raise NotFound("file", str(path)) from None
+    except app_configs.ConfigError as exc:
+        raise InvalidParams("params.path", str(exc)) from None
+
+
+def _found_out(f: app_configs.Found, exists: bool) -> FoundServer:
+    return FoundServer(id=f.id, source=f.source, path=f.path, type=f.type,
+                       command=secrets.masked_command(f.command, f.args),
+                       url=secrets.mask_url(f.url) if f.url else None, env_keys=sorted(f.env),
+                       exists=exists, warnings=f.warnings)

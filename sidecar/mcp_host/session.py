@@ -1,0 +1,181 @@
+"""A `ClientSession` over an open transport: the handshake, the tool list, serving until lost.
+
+Import this module lazily (`Connector.attempt` does, after loading the SDK): it imports the SDK.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import mcp_types as types
+from mcp.client.session import ClientSession, IncomingMessage
+from mcp.shared.exceptions import MCPError
+
+from ..secrets import mask_url
+from . import remote
+from .elicitation import elicitation_callback
+from .failures import Failure, handshake_failure, lost_message
+from .state import Conn, LiveServer, McpTool
+from .stdio import StdioTransport
+
+if TYPE_CHECKING:
+    from .connect import Connector, Spec
+
+log = logging.getLogger("sidecar.mcp_host")
+
+GARBAGE_GRACE = 2.0
+"""After a non-JSON stdout line, how long the handshake may still take before we give up."""
+CLIENT_NAME = "covalt-sidecar"
+CLIENT_VERSION = "0.1.0"
+
+
+async def connect_and_serve(connector: Connector, srv: LiveServer, conn: Conn, spec: Spec) -> None:
+    config = srv.config
+    async with AsyncExitStack() as stack:
+        if config.type == "stdio":
+            transport = StdioTransport(spec.argv, env=spec.env, cwd=spec.cwd, label=config.key,
+                                       max_line=connector.max_result_bytes + (1 << 20))
+            transport.closed = conn.lost
+            conn.transport = transport
+            # The args stay out of the log: people put tokens in them.
+            log.info("MCP server %s: starting %s (%d args)", config.key, config.command, len(config.args))
+            try:
+                read, write = await stack.enter_async_context(transport.open())
+            except OSError as exc:
+                raise Failure(f"could not start {spec.argv[0]}: {exc.strerror or exc}") from None
+        else:
+            log.info("MCP server %s: connecting to %s", config.key, mask_url(spec.url))
+            opener = remote.sse if config.type == "sse" else remote.streamable_http
+            read_timeout = max(300.0, 2 * config.call_timeout)
+            read, write = await stack.enter_async_context(opener(
+                spec.url, spec.headers, connect_timeout=config.connect_timeout, read_timeout=read_timeout,
+                max_event_size=2 * connector.max_result_bytes, eof=conn.lost, notes=conn.notes))
+
+        session = await stack.enter_async_context(ClientSession(
+            read, write,
+            elicitation_callback=(elicitation_callback(srv, lambda request: connector.ask(request))
+                                  if connector.elicit is not None else None),
+            logging_callback=_logging_callback(srv),
+            message_handler=_message_handler(srv, conn),
+            client_info=types.Implementation(name=CLIENT_NAME, version=CLIENT_VERSION),
+        ))
+
+        handshake = anyio.CancelScope(deadline=anyio.current_time() + config.connect_timeout)
+        garbage = anyio.Event()
+        greeted: tuple[types.InitializeResult, list[McpTool]] | None = None
+        try:
+            async with anyio.create_task_group() as guard:
+                if conn.transport is not None:
+                    guard.start_soon(_garbage_guard, conn.transport, handshake, garbage)
+                try:
+                    with handshake:
+                        greeted = (await session.initialize(), await fetch_tools(session))
+                finally:
+                    guard.cancel_scope.cancel()
+        except Exception as exc:
+            _hurry_stop(conn)
+            raise Failure(await handshake_failure(config, conn, exc)) from None
+        if greeted is None:  # the handshake's deadline, or garbage on stdout, cancelled it
+            _hurry_stop(conn)
+            raise Failure(await handshake_failure(config, conn, None, garbage.is_set()))
+
+        init, tools = greeted
+        srv.server_name = init.server_info.name if init.server_info else None
+        srv.tools = tools
+        conn.session = session
+        conn.connected = True
+        log.info("MCP server %s connected (%s, %d tools)", config.key, srv.server_name, len(tools))
+        await srv.set_status("connected")
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_refresh_tools, connector, srv, conn)
+            await conn.lost.wait()
+            tg.cancel_scope.cancel()
+        conn.session = None
+        raise Failure(await lost_message(conn, spec.url))
+
+
+def _hurry_stop(conn: Conn) -> None:
+    """A child that failed its handshake gets little time to exit on stdin EOF before SIGTERM."""
+    if conn.transport is not None:
+        conn.transport.stop_grace = min(conn.transport.stop_grace, 0.25)
+
+
+async def _garbage_guard(transport: StdioTransport, handshake: anyio.CancelScope, garbage: anyio.Event) -> None:
+    await transport.garbage_seen.wait()
+    await anyio.sleep(GARBAGE_GRACE)
+    if not transport.message_seen:
+        garbage.set()
+        handshake.cancel()
+
+
+async def fetch_tools(session: ClientSession) -> list[McpTool]:
+    caps = session.server_capabilities
+    if caps is not None and caps.tools is None:
+        return []
+    tools: list[Any] = []
+    cursor: str | None = None
+    seen: set[str] = set()
+    try:
+        for _ in range(100):
+            page = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor or cursor in seen:
+                break
+            seen.add(cursor)
+    except MCPError as exc:
+        if exc.code != types.METHOD_NOT_FOUND:
+            raise
+        return []
+    out: list[McpTool] = []
+    for t in tools:
+        annotations = t.annotations.model_dump(by_alias=True, mode="json", exclude_none=True) \
+            if t.annotations is not None else None
+        title = t.title or (t.annotations.title if t.annotations is not None else None)
+        out.append(McpTool(name=t.name, title=title, description=t.description or "",
+                           input_schema=t.input_schema, output_schema=t.output_schema,
+                           annotations=annotations))
+    return out
+
+
+async def _refresh_tools(connector: Connector, srv: LiveServer, conn: Conn) -> None:
+    while True:
+        await conn.tools_dirty.wait()
+        conn.tools_dirty = anyio.Event()
+        session = conn.session
+        assert session is not None  # set before this task starts, cleared after it ends
+        try:
+            with anyio.fail_after(srv.config.call_timeout):
+                tools = await fetch_tools(session)
+        except Exception as exc:
+            log.warning("MCP server %s: could not refresh its tools: %r", srv.label, exc)
+            continue
+        srv.tools = tools
+        log.info("MCP server %s: tools changed (%d tools)", srv.label, len(tools))
+        await srv.publish()
+        if connector.on_tools_changed is not None:
+            try:
+                await connector.on_tools_changed(srv.config.key)
+            except Exception:
+                log.exception("on_tools_changed callback failed for %s", srv.label)
+
+
+def _message_handler(srv: LiveServer, conn: Conn) -> Any:
+    async def handle(message: IncomingMessage) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            conn.tools_dirty.set()
+        elif isinstance(message, Exception):
+            log.debug("MCP server %s: transport reported %r", srv.label, message)
+
+    return handle
+
+
+def _logging_callback(srv: LiveServer) -> Any:
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        log.debug("MCP server %s logs (%s): %s", srv.label, params.level, params.data)
+
+    return on_log
