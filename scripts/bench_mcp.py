@@ -185,11 +185,19 @@ async def sdk_session(errlog: Any):
         yield session
 
 
+def _text(result: Any) -> str:
+    """The text of a tool result whose first block the fixture server always makes text."""
+    block = result.content[0]
+    if block.type != "text":
+        raise RuntimeError(f"expected a text block, got {block.type}")
+    return block.text
+
+
 async def sdk_connect(errlog: Any, run: Run) -> float:
     t0 = time.perf_counter()
     async with sdk_session(errlog) as session:
         ms = (time.perf_counter() - t0) * 1000
-        pid = int((await session.call_tool("pid", {})).content[0].text)  # type: ignore[union-attr]
+        pid = int(_text(await session.call_tool("pid", {})))
     run.pids.add(pid)
     if await wait_gone([pid], 5):
         raise RuntimeError(f"the SDK's server {pid} outlived its stdio_client")
@@ -240,7 +248,7 @@ async def bench_calls(args: argparse.Namespace, tmp: Path, run: Run) -> dict:
 
             # 2. Warm calls. The SDK reference and the host API each on their own basic.py.
             session = await stack.enter_async_context(sdk_session(errlog))
-            run.pids.add(int((await session.call_tool("pid", {})).content[0].text))  # type: ignore[union-attr]
+            run.pids.add(int(_text(await session.call_tool("pid", {}))))
             tg = await stack.enter_async_context(anyio.create_task_group())
             host = McpHost()
             host.bind(tg)
@@ -276,7 +284,7 @@ async def bench_calls(args: argparse.Namespace, tmp: Path, run: Run) -> dict:
             async def sdk_call() -> None:
                 text = f"hello {next(seq)}"
                 got = await session.call_tool("echo", {"text": text})
-                if got.is_error or got.content[0].text != text:  # type: ignore[union-attr]
+                if got.is_error or _text(got) != text:
                     raise RuntimeError(f"unexpected SDK result: {got}")
 
             series = {"side": side_call, "ping": ping, "host": host_call, "sdk": sdk_call}

@@ -376,7 +376,7 @@ async def bench_bundle(client: SidecarClient, n: int, tmp: Path) -> dict:
     if len(listed) != tools or set(typed["inputSchema"]["properties"]) != {"path", "count", "ratio", "tags",
                                                                           "mode", "verbose"}:
         raise RuntimeError(f"the bundle was not installed as expected: {len(listed)} tools, {typed}")
-    return {**out, "tools": tools}  # type: ignore[dict-item]
+    return {**out, "tools": tools}
 
 
 # ---------------------------------------------------------------------------------------------

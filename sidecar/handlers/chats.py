@@ -52,7 +52,7 @@ class ChatHandlers:
     def message_out(m: MessageRow, calls: list[ToolCallRow] | None = None) -> Message:
         parts = json.loads(m.parts) if m.parts else {}
         usage = json.loads(m.usage) if m.usage else None
-        return Message(id=m.id, role=m.role, content=m.content, created_at=m.created_at,  # type: ignore[arg-type]
+        return Message(id=m.id, role=m.role, content=m.content, created_at=m.created_at,
                        status=m.status, tool_calls=[call_out(c) for c in calls or []], parent_id=m.parent_id,
                        manifest_id=m.manifest_id, provider=m.provider, model=m.model, stop_reason=m.stop_reason,
                        usage=TokenUsage(usage.get("inputTokens", 0), usage.get("outputTokens", 0)) if usage else None,
@@ -94,7 +94,7 @@ class ChatHandlers:
             await ctx.notify("chat/event", params)
 
         async def confirm(params: ConfirmToolCallParams) -> ConfirmToolCallResult:
-            return await ctx.request("ui/confirmToolCall", params, ConfirmToolCallResult)  # type: ignore[no-any-return]
+            return await ctx.request("ui/confirmToolCall", params, ConfirmToolCallResult)
 
         return await self.turns.send(p, emit, confirm, ctx.wait_cancel_requested)
 

@@ -17,7 +17,7 @@ def provider_out(row: ProviderRow, default_id: str) -> Provider:
     if isinstance(config.get("headers"), dict):
         config["headers"] = secrets.mask_map(config["headers"])
     return Provider(
-        id=row.id, kind=row.kind, has_api_key=bool(row.api_key), config=config,  # type: ignore[arg-type]  # checked on set
+        id=row.id, kind=row.kind, has_api_key=bool(row.api_key), config=config,
         is_default=row.id == default_id, built_in=row.built_in,
         base_url=secrets.mask_url(row.base_url) if row.base_url else None,
         api_key=secrets.masked_key(row.api_key) if row.api_key else None,

@@ -29,7 +29,7 @@ from .routes import method
 
 
 def manifest_out(m: ManifestRow) -> Manifest:
-    return Manifest(id=m.id, files=m.files, source=m.source, created_at=m.created_at,  # type: ignore[arg-type]
+    return Manifest(id=m.id, files=m.files, source=m.source, created_at=m.created_at,
                     parent_id=m.parent_id, source_ref=m.source_ref)
 
 
@@ -51,15 +51,15 @@ class WorkspaceHandlers:
 
     @method("workspace/writeFile")
     async def write_file(self, p: WriteFileParams, ctx: RequestContext) -> ManifestIdResult:
-        if (p.text is None) == (p.base64 is None):
-            raise InvalidParams("params", "give exactly one of text or base64")
-        if p.text is not None:
+        if p.text is not None and p.base64 is None:
             data = p.text.encode("utf-8", "surrogatepass")
-        else:
+        elif p.base64 is not None and p.text is None:
             try:
-                data = binascii.a2b_base64(p.base64.encode("ascii"), strict_mode=True)  # type: ignore[union-attr]
+                data = binascii.a2b_base64(p.base64.encode("ascii"), strict_mode=True)
             except (binascii.Error, UnicodeEncodeError) as exc:
                 raise InvalidParams("params.base64", f"not valid base64: {exc}") from None
+        else:
+            raise InvalidParams("params", "give exactly one of text or base64")
         return ManifestIdResult(await self.workspace.write_file(p.chat_id, p.path, data))
 
     @method("workspace/upload")

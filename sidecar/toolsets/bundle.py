@@ -37,7 +37,7 @@ class Bundle:
     warnings: list[str] = field(default_factory=list)
 
     @property
-    def manifest(self):  # type: ignore[no-untyped-def]
+    def manifest(self):
         return self.parsed.manifest
 
 

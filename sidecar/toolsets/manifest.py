@@ -106,7 +106,7 @@ def _reject_aliases() -> type:
     class NoAliasLoader(yaml.SafeLoader):
         # An alias bomb ("billion laughs") is a few lines that expand to gigabytes once walked;
         # manifests have no need for anchors, so none are accepted.
-        def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
+        def compose_node(self, parent, index):
             if self.check_event(yaml.AliasEvent):
                 event = self.peek_event()
                 raise ManifestError(f"line {event.start_mark.line + 1}", _NO_ALIASES)

@@ -57,7 +57,7 @@ def tool(
         raise ValueError(f"@tool timeout must be a positive number of seconds, got {timeout!r}")
 
     def decorate(f: F) -> F:
-        f.__covalt_tool__ = _build_spec(f, name, description, requires_confirmation, timeout)  # type: ignore[attr-defined]
+        setattr(f, "__covalt_tool__", _build_spec(f, name, description, requires_confirmation, timeout))  # noqa: B010 (a marker on any callable; attribute typing can't name it)
         return f
 
     return decorate if fn is None else decorate(fn)
