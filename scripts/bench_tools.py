@@ -63,7 +63,7 @@ sys.path.insert(0, str(ROOT))
 from _bench import Rows, pct, print_header, print_table, vm_rss_bytes  # noqa: E402  (scripts/ is on sys.path when run as a script)
 
 from sidecar.client import SidecarClient  # noqa: E402  (after the sys.path insert above)
-from sidecar.runtime.workers import SDK_DIR, Limits, ToolsetWorkers  # noqa: E402  (after the sys.path insert above)
+from sidecar.tools.providers.python.workers import SDK_DIR, Limits, ToolsetWorkers  # noqa: E402  (after the sys.path insert above)
 
 PYTHON = sys.executable
 MIB = 1 << 20

@@ -21,13 +21,13 @@ from .handlers.notify import Notifier
 from .handlers.toolsets import toolset_out
 from .mcp_host.host import McpHost
 from .mcp_host.servers import McpServers
-from .runtime.workers import WorkerHost
 from .settings import Settings
 from .store import Database
 from .store.chats import ChatRepo
 from .store.tool_calls import ToolCallRepo
 from .tools import catalog as registry
 from .tools.calls import ToolCallService
+from .tools.providers.python.workers import WorkerHost
 from .toolsets.authoring import LocalToolsets
 from .toolsets.service import ToolsetService
 from .workspace.service import WorkspaceService

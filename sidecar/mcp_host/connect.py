@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import anyio
 import anyio.to_thread
 
-from sidecar.runtime.environment import scrubbed_env
+from sidecar.tools.providers.python.environment import scrubbed_env
 
 from .commands import CommandNotFound, resolve_command
 from .config import MissingVariable, ServerConfig, resolve, resolve_mapping

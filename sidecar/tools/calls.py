@@ -19,23 +19,23 @@ import anyio
 import anyio.to_thread
 from anyio.abc import TaskGroup
 
-from ..builtins import BUILTINS, BuiltinCall, BuiltinError
 from ..errors import Conflict, InvalidParams, NotFound, StorageError
 from ..mcp_host.errors import McpError
 from ..mcp_host.state import CallOrigin
-from ..runtime.workers import ToolFailure
 from ..store import Database
 from ..store.rows import new_id, now
 from ..store.tool_calls import ToolCallRepo, ToolCallRow
 from . import catalog
+from .providers.builtin import BUILTINS, BuiltinCall, BuiltinError
+from .providers.python.workers import ToolFailure
 from .render import RenderError, load_artifact_page, render_plan
 from .resolved import Resolved
 from .validate import check_args
 
 if TYPE_CHECKING:
     from ..mcp_host.host import McpHost
-    from ..runtime.workers import WorkerHost
     from ..workspace.service import WorkspaceService
+    from .providers.python.workers import WorkerHost
 
 log = logging.getLogger("sidecar.tools")
 

@@ -84,7 +84,7 @@ async def _load(db: Database, tool_id: str) -> Resolved:
 
 async def sync_builtins(db: Database) -> None:
     """Make the stored built-in rows match this build (the user's ``enabled`` choice is kept)."""
-    from ..builtins import BUILTINS  # the built-ins load their modules on first use
+    from .providers.builtin import BUILTINS  # the built-ins load their modules on first use
 
     wanted = [BuiltinRow(tool_id=b.name, name=b.title, description=b.description, input_schema=b.input_schema,
                          requires_confirmation=b.requires_confirmation,

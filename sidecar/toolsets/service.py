@@ -23,15 +23,15 @@ import anyio.to_thread
 from .. import secrets
 from ..api.base import wire_name
 from ..errors import Conflict, InvalidBundle, InvalidParams, NotFound
-from ..runtime.workers import ToolFailure, ToolsetWorkers
 from ..store import Database
 from ..store.mcp_servers import McpServerRepo, McpServerRow
 from ..store.rows import now
 from ..store.toolsets import Install, OverrideRow, StoredTool, ToolsetFile, ToolsetRepo, ToolsetRow
+from ..tools.providers.python.workers import ToolFailure, ToolsetWorkers
 from .manifest import ManifestError, ToolDecl, from_data, importable
 
 if TYPE_CHECKING:
-    from ..runtime.workers import WorkerHost
+    from ..tools.providers.python.workers import WorkerHost
     from .bundle import Bundle
     from .manifest import Manifest
 

@@ -1,1 +1,2 @@
-"""Where tools come from besides the stored catalog: MCP servers (discovered live)."""
+"""Where tools run: built-in tools in the sidecar (builtin/), Python toolset tools in worker processes
+(python/), and MCP servers' tools (mcp.py)."""

@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from sidecar.builtins import BUILTINS, BuiltinCall, BuiltinError
+from sidecar.tools.providers.builtin import BUILTINS, BuiltinCall, BuiltinError
 
 pytestmark = pytest.mark.anyio
 

@@ -18,7 +18,7 @@ import msgspec
 import pydantic
 import pytest
 
-SDK_DIR = Path(__file__).resolve().parents[2] / "sidecar" / "runtime" / "sdk"
+SDK_DIR = Path(__file__).resolve().parents[4] / "sidecar" / "tools" / "providers" / "python" / "sdk"
 if str(SDK_DIR) not in sys.path:
     sys.path.insert(0, str(SDK_DIR))
 

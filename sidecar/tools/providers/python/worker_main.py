@@ -1,10 +1,10 @@
 """The worker process that runs one toolset's Python tools, one call at a time.
 
-Started by ``sidecar/runtime/workers.py`` as ``python -I worker_main.py <config>``: a script, not a
+Started by ``sidecar/tools/providers/python/workers.py`` as ``python -I worker_main.py <config>``: a script, not a
 module of the ``sidecar`` package, so it starts on the standard library, msgspec and the tool SDK
 alone. ``<config>`` is one JSON object (nothing secret: it shows up in ``ps``)::
 
-    {"toolsetId": "app-builder", "toolsetDir": "/abs/toolset", "sdkDir": "/abs/sidecar/runtime/sdk",
+    {"toolsetId": "app-builder", "toolsetDir": "/abs/toolset", "sdkDir": "/abs/sidecar/tools/providers/python/sdk",
      "memoryBytes": 1073741824, "fileBytes": 1073741824, "maxProcesses": 64,
      "outputBytes": 16777216, "idleSeconds": 300, "parentPid": 4242}
 

@@ -40,8 +40,8 @@ from typing import Any
 import anyio
 import msgspec
 
-from ..children import KILL_WAIT, Child, exit_reason, spawn
-from ..rpc.framing import Frame, LineSplitter, LineTooLong
+from ....children import KILL_WAIT, Child, exit_reason, spawn
+from ....rpc.framing import Frame, LineSplitter, LineTooLong
 
 log = logging.getLogger("sidecar.tools")
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import anyio.to_thread
 
-from ..workspace.paths import PathRejected, inside
-from ..workspace.tree import TMP_SUFFIX
+from ....workspace.paths import PathRejected, inside
+from ....workspace.tree import TMP_SUFFIX
 from . import Builtin, BuiltinCall, BuiltinError
 
 READ_LIMIT = 256 << 10

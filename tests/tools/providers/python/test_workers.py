@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
-from sidecar.runtime.workers import Limits, ToolFailure, ToolsetWorkers, WorkerHost
+from sidecar.tools.providers.python.workers import Limits, ToolFailure, ToolsetWorkers, WorkerHost
 from tests.procs import wait_gone
 
 pytestmark = pytest.mark.anyio

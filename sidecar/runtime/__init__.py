@@ -1,1 +1,0 @@
-"""The tool runtime: running tools and planning how their results are shown."""
