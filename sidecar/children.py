@@ -13,6 +13,9 @@ loop's thread, which lives as long as the sidecar.
     child.stderr.text()                            # the last lines the child wrote to stderr
     await child.stop(stdin_grace=0.5, term_grace=0.5)  # close stdin -> SIGTERM group -> SIGKILL group
     exit_reason(child.returncode)                  # "exited with code 3", "was killed by SIGSEGV (...)"
+
+Tool code gets ``scrubbed_env()``: an allow-list, so the sidecar's own secrets (provider API keys,
+tokens the desktop app passed in) never reach a tool, a worker, an MCP server or a shell command.
 """
 
 from __future__ import annotations
@@ -45,6 +48,19 @@ SIGKILL: int = getattr(signal, "SIGKILL", 9)  # Windows has no SIGKILL; there it
 KILL_WAIT = 5.0  # a process in uninterruptible sleep may outlive SIGKILL for a while
 STDIN_FLUSH = 0.5  # closing stdin waits for buffered bytes that a child that never reads never takes
 _POLL = 0.01
+
+_KEEP_ENV = frozenset({"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR",
+                       "TERM", "SYSTEMROOT", "WINDIR", "COMSPEC", "PATHEXT", "TEMP", "TMP"})
+
+
+def scrubbed_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k in _KEEP_ENV or k.startswith("LC_")}
+    env.setdefault("PATH", os.defpath)
+    env["PYTHONIOENCODING"] = "utf-8"
+    if extra:
+        env.update(extra)
+    return env
+
 
 _SIGNAL_HINTS = {
     "SIGSEGV": " (a crash in native code)",

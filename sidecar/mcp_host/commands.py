@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import anyio
 import anyio.to_thread
 
-from sidecar.tools.providers.python.environment import scrubbed_env
+from ..children import scrubbed_env
 
 log = logging.getLogger(__name__)
 

@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 import anyio
 import anyio.to_thread
 
-from sidecar.tools.providers.python.environment import scrubbed_env
-
+from ..children import scrubbed_env
 from .commands import CommandNotFound, resolve_command
 from .config import MissingVariable, ServerConfig, resolve, resolve_mapping
 from .elicitation import Elicit, ElicitAnswer, Elicitation

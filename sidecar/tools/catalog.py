@@ -12,8 +12,8 @@ from ..errors import Conflict, NotFound, PermissionDenied
 from ..store import CATALOG, Database
 from ..store.tool_catalog import BuiltinRow, CatalogRow, ToolCatalogRepo
 from ..store.toolsets import ToolsetRepo
-from ..toolsets.manifest import importable
 from .providers import mcp as mcp_tools
+from .providers.python.entrypoints import importable
 from .resolved import Resolved
 
 if TYPE_CHECKING:

@@ -17,8 +17,9 @@ from pathlib import Path
 
 from ..errors import BundleError
 from ..store.toolsets import FileKind, SourceType
+from ..tools.providers.python.entrypoints import module_of
 from ..workspace import paths
-from .manifest import ManifestError, Parsed, module_of, parse
+from .manifest import ManifestError, Parsed, parse
 
 MANIFEST = "toolset.yaml"
 MAX_FILES = 5_000

@@ -78,18 +78,6 @@ class Manifest(_Decl):
     mcp_servers: list[McpServerDecl] = []
 
 
-def module_of(entrypoint: str) -> str:
-    """The module an entrypoint names. Seed 000 §4.1: its path is relative to the toolset's
-    ``tools/`` folder, so ``hello:run`` is ``tools/hello.py``; the seed's own examples write
-    ``tools.hello:run``, which names the same module."""
-    return "tools." + entrypoint.partition(":")[0].removeprefix("tools.")
-
-
-def importable(entrypoint: str) -> str:
-    """``hello:run`` -> ``tools.hello:run``: what a worker (cwd: the toolset's folder) imports."""
-    return f"{module_of(entrypoint)}:{entrypoint.partition(':')[2]}"
-
-
 @dataclass
 class Parsed:
     manifest: Manifest

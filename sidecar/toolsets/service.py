@@ -27,8 +27,9 @@ from ..store import Database
 from ..store.mcp_servers import McpServerRepo, McpServerRow
 from ..store.rows import now
 from ..store.toolsets import Install, OverrideRow, StoredTool, ToolsetFile, ToolsetRepo, ToolsetRow
+from ..tools.providers.python.entrypoints import importable
 from ..tools.providers.python.workers import ToolFailure, ToolsetWorkers
-from .manifest import ManifestError, ToolDecl, from_data, importable
+from .manifest import ManifestError, ToolDecl, from_data
 
 if TYPE_CHECKING:
     from ..tools.providers.python.workers import WorkerHost

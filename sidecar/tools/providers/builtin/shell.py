@@ -12,8 +12,7 @@ from typing import Any
 
 import anyio
 
-from ....children import DEVNULL, STDOUT, Child, signal_name, spawn
-from ..python.environment import scrubbed_env
+from ....children import DEVNULL, STDOUT, Child, scrubbed_env, signal_name, spawn
 from . import Builtin, BuiltinCall, BuiltinError
 
 OUTPUT_LIMIT = 128 << 10

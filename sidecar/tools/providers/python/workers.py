@@ -40,7 +40,7 @@ from typing import Any
 import anyio
 import msgspec
 
-from ....children import KILL_WAIT, Child, exit_reason, spawn
+from ....children import KILL_WAIT, Child, exit_reason, scrubbed_env, spawn
 from ....rpc.framing import Frame, LineSplitter, LineTooLong
 
 log = logging.getLogger("sidecar.tools")
@@ -292,8 +292,6 @@ class WorkerHost:
 
 def worker_env(toolset_id: str, toolset_dir: Path, extra: dict[str, str]) -> dict[str, str]:
     """An allow-list, never the sidecar's own environment: it holds the model providers' keys."""
-    from .environment import scrubbed_env
-
     return scrubbed_env({
         # glibc reserves 64 MiB of address space per thread arena, and RLIMIT_AS counts it.
         "MALLOC_ARENA_MAX": "2",
