@@ -87,11 +87,7 @@ async def bench(files: int, runs: int, base: Path) -> list[tuple[str, float, flo
     chats = ChatService(watched)
     rows: list[tuple[str, float, float]] = []
     async with anyio.create_task_group() as tg:
-
-        async def on_change(*args: object) -> None:
-            pass
-
-        watched.bind(tg, on_change)
+        watched.bind(tg)
         chat = await chats.create("bench")
         ws_dir = watched.workspace_path(chat.id)
         ws_dir.mkdir(parents=True)

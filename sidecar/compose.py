@@ -25,8 +25,8 @@ from .settings import Settings
 from .store import Database
 from .store.chats import ChatRepo
 from .store.tool_calls import ToolCallRepo
-from .tools import catalog as registry
 from .tools.calls import ToolCallService
+from .tools.catalog import Catalog
 from .tools.providers.python.workers import WorkerHost
 from .toolsets.authoring import LocalToolsets
 from .toolsets.service import ToolsetService
@@ -49,6 +49,7 @@ class Services:
     mcp: McpHost
     """The connections (`mcp_servers.host`), for the tool call path and the catalog."""
     mcp_servers: McpServers
+    catalog: Catalog
     tool_calls: ToolCallService
     toolsets: ToolsetService
     local_toolsets: LocalToolsets
@@ -59,13 +60,12 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
                 started_at: float) -> Services:
     """Services that run in ``tg``; each one's teardown is handed to ``on_close`` as it is made."""
     data_dir: Path = settings.data_dir
-    workspace = WorkspaceService(db, data_dir)
+    workspace = WorkspaceService(db, data_dir, on_change=notifier.workspace_changed)
     on_close("workspace watchers", workspace.aclose)
-    workspace.bind(tg, notifier.workspace_changed)
+    workspace.bind(tg)
     chats = ChatService(workspace)
     providers = ProviderService(db)
     on_close("model providers", providers.aclose)
-    await _recover(db)
     workers = WorkerHost()
     on_close("tool workers", workers.aclose)
 
@@ -82,7 +82,9 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     toolsets = ToolsetService(db, data_dir, workers, on_change=toolset_changed)
     servers = McpServers(db, toolsets, on_status=notifier.mcp_server_changed, elicit=notifier.elicit)
     servers.bind(tg)
-    tool_calls = ToolCallService(db, workspace, workers, data_dir / "scratch", servers.host)
+    catalog = Catalog(db, servers.host)
+    await _recover(db, catalog)
+    tool_calls = ToolCallService(db, workspace, workers, data_dir / "scratch", catalog)
     on_close("tool call records", tool_calls.aclose)
     on_close("MCP servers", servers.aclose)  # closed first: calls still running end before their records
     tool_calls.bind(tg)
@@ -96,13 +98,13 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     turns = TurnService(chats, tool_calls, providers)
     tg.start_soon(servers.sync)
     return Services(settings=settings, started_at=started_at, db=db, workspace=workspace, chats=chats,
-                    providers=providers, workers=workers, mcp=servers.host, mcp_servers=servers,
+                    providers=providers, workers=workers, mcp=servers.host, mcp_servers=servers, catalog=catalog,
                     tool_calls=tool_calls, toolsets=toolsets, local_toolsets=local, turns=turns)
 
 
-async def _recover(db: Database) -> None:
+async def _recover(db: Database, catalog: Catalog) -> None:
     """Bring the database in line with this build and with how the last run ended."""
-    await registry.sync_builtins(db)
+    await catalog.sync_builtins()
     failed = await ToolCallRepo(db).fail_unfinished()
     if failed:
         log.warning("%d tool calls were cut off when the sidecar last stopped", failed)

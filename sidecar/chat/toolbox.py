@@ -15,14 +15,13 @@ from ..store import Database
 from ..store.chats import MessageRow
 from ..store.mcp_servers import McpServerRepo
 from ..store.toolsets import ToolsetRepo
-from ..tools import catalog
 from ..tools.aliases import Aliases
+from ..tools.catalog import Catalog
 from ..tools.providers.mcp import discovered
 from . import context
 from .providers.base import ToolSpec
 
 if TYPE_CHECKING:
-    from ..mcp_host.host import McpHost
     from .chats import ChatService
 
 
@@ -57,27 +56,27 @@ async def check_attachment(db: Database, kind: str, ref: str) -> str:
     return (await find(McpServerRepo(db), ref)).key
 
 
-async def build(db: Database, host: McpHost | None, attachments: list[tuple[str, str]]) -> ToolBox:
+async def build(catalog: Catalog, attachments: list[tuple[str, str]]) -> ToolBox:
     """``attachments``: (kind, canonical id) in the order the branch brought them."""
     chosen: dict[str, ChatTool] = {}
     aliases = Aliases()
     for kind, ref in attachments:
-        for tool in await _attached(db, host, kind, ref):
+        for tool in await _attached(catalog, kind, ref):
             if tool.id in chosen:
                 continue
             source = ref.partition("~")[2] if kind == "mcpServer" else ref
             display = f"{source}.{tool.id.rpartition(':')[2]}"  # seed 003: <owner>.<handler>
             chosen[tool.id] = ChatTool(tool, display, aliases.unique(display), attached=True)
-    for tool in await catalog.list_tools(db, include_disabled=False, host=host):
+    for tool in await catalog.list_tools(include_disabled=False):
         if tool.id not in chosen:
             chosen[tool.id] = ChatTool(tool, tool.name, aliases.unique(tool.id), attached=False)
     return ToolBox(list(chosen.values()))
 
 
-async def for_chat(chats: ChatService, host: McpHost | None, chat_id: str) -> ToolBox:
+async def for_chat(chats: ChatService, catalog: Catalog, chat_id: str) -> ToolBox:
     """What a turn on the chat's active branch would offer (tools/list with chatId)."""
     chat, messages = await chats.get(chat_id)
-    return await build(chats.repo.db, host, branch_attachments(context.branch(messages, chat.active_leaf_message_id)))
+    return await build(catalog, branch_attachments(context.branch(messages, chat.active_leaf_message_id)))
 
 
 def branch_attachments(path: list[MessageRow]) -> list[tuple[str, str]]:
@@ -91,15 +90,15 @@ def branch_attachments(path: list[MessageRow]) -> list[tuple[str, str]]:
     return found
 
 
-async def _attached(db: Database, host: McpHost | None, kind: str, ref: str) -> list[Tool]:
+async def _attached(catalog: Catalog, kind: str, ref: str) -> list[Tool]:
     # A tool switched off by the user stays off in a chat that attached its toolset; only the
     # toolset's own switch is overruled by attaching it (seed 003).
     if kind == "toolset":
-        tools = await catalog.attachable(db, ref)
-        keys = [row.key for row in await McpServerRepo(db).of_toolset(ref)]
+        tools = await catalog.attachable(ref)
+        keys = [row.key for row in await McpServerRepo(catalog.db).of_toolset(ref)]
     else:
         tools, keys = [], [ref]
-    if host is not None and keys:
+    if keys:
         prefixes = tuple(f"mcp:{k}:" for k in keys)
-        tools += [t for t in await discovered(db, host) if t.id.startswith(prefixes) and t.enabled]
+        tools += [t for t in await discovered(catalog.db, catalog.host) if t.id.startswith(prefixes) and t.enabled]
     return tools

@@ -150,7 +150,7 @@ class TurnService:
         history = context.build(path, calls)
         if p.system:
             history.insert(0, ChatMessage("system", p.system))
-        tools = await toolbox.build(self.db, self.tool_calls.mcp, _attachments(path))
+        tools = await toolbox.build(self.tool_calls.catalog, _attachments(path))
 
         stop: StopReason = "endTurn"
         error: str | None = None
@@ -190,10 +190,8 @@ class TurnService:
         """Run one tool in a chat without a model (the "+" palette, seed 002): it becomes a
         ``tool`` message in the branch (under ``parent_id``; UNSET: the active leaf; None: as a
         new first message), with its call, render plan and the files after it."""
-        from ..tools import catalog as registry
-
         await self.workspace.require_chat(chat_id)
-        tool = await registry.get_tool(self.db, tool_id, self.tool_calls.mcp)
+        tool = await self.tool_calls.catalog.get_tool(tool_id)
         check_args(tool.input_schema, args)  # refused before anything joins the branch
         self.chats.claim(chat_id)
         try:

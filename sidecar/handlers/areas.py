@@ -25,7 +25,7 @@ def service_routes(s: Services) -> dict[str, Any]:
         DebugHandlers(s.settings, s.db, s.started_at),
         McpHandlers(s.mcp_servers),
         ProviderHandlers(s.providers),
-        ToolsetHandlers(s.toolsets, s.tool_calls, s.db, s.mcp, s.chats),
+        ToolsetHandlers(s.toolsets, s.tool_calls, s.catalog, s.chats),
         WorkspaceHandlers(s.workspace, s.chats),
     ):
         for name, handler in routes(area).items():

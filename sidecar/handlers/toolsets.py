@@ -30,13 +30,12 @@ from ..api.toolsets import (
     ToolsListParams,
     ToolsResult,
 )
+from ..chat import toolbox
 from ..chat.chats import ChatService
-from ..mcp_host.host import McpHost
 from ..rpc import RequestContext
-from ..store import Database
 from ..store.toolsets import ToolsetRow
-from ..tools import catalog
 from ..tools.calls import OnProgress, ToolCallService
+from ..tools.catalog import Catalog
 from ..toolsets.service import ToolsetService
 from .routes import method
 
@@ -48,12 +47,11 @@ def toolset_out(t: ToolsetRow) -> Toolset:
 
 
 class ToolsetHandlers:
-    def __init__(self, toolsets: ToolsetService, tool_calls: ToolCallService, db: Database, mcp: McpHost,
+    def __init__(self, toolsets: ToolsetService, tool_calls: ToolCallService, catalog: Catalog,
                  chats: ChatService) -> None:
         self.toolsets = toolsets
         self.tool_calls = tool_calls
-        self.db = db
-        self.mcp = mcp
+        self.catalog = catalog
         self.chats = chats
 
     @method("toolsets/inspect")
@@ -76,7 +74,7 @@ class ToolsetHandlers:
         servers = await self.toolsets.server_rows(p.id)
         return ToolsetDetail(
             toolset_out(toolset),
-            await catalog.toolset_tools(self.db, p.id),
+            await self.catalog.toolset_tools(p.id),
             [ConfiguredServer(id=r.key, server_id=r.server_id, toolset_id=p.id, type=r.type,
                               enabled=r.enabled,
                               command=secrets.masked_command(r.command, r.args),
@@ -101,18 +99,16 @@ class ToolsetHandlers:
     @method("tools/list")
     async def tools_list(self, p: ToolsListParams, ctx: RequestContext) -> ToolsResult:
         if p.chat_id is None:
-            return ToolsResult(await catalog.list_tools(self.db, p.include_disabled, self.mcp))
-        from ..chat import toolbox  # the chat's modules stay out of start-up (issue 11's spawn budget)
-
-        return ToolsResult((await toolbox.for_chat(self.chats, self.mcp, p.chat_id)).shown())
+            return ToolsResult(await self.catalog.list_tools(p.include_disabled))
+        return ToolsResult((await toolbox.for_chat(self.chats, self.catalog, p.chat_id)).shown())
 
     @method("tools/get")
     async def tools_get(self, p: ToolIdParams, ctx: RequestContext) -> ToolResult:
-        return ToolResult(await catalog.get_tool(self.db, p.id, self.mcp))
+        return ToolResult(await self.catalog.get_tool(p.id))
 
     @method("tools/setOverride")
     async def set_override(self, p: SetOverrideParams, ctx: RequestContext) -> ToolResult:
-        return ToolResult(await catalog.set_override(self.db, p.toolset_id, p.tool_id, _changes(p), self.mcp))
+        return ToolResult(await self.catalog.set_override(p.toolset_id, p.tool_id, _changes(p)))
 
     @method("tools/call")
     async def call(self, p: ToolCallParams, ctx: RequestContext) -> ToolCallResult:

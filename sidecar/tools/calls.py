@@ -25,7 +25,7 @@ from ..mcp_host.state import CallOrigin
 from ..store import Database
 from ..store.rows import new_id, now
 from ..store.tool_calls import ToolCallRepo, ToolCallRow
-from . import catalog
+from .catalog import Catalog
 from .providers.builtin import BUILTINS, BuiltinCall, BuiltinError
 from .providers.python.workers import ToolFailure
 from .render import RenderError, load_artifact_page, render_plan
@@ -33,7 +33,6 @@ from .resolved import Resolved
 from .validate import check_args
 
 if TYPE_CHECKING:
-    from ..mcp_host.host import McpHost
     from ..workspace.service import WorkspaceService
     from .providers.python.workers import WorkerHost
 
@@ -47,13 +46,14 @@ OnProgress = Callable[[float, "float | None", "str | None"], Awaitable[None]]
 
 class ToolCallService:
     def __init__(self, db: Database, workspace: WorkspaceService, workers: WorkerHost, scratch: Path,
-                 mcp: McpHost) -> None:
+                 catalog: Catalog) -> None:
         self.db = db
         self.workspace = workspace
         self.workers = workers
         self.repo = ToolCallRepo(db)
         self.scratch = scratch
-        self.mcp = mcp
+        self.catalog = catalog
+        self.mcp = catalog.host
 
     def bind(self, tg: TaskGroup) -> None:
         self.repo.bind(tg)
@@ -68,7 +68,7 @@ class ToolCallService:
     ) -> ToolCallRow:
         """``allow_disabled``: a tool a chat got from an attachment runs even when its toolset is
         off globally (seed 003); one the user switched off itself never runs."""
-        target = await catalog.resolve(self.db, tool_id, self.mcp)
+        target = await self.catalog.resolve(tool_id)
         tool_id = target.tool.id  # canonical, also when a legacy MCP id was given
         tool = target.tool
         if not tool.enabled and not (allow_disabled and target.switched_on):
@@ -214,7 +214,7 @@ class ToolCallService:
 
     async def _current(self, record: ToolCallRow, artifact: Path) -> Path:
         try:
-            target = await catalog.resolve(self.db, record.tool_id)
+            target = await self.catalog.resolve(record.tool_id, live=False)
         except NotFound:
             return artifact  # uninstalled: the read fails and says which file is gone
         toolset_dir = target.toolset_dir

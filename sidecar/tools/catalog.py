@@ -46,92 +46,89 @@ def view(row: CatalogRow) -> Tool:
     )
 
 
-async def toolset_tools(db: Database, toolset_id: str) -> list[Tool]:
-    return [view(r) for r in await ToolCatalogRepo(db).of_toolset(toolset_id)]
+class Catalog:
+    """The tool catalog over one database and the live MCP connections."""
 
+    def __init__(self, db: Database, host: McpHost) -> None:
+        self.db = db
+        self.host = host
 
-async def attachable(db: Database, toolset_id: str) -> list[Tool]:
-    """The toolset's tools a chat gets by attaching it: all but those switched off themselves,
-    whether the toolset is on or not (seed 003)."""
-    return [view(r) for r in await ToolCatalogRepo(db).of_toolset(toolset_id) if _switched_on(r)]
+    async def toolset_tools(self, toolset_id: str) -> list[Tool]:
+        return [view(r) for r in await ToolCatalogRepo(self.db).of_toolset(toolset_id)]
 
+    async def attachable(self, toolset_id: str) -> list[Tool]:
+        """The toolset's tools a chat gets by attaching it: all but those switched off themselves,
+        whether the toolset is on or not (seed 003)."""
+        return [view(r) for r in await ToolCatalogRepo(self.db).of_toolset(toolset_id) if _switched_on(r)]
 
-async def list_tools(db: Database, include_disabled: bool, host: McpHost | None = None) -> list[Tool]:
-    tools = [view(r) for r in await ToolCatalogRepo(db).all()]
-    if host is not None:
-        tools += await mcp_tools.discovered(db, host)
-    return tools if include_disabled else [t for t in tools if t.enabled]
+    async def list_tools(self, include_disabled: bool) -> list[Tool]:
+        tools = [view(r) for r in await ToolCatalogRepo(self.db).all()]
+        tools += await mcp_tools.discovered(self.db, self.host)
+        return tools if include_disabled else [t for t in tools if t.enabled]
 
+    async def get_tool(self, tool_id: str) -> Tool:
+        return (await self.resolve(tool_id)).tool
 
-async def get_tool(db: Database, tool_id: str, host: McpHost | None = None) -> Tool:
-    return (await resolve(db, tool_id, host)).tool
+    async def resolve(self, tool_id: str, *, live: bool = True) -> Resolved:
+        """``live=False``: an MCP tool as stored, without asking its server (for a past call)."""
+        if tool_id.startswith("mcp:"):
+            return await mcp_tools.resolve(self.db, self.host if live else None, tool_id)
+        # On every call's path; the catalog changes seldom, so it is read once per change.
+        return await self.db.cached(CATALOG, tool_id, lambda: self._load(tool_id))
 
+    async def _load(self, tool_id: str) -> Resolved:
+        row = await ToolCatalogRepo(self.db).tool(tool_id)
+        if row is None:
+            raise NotFound("tool", tool_id)
+        entrypoint = importable(row.entrypoint) if row.entrypoint else None
+        return Resolved(view(row), entrypoint, row.config, row.files_dir, switched_on=_switched_on(row))
 
-async def resolve(db: Database, tool_id: str, host: McpHost | None = None) -> Resolved:
-    if tool_id.startswith("mcp:"):
-        return await mcp_tools.resolve(db, host, tool_id)
-    # On every call's path; the catalog changes seldom, so it is read once per change.
-    return await db.cached(CATALOG, tool_id, lambda: _load(db, tool_id))
+    async def sync_builtins(self) -> None:
+        """Make the stored built-in rows match this build (the user's ``enabled`` choice is kept)."""
+        from .providers.builtin import BUILTINS  # the built-ins load their modules on first use
 
+        wanted = [BuiltinRow(tool_id=b.name, name=b.title, description=b.description, input_schema=b.input_schema,
+                             requires_confirmation=b.requires_confirmation,
+                             config={"renderer": b.renderer, "renderer_config": b.renderer_config,
+                                     "needs_workspace": True})
+                  for b in BUILTINS.values()]
+        repo = ToolCatalogRepo(self.db)
+        stored = {b.tool_id: b for b in await repo.builtins()}
+        if stored == {b.tool_id: b for b in wanted}:
+            return
+        names = {b.tool_id for b in wanted}
+        await repo.replace_builtins([k for k in stored if k not in names], wanted)
 
-async def _load(db: Database, tool_id: str) -> Resolved:
-    row = await ToolCatalogRepo(db).tool(tool_id)
-    if row is None:
-        raise NotFound("tool", tool_id)
-    entrypoint = importable(row.entrypoint) if row.entrypoint else None
-    return Resolved(view(row), entrypoint, row.config, row.files_dir, switched_on=_switched_on(row))
+    async def set_override(self, toolset_id: str, tool_id: str, changes: dict[str, Any]) -> Tool:
+        """Upsert the user's override of one tool; ``changes`` holds only the fields to change."""
+        if toolset_id == BUILTIN:
+            return await self._set_builtin_enabled(tool_id, changes)
+        toolset = await ToolsetRepo(self.db).get(toolset_id)
+        if toolset is None:
+            raise NotFound("toolset", toolset_id)
+        if not toolset.enabled:
+            # Seed 002: a disabled toolset is frozen; a change made now would surprise whoever enables it.
+            raise Conflict("toolset disabled", f"the toolset {toolset_id!r} is disabled; enable it first "
+                                               "(toolsets/setEnabled) to change its tools")
+        repo = ToolCatalogRepo(self.db)
+        if tool_id.startswith("mcp:"):
+            canonical = (await self.resolve(tool_id)).tool.id  # the tool must be known to be overridden
+            stored = mcp_tools.override_key(toolset_id, canonical)
+        else:
+            canonical = stored = tool_id if tool_id.startswith(f"{toolset_id}:") else f"{toolset_id}:{tool_id}"
+            if not await repo.has_tool(toolset_id, canonical):
+                raise NotFound("tool", canonical, f"toolset {toolset_id!r} has no tool {tool_id!r}")
+        await repo.set_override(toolset_id, stored, changes)
+        return await self.get_tool(canonical)
 
-
-async def sync_builtins(db: Database) -> None:
-    """Make the stored built-in rows match this build (the user's ``enabled`` choice is kept)."""
-    from .providers.builtin import BUILTINS  # the built-ins load their modules on first use
-
-    wanted = [BuiltinRow(tool_id=b.name, name=b.title, description=b.description, input_schema=b.input_schema,
-                         requires_confirmation=b.requires_confirmation,
-                         config={"renderer": b.renderer, "renderer_config": b.renderer_config,
-                                 "needs_workspace": True})
-              for b in BUILTINS.values()]
-    repo = ToolCatalogRepo(db)
-    stored = {b.tool_id: b for b in await repo.builtins()}
-    if stored == {b.tool_id: b for b in wanted}:
-        return
-    names = {b.tool_id for b in wanted}
-    await repo.replace_builtins([k for k in stored if k not in names], wanted)
-
-
-async def set_override(
-    db: Database, toolset_id: str, tool_id: str, changes: dict[str, Any], host: McpHost | None = None
-) -> Tool:
-    """Upsert the user's override of one tool; ``changes`` holds only the fields to change."""
-    if toolset_id == BUILTIN:
-        return await _set_builtin_enabled(db, tool_id, changes)
-    toolset = await ToolsetRepo(db).get(toolset_id)
-    if toolset is None:
-        raise NotFound("toolset", toolset_id)
-    if not toolset.enabled:
-        # Seed 002: a disabled toolset is frozen; a change made now would surprise whoever enables it.
-        raise Conflict("toolset disabled", f"the toolset {toolset_id!r} is disabled; enable it first "
-                                           "(toolsets/setEnabled) to change its tools")
-    repo = ToolCatalogRepo(db)
-    if tool_id.startswith("mcp:"):
-        canonical = (await resolve(db, tool_id, host)).tool.id  # the tool must be known to be overridden
-        stored = mcp_tools.override_key(toolset_id, canonical)
-    else:
-        canonical = stored = tool_id if tool_id.startswith(f"{toolset_id}:") else f"{toolset_id}:{tool_id}"
-        if not await repo.has_tool(toolset_id, canonical):
-            raise NotFound("tool", canonical, f"toolset {toolset_id!r} has no tool {tool_id!r}")
-    await repo.set_override(toolset_id, stored, changes)
-    return await get_tool(db, canonical, host)
-
-
-async def _set_builtin_enabled(db: Database, tool_id: str, changes: dict[str, Any]) -> Tool:
-    repo = ToolCatalogRepo(db)
-    if not await repo.is_builtin(tool_id):
-        raise NotFound("tool", tool_id, f"there is no built-in tool {tool_id!r}")
-    other = sorted(wire_name(k) for k in changes if k != "enabled")
-    if other:
-        raise PermissionDenied(
-            f"built-in tools are read-only except enabled; {', '.join(other)} cannot be changed for {tool_id!r}")
-    if changes.get("enabled") is not None:
-        await repo.set_builtin_enabled(tool_id, bool(changes["enabled"]))
-    return await get_tool(db, tool_id)
+    async def _set_builtin_enabled(self, tool_id: str, changes: dict[str, Any]) -> Tool:
+        repo = ToolCatalogRepo(self.db)
+        if not await repo.is_builtin(tool_id):
+            raise NotFound("tool", tool_id, f"there is no built-in tool {tool_id!r}")
+        other = sorted(wire_name(k) for k in changes if k != "enabled")
+        if other:
+            raise PermissionDenied(
+                f"built-in tools are read-only except enabled; {', '.join(other)} cannot be changed for {tool_id!r}")
+        if changes.get("enabled") is not None:
+            await repo.set_builtin_enabled(tool_id, bool(changes["enabled"]))
+        return await self.get_tool(tool_id)

@@ -51,16 +51,16 @@ class _Watch:
 
 
 class OutsideEdits:
-    def __init__(self, save: SaveEdits, *, enabled: bool = True) -> None:
+    def __init__(self, save: SaveEdits, on_change: ChangeListener | None = None, *, enabled: bool = True) -> None:
         self._save = save
+        self._on_change = on_change
         self._enabled = enabled
         self._watched: OrderedDict[str, _Watch] = OrderedDict()  # least recently used first
         self._tg: TaskGroup | None = None
-        self._on_change: ChangeListener | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    def bind(self, tg: TaskGroup, on_change: ChangeListener) -> None:
-        self._tg, self._on_change = tg, on_change
+    def bind(self, tg: TaskGroup) -> None:
+        self._tg = tg
         # The watcher thread must never wait for the loop: the loop may itself be waiting (on a
         # worker thread) for that watcher to report a sync cookie. So hand over without blocking.
         self._loop = asyncio.get_running_loop()  # anyio runs on asyncio here (pinned)

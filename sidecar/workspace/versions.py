@@ -48,17 +48,18 @@ class ChatWorkspace:
 
 
 class Versions:
-    def __init__(self, db: Database, data_dir: Path, *, watch: bool = True) -> None:
+    def __init__(self, db: Database, data_dir: Path, *, on_change: ChangeListener | None = None,
+                 watch: bool = True) -> None:
         self.db = db
         self.chats = ChatRepo(db)
         self.manifests = ManifestRepo(db)
         self.root = data_dir / "chats"
         self._open: dict[str, ChatWorkspace] = {}
-        self.edits = OutsideEdits(self._save_outside_edits, enabled=watch)
+        self.edits = OutsideEdits(self._save_outside_edits, on_change, enabled=watch)
 
-    def bind(self, tg: anyio.abc.TaskGroup, on_change: ChangeListener) -> None:
+    def bind(self, tg: anyio.abc.TaskGroup) -> None:
         """Called once the app's task group runs: watchers need somewhere to live."""
-        self.edits.bind(tg, on_change)
+        self.edits.bind(tg)
 
     async def aclose(self) -> None:
         self.edits.close()

@@ -12,7 +12,8 @@ from sidecar.store import Database
 from sidecar.store.permissions import PermissionRepo
 from sidecar.store.tool_catalog import ToolCatalogRepo
 from sidecar.store.toolsets import Install, OverrideRow, StoredTool, ToolsetFile, ToolsetRepo, ToolsetRow
-from sidecar.tools import catalog
+from sidecar.mcp_host.host import McpHost
+from sidecar.tools.catalog import Catalog
 
 pytestmark = pytest.mark.anyio
 
@@ -65,15 +66,16 @@ async def test_the_users_override_outlives_an_upgrade_and_the_manifests_does_not
 
 async def test_a_catalog_read_is_kept_until_a_write_changes_the_catalog(db: Database):
     await ToolsetRepo(db).write_install(install("1"), replace=False)
-    first = await catalog.resolve(db, "ts:a")
-    assert await catalog.resolve(db, "ts:a") is first  # read once per change
+    catalog = Catalog(db, McpHost())
+    first = await catalog.resolve("ts:a")
+    assert await catalog.resolve("ts:a") is first  # read once per change
     assert first.entrypoint == "tools.a:run"  # importable in the worker (seed 000 §4.1)
     await ToolCatalogRepo(db).set_override("ts", "ts:a", {"enabled": False})
-    again = await catalog.resolve(db, "ts:a")
+    again = await catalog.resolve("ts:a")
     assert again is not first and again.tool.enabled is False and again.switched_on is False
     await ToolsetRepo(db).set_enabled("ts", False, NOW)
     await ToolCatalogRepo(db).set_override("ts", "ts:a", {"enabled": None})
-    off = await catalog.resolve(db, "ts:a")
+    off = await catalog.resolve("ts:a")
     assert off.tool.enabled is False and off.switched_on is True  # only the toolset is off
 
 

@@ -55,10 +55,10 @@ def folder(tmp_path: Path, chat_id: str) -> Folder:
 
 async def test_a_burst_of_edits_is_saved_once_it_settles(tmp_path: Path):
     record = Recorder()
-    edits = OutsideEdits(record.save)
+    edits = OutsideEdits(record.save, record.on_change)
     ws = folder(tmp_path, "c1")
     async with anyio.create_task_group() as tg:
-        edits.bind(tg, record.on_change)
+        edits.bind(tg)
         edits.watch(ws)
         assert ws.journal is not None  # the snapshot side reads the same journal
         for i in range(20):
@@ -73,10 +73,10 @@ async def test_a_burst_of_edits_is_saved_once_it_settles(tmp_path: Path):
 
 async def test_an_unwatched_chat_is_not_followed(tmp_path: Path):
     record = Recorder()
-    edits = OutsideEdits(record.save)
+    edits = OutsideEdits(record.save, record.on_change)
     ws = folder(tmp_path, "c1")
     async with anyio.create_task_group() as tg:
-        edits.bind(tg, record.on_change)
+        edits.bind(tg)
         edits.watch(ws)
         edits.unwatch(ws)
         (ws.tree.root / "late.txt").write_text("after")
@@ -87,10 +87,10 @@ async def test_an_unwatched_chat_is_not_followed(tmp_path: Path):
 
 async def test_watching_is_off_when_disabled(tmp_path: Path):
     record = Recorder()
-    edits = OutsideEdits(record.save, enabled=False)
+    edits = OutsideEdits(record.save, record.on_change, enabled=False)
     ws = folder(tmp_path, "c1")
     async with anyio.create_task_group() as tg:
-        edits.bind(tg, record.on_change)
+        edits.bind(tg)
         edits.watch(ws)
         assert ws.journal is None
         tg.cancel_scope.cancel()
@@ -98,10 +98,10 @@ async def test_watching_is_off_when_disabled(tmp_path: Path):
 
 async def test_a_failed_save_is_logged_and_the_next_edits_are_still_saved(tmp_path: Path):
     record = Recorder([RuntimeError("disk full")])
-    edits = OutsideEdits(record.save)
+    edits = OutsideEdits(record.save, record.on_change)
     ws = folder(tmp_path, "c1")
     async with anyio.create_task_group() as tg:
-        edits.bind(tg, record.on_change)
+        edits.bind(tg)
         edits.watch(ws)
         (ws.tree.root / "first.txt").write_text("1")
         with anyio.fail_after(10):
@@ -116,10 +116,10 @@ async def test_a_failed_save_is_logged_and_the_next_edits_are_still_saved(tmp_pa
 
 async def test_a_deleted_chat_is_no_longer_followed(tmp_path: Path):
     record = Recorder([NotFound("chat", "c1")])
-    edits = OutsideEdits(record.save)
+    edits = OutsideEdits(record.save, record.on_change)
     ws = folder(tmp_path, "c1")
     async with anyio.create_task_group() as tg:
-        edits.bind(tg, record.on_change)
+        edits.bind(tg)
         edits.watch(ws)
         (ws.tree.root / "first.txt").write_text("1")
         with anyio.fail_after(10):
@@ -132,10 +132,10 @@ async def test_a_deleted_chat_is_no_longer_followed(tmp_path: Path):
 
 async def test_only_the_most_recently_used_chats_are_watched(tmp_path: Path):
     record = Recorder()
-    edits = OutsideEdits(record.save)
+    edits = OutsideEdits(record.save, record.on_change)
     folders = [folder(tmp_path, f"c{i}") for i in range(MAX_WATCHED + 1)]
     async with anyio.create_task_group() as tg:
-        edits.bind(tg, record.on_change)
+        edits.bind(tg)
         for ws in folders:
             edits.watch(ws)
             if ws is folders[1]:

@@ -153,9 +153,9 @@ async def test_outside_edits_become_a_version_and_stop_with_the_chat(db: Databas
         heard.append((chat_id, manifest_id, changes))
         announced.set()
 
-    ws = WorkspaceService(db, tmp_path / "data")
+    ws = WorkspaceService(db, tmp_path / "data", on_change=on_change)
     async with anyio.create_task_group() as tg:
-        ws.bind(tg, on_change)
+        ws.bind(tg)
         chat = await ws.chats.create("watched")
         first = await ws.write_file(chat.id, "a.txt", b"ours")  # takes the lock: the folder is watched
         (ws.workspace_path(chat.id) / "a.txt").write_bytes(b"edited outside")
