@@ -28,17 +28,20 @@ log = logging.getLogger("sidecar.rpc")
 
 READ_CHUNK = 1 << 16
 
+# What goes out: a big message is a bytearray (encoded in place) or a view of what is left of one.
+Data = bytes | bytearray | memoryview
+
 
 class Transport(Protocol):
     async def receive(self) -> list[Frame]:
         """Next batch of frames; raises ``anyio.EndOfStream`` at end of input."""
         ...
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: Data) -> None:
         """Write all of ``data``; raises ``anyio.BrokenResourceError`` when the peer is gone."""
         ...
 
-    def try_send(self, data: bytes) -> int:
+    def try_send(self, data: Data) -> int:
         """Write what can be written without waiting; returns how many bytes (0: use ``send``)."""
         ...
 
@@ -121,7 +124,7 @@ class StdioTransport:
                 return frames
         raise anyio.EndOfStream
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: Data) -> None:
         if not self._nonblocking:
             await anyio.to_thread.run_sync(_write_all, self._write_fd, data)
             return
@@ -136,7 +139,7 @@ class StdioTransport:
                 raise anyio.BrokenResourceError from exc
             view = view[n:]
 
-    def try_send(self, data: bytes) -> int:
+    def try_send(self, data: Data) -> int:
         if not self._nonblocking:
             return 0
         try:
@@ -157,7 +160,7 @@ def _pollable(fd: int) -> bool:
     return sys.platform != "win32" and (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode))
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _write_all(fd: int, data: Data) -> None:
     view = memoryview(data)
     try:
         while view:
@@ -195,15 +198,15 @@ class MemoryTransport:
                 return frames
         raise anyio.EndOfStream
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: Data) -> None:
         try:
-            await self._outgoing.send(data)
+            await self._outgoing.send(bytes(data))
         except anyio.ClosedResourceError as exc:
             raise anyio.BrokenResourceError from exc
 
-    def try_send(self, data: bytes) -> int:
+    def try_send(self, data: Data) -> int:
         try:
-            self._outgoing.send_nowait(data)
+            self._outgoing.send_nowait(bytes(data))
         except anyio.WouldBlock:
             return 0
         except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
