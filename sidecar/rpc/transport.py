@@ -10,6 +10,7 @@ memory.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import stat
@@ -23,6 +24,9 @@ import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from .framing import Frame, LineSplitter
+
+if sys.platform != "win32":
+    import fcntl
 
 log = logging.getLogger("sidecar.rpc")
 
@@ -62,6 +66,7 @@ class StdioTransport:
         self._nonblocking = _pollable(write_fd)
         if self._nonblocking:
             os.set_blocking(write_fd, False)
+            _widen(write_fd)
         self._poll_reads = _pollable(read_fd)
         if self._poll_reads:
             os.set_blocking(read_fd, False)
@@ -158,6 +163,19 @@ def _pollable(fd: int) -> bool:
     # processes, so flipping it to non-blocking would surprise them.
     mode = os.fstat(fd).st_mode
     return sys.platform != "win32" and (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode))
+
+
+PIPE_BYTES = 1 << 20  # Linux's default cap for an unprivileged process (/proc/sys/fs/pipe-max-size)
+
+
+def _widen(fd: int) -> None:
+    """Let the pipe to the client hold 1 MiB instead of 64 KiB (Linux only): a big answer then
+    goes out in 16 times fewer turns of our loop, and the client reads on without waiting for
+    us to refill the pipe. Best effort: a socket, or a user over the kernel's pipe quota, keeps
+    what it has."""
+    if sys.platform == "linux" and stat.S_ISFIFO(os.fstat(fd).st_mode):
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
 
 
 def _write_all(fd: int, data: Data) -> None:
