@@ -482,16 +482,19 @@ class RawClient:
 
 
 async def longest_ping(client: RawClient, work: Any) -> tuple[float, Any]:
-    """Run ``work()`` while pinging back to back; the longest ping (ms) and what work returned."""
+    """Run ``work()`` while pinging back to back; the longest ping (ms) and what work returned.
+    The ping in flight when the work ends is waited for too: it is the one queued behind the
+    work's answer (a big one keeps it waiting until the client has read all of it)."""
     pings: list[float] = []
     out: list[Any] = []
+    done = anyio.Event()
     async with anyio.create_task_group() as tg:
         async def run() -> None:
             out.append(await work())
-            tg.cancel_scope.cancel()
+            done.set()
 
         tg.start_soon(run)
-        while True:
+        while not done.is_set():
             t0 = time.perf_counter()
             await client.request("ping")
             pings.append((time.perf_counter() - t0) * 1000)
