@@ -22,7 +22,7 @@ from anyio.abc import TaskGroup
 from . import envelope
 from .client_requests import CANCEL_METHOD, ClientRequests
 from .context import RequestContext
-from .envelope import UNSET, decode_cancel, decode_line, encode, is_valid_id, validation_data
+from .envelope import UNSET, decode_cancel, decode_line, is_valid_id, validation_data
 from .errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -157,10 +157,10 @@ class Dispatcher:
         self._tg.start_soon(self._run_request, request_id, entry, params)
         self.inflight[request_id] = entry  # after start_soon: a request it refused is not in flight
 
-    async def _call(self, method: Method, params: Any, ctx: RequestContext) -> bytes:
+    async def _call(self, method: Method, params: Any, ctx: RequestContext) -> bytes | bytearray:
         try:
             result = await method.handler(params, ctx)
-            message = envelope.response(ctx.id, encode(result))
+            message = envelope.response(ctx.id, result)
         except Exception as exc:
             return self._error_for(ctx.id, method.name, exc)
         if method.name == self._init_method:
@@ -168,7 +168,7 @@ class Dispatcher:
         return message
 
     async def _run_request(self, request_id: int | str, entry: _InFlight, params: Any) -> None:
-        message: bytes | None = None
+        message: bytes | bytearray | None = None
         with entry.scope:
             message = await self._call(entry.method, params, entry.ctx)
         if message is None:

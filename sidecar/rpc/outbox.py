@@ -13,25 +13,26 @@ import logging
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from .transport import Transport
+from .transport import Data, Transport
 
 log = logging.getLogger("sidecar.rpc")
 
 MAX_JOINED = 1024  # messages joined into one write at most
+JOIN_BYTES = 1 << 16  # a bigger message is written on its own: joining would copy it whole
 
 
 class Outbox:
     def __init__(self, transport: Transport, size: int) -> None:
         self._transport = transport
-        send, recv = anyio.create_memory_object_stream[bytes](size)
-        self._send: MemoryObjectSendStream[bytes] = send
-        self._recv: MemoryObjectReceiveStream[bytes] = recv
+        send, recv = anyio.create_memory_object_stream[Data](size)
+        self._send: MemoryObjectSendStream[Data] = send
+        self._recv: MemoryObjectReceiveStream[Data] = recv
         self._queued = 0  # messages handed to the writer task and not yet written
         self._closed = False
         self._broken = False
         self._drained = anyio.Event()
 
-    async def put(self, message: bytes) -> None:
+    async def put(self, message: Data) -> None:
         """Send ``message`` after everything put before it. Never raises: a message put after
         ``close`` or once the client is gone is dropped (and logged)."""
         if self._broken:
@@ -44,7 +45,7 @@ class Outbox:
                 return
             if sent == len(message):
                 return
-            message = message[sent:]  # the rest goes first: the queue is empty
+            message = memoryview(message)[sent:]  # the rest goes first (a view: no copy of a big one)
         try:
             self._queued += 1
             await self._send.send(message)
@@ -62,13 +63,20 @@ class Outbox:
                     self._queued -= 1
                     continue  # keep draining so producers never block on a dead client
                 batch = [first]
-                while len(batch) < MAX_JOINED:
+                size = len(first)
+                # Join what waits into one write, but never copy a big message to do it.
+                while len(batch) < MAX_JOINED and size <= JOIN_BYTES:
                     try:
                         batch.append(receive_nowait())
                     except (anyio.WouldBlock, anyio.EndOfStream):
                         break
+                    size += len(batch[-1])
                 try:
-                    await send(b"".join(batch) if len(batch) > 1 else first)
+                    if size <= JOIN_BYTES or len(batch) == 1:
+                        await send(b"".join(batch) if len(batch) > 1 else first)
+                    else:  # only the last one took it over the limit
+                        await send(b"".join(batch[:-1]) if len(batch) > 2 else first)
+                        await send(batch[-1])
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
                     self._lost(exc)
                 finally:

@@ -51,6 +51,14 @@ _COLS = ("id, tool_id, chat_id, message_id, args, status, started_at, result, er
          "render_plan, pre_manifest_id, post_manifest_id, finished_at")
 
 
+def _result_json(result: Any) -> Any:
+    # A result still in the worker's JSON (``msgspec.Raw``) is stored as it is: sqlite takes any
+    # buffer as a BLOB, like the bytes ``_encode`` makes, with no big encode on the event loop.
+    if result is None:
+        return None
+    return result if isinstance(result, msgspec.Raw) else _encode(result)
+
+
 def _row(r: aiosqlite.Row) -> ToolCallRow:
     result, plan = r["result"], r["render_plan"]
     return named(ToolCallRow, r, args=_decode(r["args"]), result=_decode(result) if result is not None else None,
@@ -135,7 +143,7 @@ class ToolCallRepo:
 
     @staticmethod
     async def _write(w: aiosqlite.Connection, calls: list[ToolCallRow], inserted: bool) -> None:
-        outcomes = [(c.status, _encode(c.result) if c.result is not None else None, c.error, c.error_kind,
+        outcomes = [(c.status, _result_json(c.result), c.error, c.error_kind,
                      _encode(c.render_plan) if c.render_plan else None, c.post_manifest_id, c.finished_at)
                     for c in calls]
         if inserted:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
+import msgspec
 from anyio.abc import TaskGroup
 
 from ..errors import Conflict, InvalidParams, NotFound, StorageError
@@ -27,7 +28,7 @@ from ..store.rows import new_id, now
 from ..store.tool_calls import ToolCallRepo, ToolCallRow
 from .catalog import Catalog
 from .providers.builtin import BUILTINS, BuiltinCall, BuiltinError
-from .providers.python.workers import ToolFailure
+from .providers.python.workers import ToolFailure, decode_result
 from .render import RenderError, load_artifact_page, render_plan
 from .resolved import Resolved
 from .validate import check_args
@@ -65,9 +66,13 @@ class ToolCallService:
         self, tool_id: str, args: dict[str, Any], chat_id: str | None, *,
         message_id: str | None = None, on_started: OnStarted | None = None,
         on_progress: OnProgress | None = None, call_id: str | None = None, allow_disabled: bool = False,
+        raw_result: bool = False,
     ) -> ToolCallRow:
         """``allow_disabled``: a tool a chat got from an attachment runs even when its toolset is
-        off globally (seed 003); one the user switched off itself never runs."""
+        off globally (seed 003); one the user switched off itself never runs. ``raw_result``: the
+        caller only stores and sends the result, so a Python tool's may stay as its JSON
+        (``msgspec.Raw``): a big one then never holds the event loop while it is built and
+        encoded again."""
         target = await self.catalog.resolve(tool_id)
         tool_id = target.tool.id  # canonical, also when a legacy MCP id was given
         tool = target.tool
@@ -93,7 +98,10 @@ class ToolCallService:
                 if on_started is not None:
                     await on_started(record)
                 try:
-                    record.result = await self._run(target, args, workspace, chat_id, record.id, on_progress)
+                    result = await self._run(target, args, workspace, chat_id, record.id, on_progress, raw_result)
+                    if isinstance(result, msgspec.Raw):
+                        result = await _settle(result, needed=tool.renderer is not None)  # $return
+                    record.result = result
                     record.status = "success"
                 except _Failed as failure:
                     record.status, record.error, record.error_kind = "error", failure.message, failure.kind
@@ -145,7 +153,7 @@ class ToolCallService:
         return Path(tempfile.mkdtemp(prefix="call-", dir=self.scratch))
 
     async def _run(self, target: Resolved, args: dict[str, Any], workspace: Path | None,
-                   chat_id: str | None, call_id: str, on_progress: OnProgress | None) -> Any:
+                   chat_id: str | None, call_id: str, on_progress: OnProgress | None, raw: bool) -> Any:
         tool = target.tool
         timeout = target.config.get("timeout") or self.workers.limits.default_timeout
         if tool.provider == "builtin":
@@ -161,7 +169,7 @@ class ToolCallService:
                        "toolsetDir": target.toolset_dir, "toolCallId": call_id}
             try:
                 return await pool.call(tool.id, target.entrypoint or "", args, context=context,
-                                       input_schema=tool.input_schema, timeout=timeout)
+                                       input_schema=tool.input_schema, timeout=timeout, raw=raw)
             except ToolFailure as exc:
                 message = f"{exc.path}: {exc.message}" if exc.path else exc.message
                 raise _Failed(message, exc.kind) from None
@@ -225,6 +233,17 @@ class ToolCallService:
             return artifact
         inside = artifact.relative_to(revision_root).parts[1:]  # past the old revision's folder
         return Path(toolset_dir).joinpath(*inside)
+
+
+_NULL = msgspec.Raw(b"null")
+
+
+async def _settle(result: msgspec.Raw, *, needed: bool) -> Any:
+    """The result as it is kept on the record: built when something here reads it, None for
+    ``null`` (a record leaves out a None result, never so a ``Raw`` one), else the JSON as it is."""
+    if needed:
+        return await decode_result(result)
+    return None if result == _NULL else result
 
 
 class _Failed(Exception):

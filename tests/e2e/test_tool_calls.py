@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -31,6 +33,8 @@ FLAKY = '''
       type: html
       artifact: artifacts/probe.html
       data: "$return"
+  - id: bulk
+    entrypoint: tools.flaky:bulk
 '''
 
 FLAKY_PY = '''
@@ -61,6 +65,16 @@ def nested(depth: int) -> list:
 @tool
 def echo(value: dict) -> dict:
     return value
+
+@tool
+def bulk(rows: int) -> dict:
+    return bulk_value(rows)
+
+def bulk_value(rows: int) -> dict:
+    # Escapes, non-ASCII, numbers of all kinds, nesting and null: all that JSON has to carry.
+    return {"rows": [{"n": i, "half": i / 2, "even": i % 2 == 0,
+                      "text": "résumé ✓" + chr(34) + str(i) + chr(92) + chr(10) + chr(9) + chr(0)}
+                     for i in range(rows)], "none": None}
 '''
 
 
@@ -293,3 +307,27 @@ async def test_answers_larger_than_the_pipe_arrive_whole_between_small_ones(side
     for n in range(4):
         assert got[f"ping{n}"] == {}
         assert got[f"read{n}"]["result"]["content"] == text  # type: ignore[index]
+
+
+async def test_a_15_mb_result_arrives_whole_and_correct_in_and_outside_a_chat(sidecar: SidecarClient, tmp_path: Path):
+    # A big result is passed on as the worker wrote it: it must still be the very value the tool returned.
+    await install(sidecar, tmp_path)
+    scope: dict[str, Any] = {}
+    exec("def tool(f):\n    return f\n" + FLAKY_PY.split("def bulk(", 1)[1].split("\n\n", 1)[1], scope)
+    expected = scope["bulk_value"](200_000)
+    assert len(json.dumps(expected, ensure_ascii=False, separators=(",", ":")).encode()) > 15 << 20
+    chat_id = await chat(sidecar)
+    got: dict[str, Any] = {}
+
+    async def big(key: str, chat: str | None) -> None:
+        got[key] = await call(sidecar, "app-builder:bulk", {"rows": 200_000}, chat)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(big, "alone", None)
+        tg.start_soon(big, "chat", chat_id)
+        for n in range(20):
+            got[f"ping{n}"] = await sidecar.request("ping")
+    for key in ("alone", "chat"):
+        assert got[key]["status"] == "success", got[key].get("error")
+        assert got[key]["result"] == expected
+    assert all(got[f"ping{n}"] == {} for n in range(20))

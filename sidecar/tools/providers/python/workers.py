@@ -103,7 +103,21 @@ class _Reply(msgspec.Struct):
     error: _Error | None = None
 
 
+class _CallAnswer(msgspec.Struct):
+    result: msgspec.Raw
+
+
+class _CallReply(msgspec.Struct):
+    # The tool's value stays the worker's JSON (checked, not built): a caller that only stores
+    # and forwards it never pays for building, and re-encoding, a big result.
+    id: int | str | None = None
+    result: _CallAnswer | None = None
+    error: _Error | None = None
+
+
 _REPLY = msgspec.json.Decoder(_Reply)
+_CALL_REPLY = msgspec.json.Decoder(_CallReply)
+_Decoder = msgspec.json.Decoder[_Reply] | msgspec.json.Decoder[_CallReply]
 _ENCODER = msgspec.json.Encoder()
 
 
@@ -143,10 +157,12 @@ class ToolsetWorkers:
         context: dict[str, Any],
         input_schema: dict[str, Any] | None = None,
         timeout: float | None = None,  # noqa: ASYNC109 - on expiry the worker is killed, which no cancel scope does
+        raw: bool = False,
     ) -> Any:
         """Run one tool. ``context`` holds ``workspace`` (absolute) and optionally ``chatId`` and
         ``toolCallId``; ``input_schema`` is checked for legacy functions only (``@tool`` ones
-        carry their own)."""
+        carry their own). ``raw``: return the value as the worker's JSON (``msgspec.Raw``, see
+        ``decode_result``) instead of building it."""
         params = {
             "tool": tool_id,
             "entrypoint": entrypoint,
@@ -154,8 +170,9 @@ class ToolsetWorkers:
             "inputSchema": input_schema,
             "context": context,
         }
-        reply = await self._request("call", params, timeout or self.limits.default_timeout, tool_id)
-        return reply["result"]
+        answer: _CallAnswer = await self._request(
+            "call", params, timeout or self.limits.default_timeout, tool_id, _CALL_REPLY)
+        return answer.result if raw else await decode_result(answer.result)
 
     async def restart(self) -> None:
         """Stop every idle worker; busy ones finish their call first. The next call starts a
@@ -186,13 +203,15 @@ class ToolsetWorkers:
 
     # -- internals -------------------------------------------------------------------------------
 
-    async def _request(self, method: str, params: dict[str, Any], limit: float, what: str) -> Any:
+    async def _request(
+        self, method: str, params: dict[str, Any], limit: float, what: str, decoder: _Decoder = _REPLY
+    ) -> Any:
         async with self._slots:
             worker = await self._take()
             try:
                 if self._closed:  # while the worker started
                     raise self._shut_down()
-                return await worker.request(method, params, limit, what)
+                return await worker.request(method, params, limit, what, decoder)
             finally:
                 await self._release(worker)
 
@@ -323,14 +342,16 @@ class _Worker:
     def idle_for(self) -> float:
         return time.monotonic() - self._idle_since
 
-    async def request(self, method: str, params: dict[str, Any], limit: float, what: str) -> Any:
+    async def request(
+        self, method: str, params: dict[str, Any], limit: float, what: str, decoder: _Decoder = _REPLY
+    ) -> Any:
         request_id = next(self._ids)
         message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         line = _ENCODER.encode(message) + b"\n"
-        reply: _Reply | LineTooLong | _TooDeep | None = None
+        reply: _Reply | _CallReply | LineTooLong | _TooDeep | None = None
         try:
             with anyio.move_on_after(limit) as deadline:
-                reply = await self._exchange(line, request_id)
+                reply = await self._exchange(line, request_id, decoder)
         except anyio.get_cancelled_exc_class():
             await self._interrupt()
             raise
@@ -366,7 +387,9 @@ class _Worker:
 
     # -- one exchange ----------------------------------------------------------------------------
 
-    async def _exchange(self, line: bytes, request_id: int) -> _Reply | LineTooLong | _TooDeep | None:
+    async def _exchange(
+        self, line: bytes, request_id: int, decoder: _Decoder
+    ) -> _Reply | _CallReply | LineTooLong | _TooDeep | None:
         try:
             await self.child.stdin.send(line)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
@@ -376,7 +399,7 @@ class _Worker:
             if frame is None or isinstance(frame, LineTooLong):
                 return frame
             try:
-                reply = await _decode(frame)
+                reply = await _decode(decoder, frame)
             except RecursionError:
                 if _head_id(frame) == request_id:
                     return _TOO_DEEP
@@ -467,18 +490,32 @@ def _head_id(line: bytes) -> int | None:
     return int(m[1]) if m else None
 
 
-async def _decode(line: bytes) -> _Reply | None:
+async def _decode(decoder: _Decoder, line: bytes) -> _Reply | _CallReply | None:
     """The reply on one line, or None when the line is not a JSON-RPC reply.
 
     Raises:
-        RecursionError: the line nests deeper than the decoder can follow.
+        RecursionError: the line nests deeper than the decoder can follow (a ``Raw`` value is
+            checked to the same depth as a built one).
     """
     try:
         if len(line) > _DECODE_IN_THREAD:
-            return await anyio.to_thread.run_sync(_REPLY.decode, line)
-        return _REPLY.decode(line)
+            return await anyio.to_thread.run_sync(decoder.decode, line)
+        return decoder.decode(line)
     except msgspec.DecodeError:
         return None
+
+
+async def decode_result(raw: msgspec.Raw) -> Any:
+    """The value of a result ``call(raw=True)`` returned (the worker's reply was already checked
+    to be JSON, nested no deeper than a decoder follows)."""
+    if len(raw) > _DECODE_IN_THREAD:
+        # msgspec holds the GIL while it decodes, so the thread spares the loop only the queueing
+        # around it; what it buys is that nothing else on the loop waits in line behind it.
+        return await anyio.to_thread.run_sync(_decode_value, raw)
+    return _decode_value(raw)
+
+
+_decode_value = msgspec.json.Decoder().decode
 
 
 async def _stop_all(workers: list[_Worker]) -> None:
