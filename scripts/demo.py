@@ -338,6 +338,9 @@ async def chat_session(sc: SidecarClient) -> None:
         on_a = "is" if switched["activeLeafId"] == first["messageId"] else "is not"
         show("chats/switchBranch", f"to answer A (active leaf {on_a} answer A)")
         show("branch A files", await files())
+        offered = (await sc.request("tools/list", {"chatId": cid}))["tools"]
+        show("tools/list {chatId}", f"{len(offered)} tools this chat's model is offered, as the chat names them: "
+                                    + ", ".join(t["name"] for t in offered[:3]) + ", …")
         root = Path(switched["workspacePath"])
         show("on disk", ", ".join(sorted(name for name in os.listdir(root) if not name.startswith("."))))
     finally:

@@ -24,7 +24,6 @@ from anyio.abc import TaskGroup
 from . import process
 from .errors import InstanceLocked, SidecarError, StorageError
 from .handlers import Deferred, method_table
-from .handlers.notify import Notifier
 from .rpc import Connection, MethodTable, RequestContext, StdioTransport, Transport
 from .settings import Settings
 from .store import Database
@@ -200,16 +199,16 @@ async def serve(
             return await _refuse(app, transport, exc, process.EXIT_STORAGE)
         app.on_close("database", db.close)
         deferred = Deferred()
-        notifier = Notifier()
 
         async def start_services(tg: TaskGroup, conn: Connection) -> None:
             # The service modules are imported here, after the ``initialize`` answer, to keep the
             # first answer within its start-up budget (they cost more than anyio + msgspec + aiosqlite).
-            notifier.attach(conn)
             try:
                 from . import compose
                 from .handlers.areas import service_routes
+                from .handlers.notify import Notifier
 
+                notifier = Notifier(conn)
                 services = await compose.build(settings, db, notifier, tg, app.on_close, app.started_at)
                 deferred.bind(service_routes(services))
             except Exception as exc:

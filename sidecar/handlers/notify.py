@@ -1,8 +1,7 @@
 """Service events become UI notifications and ``ui/`` requests here, and nowhere else.
 
 Services are handed these methods (through ``compose``) as plain callbacks; they never see the
-connection. Until the connection is attached, and after it is gone, notifications are dropped and
-questions to the UI are answered "cancel".
+connection.
 """
 
 from __future__ import annotations
@@ -25,37 +24,28 @@ class Peer(Protocol):
 
 
 class Notifier:
-    def __init__(self) -> None:
-        self._peer: Peer | None = None
-
-    def attach(self, peer: Peer | None) -> None:
+    def __init__(self, peer: Peer) -> None:
         self._peer = peer
 
     async def workspace_changed(
         self, chat_id: str, manifest_id: str, changes: tuple[list[str], list[str], list[str]]
     ) -> None:
-        if self._peer is not None:
-            added, removed, modified = changes
-            await self._peer.notify("workspace/changed",
-                                    ChangedParams(chat_id, manifest_id, Changes(added, removed, modified)))
+        added, removed, modified = changes
+        await self._peer.notify("workspace/changed",
+                                ChangedParams(chat_id, manifest_id, Changes(added, removed, modified)))
 
     async def mcp_server_changed(self, server: McpServer) -> None:
-        if self._peer is not None:
-            await self._peer.notify("mcpServers/status", ServerStatusParams(server))
+        await self._peer.notify("mcpServers/status", ServerStatusParams(server))
 
     async def toolset_reloaded(self, toolset: Toolset) -> None:
-        if self._peer is not None:
-            await self._peer.notify("toolsets/changed", ToolsetChangedParams(toolset.id, "reloaded", toolset))
+        await self._peer.notify("toolsets/changed", ToolsetChangedParams(toolset.id, "reloaded", toolset))
 
     async def toolset_reload_failed(self, toolset_id: str, path: str, reason: str) -> None:
-        if self._peer is not None:
-            await self._peer.notify("toolsets/changed", ToolsetChangedParams(
-                toolset_id, "reloadFailed", error=f"{path}: {reason}" if path else reason, error_path=path or None))
+        await self._peer.notify("toolsets/changed", ToolsetChangedParams(
+            toolset_id, "reloadFailed", error=f"{path}: {reason}" if path else reason, error_path=path or None))
 
     async def elicit(self, request: Elicitation) -> ElicitAnswer:
         """`ui/elicit`: the user's answer to an MCP server's question. A malformed answer is `InvalidAnswer`."""
-        if self._peer is None:
-            return ElicitAnswer("cancel")
         try:
             answer = await self._peer.request("ui/elicit", elicit_params(request), ElicitResult)
         except RemoteError as exc:

@@ -18,7 +18,7 @@ from anyio.abc import TaskGroup
 
 from .. import secrets
 from ..api.mcp import AddParams, FoundServer, McpServer
-from ..errors import Conflict, InvalidParams, NotFound, UpstreamError
+from ..errors import Conflict, InvalidParams, NotFound, Timeout, UpstreamError
 from ..store import Database
 from ..store.mcp_servers import AmbiguousServer, McpServerRepo, McpServerRow
 from . import app_configs
@@ -208,6 +208,8 @@ async def _upstream(call: Awaitable[T], row: McpServerRow) -> T:
     try:
         return await call
     except McpError as exc:
+        if exc.kind == "timeout":
+            raise Timeout(f"{row.key}: {exc.message}", {"server": row.key}) from None
         raise UpstreamError("mcp", exc.message, row.key) from None
 
 

@@ -235,3 +235,13 @@ async def test_servers_from_other_apps_are_previewed_then_imported(sidecar: Side
     assert "from the filesystem server" in json.dumps(read["result"])
     bad = await sidecar.request_raw("mcpServers/import", {"path": str(config), "ids": ["nope"]})
     assert bad["error"]["code"] == -32602 and bad["error"]["data"]["path"] == "params.ids[0]"
+
+
+async def test_a_server_request_past_its_limit_is_a_timeout(sidecar: SidecarClient):
+    await add(sidecar, "slowpoke", callTimeout=0.5)
+    await status(sidecar, "slowpoke~slowpoke", "connected")
+    late = await sidecar.request_raw("mcpServers/readResource", {"id": "slowpoke", "uri": "fixture://slow/5"})
+    assert late["error"]["code"] == -32022, late
+    assert late["error"]["data"] == {"server": "slowpoke~slowpoke"}
+    read = await sidecar.request("mcpServers/readResource", {"id": "slowpoke", "uri": "fixture://slow/0"})
+    assert read["contents"][0]["text"] == "slow, but here"  # the server keeps serving
