@@ -234,8 +234,10 @@ class TurnPrinter:
         elif kind == "toolCallFinished":
             call = event["toolCall"]
             took = (time.perf_counter() - self.started.pop(call["id"], time.perf_counter())) * 1000
-            failed = f"{RED}{call['errorKind']}{RESET}: {call['error']}"
-            outcome = f"{GREEN}ok{RESET}" if call["status"] == "success" else failed
+            if call["status"] == "success":
+                outcome = f"{GREEN}ok{RESET}"
+            else:
+                outcome = f"{RED}{call['errorKind']}{RESET}: {call['error']}"
             plan = call.get("renderPlan") or {}
             renderer = f", render plan: {plan['renderer']}" if plan else ""
             self.line(f"{DIM}◀ {call['toolId']}{RESET} {outcome} in {took:.0f} ms{renderer}{_plan_detail(plan)}")
