@@ -319,6 +319,11 @@ async def spawn(
     return Child(process, label, tail)
 
 
+def dies_with_sidecar() -> bool:
+    """Whether ``spawn`` arms the parent-death signal before the child's program starts."""
+    return bool(_pdeathsig_wrapper())
+
+
 @cache
 def _pdeathsig_wrapper() -> tuple[str, ...]:
     if sys.platform != "linux":

@@ -28,7 +28,6 @@ POSIX only (resource limits, process groups, select on a pipe).
 
 from __future__ import annotations
 
-import ctypes
 import faulthandler
 import importlib
 import inspect
@@ -68,7 +67,7 @@ class Config(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
     max_processes: int = 64
     output_bytes: int = 16 << 20
     idle_seconds: float = 300.0
-    parent_pid: int | None = None  # the sidecar: the worker must not outlive it
+    parent_pid: int | None = None  # the sidecar, when the worker must arm its parent-death signal itself
 
 
 class Request(msgspec.Struct):
@@ -480,6 +479,8 @@ def _die_with_parent(parent_pid: int | None) -> None:
     before exec (setpriv), this covers hosts without setpriv. Elsewhere stdin EOF tells us."""
     if not sys.platform.startswith("linux") or parent_pid is None:
         return
+    import ctypes  # a few ms at every cold start: only where the host could not arm the signal
+
     pr_set_pdeathsig = 1
     try:
         ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)

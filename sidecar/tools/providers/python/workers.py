@@ -40,7 +40,7 @@ from typing import Any
 import anyio
 import msgspec
 
-from ....children import KILL_WAIT, Child, exit_reason, scrubbed_env, spawn
+from ....children import KILL_WAIT, Child, dies_with_sidecar, exit_reason, scrubbed_env, spawn
 from ....rpc.framing import Frame, LineSplitter, LineTooLong
 
 log = logging.getLogger("sidecar.tools")
@@ -251,7 +251,8 @@ class ToolsetWorkers:
             "maxProcesses": self.limits.max_processes,
             "outputBytes": self.limits.output_bytes,
             "idleSeconds": self.limits.idle_seconds,
-            "parentPid": os.getpid(),
+            # Only where spawn cannot arm the parent-death signal: the worker then arms it itself.
+            "parentPid": None if dies_with_sidecar() else os.getpid(),
         }).decode()
         try:
             child = await spawn(
