@@ -53,8 +53,12 @@ _KEEP_ENV = frozenset({"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANG
                        "TERM", "SYSTEMROOT", "WINDIR", "COMSPEC", "PATHEXT", "TEMP", "TMP"})
 
 
+# Coverage's own settings (scripts/coverage measures tool workers and MCP servers too); no secrets.
+_KEEP_ENV_PREFIXES = ("LC_", "COVERAGE_PROCESS_")
+
+
 def scrubbed_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k in _KEEP_ENV or k.startswith("LC_")}
+    env = {k: v for k, v in os.environ.items() if k in _KEEP_ENV or k.startswith(_KEEP_ENV_PREFIXES)}
     env.setdefault("PATH", os.defpath)
     env["PYTHONIOENCODING"] = "utf-8"
     if extra:

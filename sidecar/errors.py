@@ -10,6 +10,7 @@
     │   ├── BundleError                  the folder or ZIP (limits, names, entries)
     │   └── ManifestError                toolset.yaml (path is where in it: tools[2].entrypoint)
     ├── UpstreamError            -32020  data {source, server?, message}: an MCP server or model provider
+    │   ├── McpError                     a request to an MCP server failed (kind says how)
     │   └── ProviderError                a model provider failed (status, retryable)
     ├── ToolFailed               -32021  data {toolCallId}: a tool ran and failed
     ├── Timeout                  -32022  a tool, MCP server or provider took longer than its limit
@@ -25,7 +26,7 @@ tool SDK's ``ArgumentError`` (the author's side), and the test client's.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from .api.errors import ErrorCode
 
@@ -106,6 +107,38 @@ class UpstreamError(SidecarError):
     def __init__(self, source: str, message: str, server: str | None = None) -> None:
         data = {"source": source, "message": message} | ({"server": server} if server else {})
         super().__init__(f"{server or source}: {message}", data)
+
+
+McpErrorKind = Literal["not_connected", "timeout", "server", "disconnected", "too_large", "elicitation"]
+
+
+class McpError(UpstreamError):
+    """A request to an MCP server failed. ``message`` is the reason alone.
+
+    `kind`:
+    - ``not_connected``: the server is not connected (starting, failed, disabled or unknown);
+    - ``timeout``: no answer within the call timeout (the request was cancelled toward the server);
+    - ``server``: the server answered with a JSON-RPC error (``server_code``, ``server_data`` carry it)
+      or an invalid result;
+    - ``disconnected``: the connection ended while the request was pending;
+    - ``too_large``: the result is larger than the host's cap;
+    - ``elicitation``: the server asked the user during the request and the answer did not fit its form
+      (the server was told ``cancel``).
+    """
+
+    def __init__(self, kind: McpErrorKind, message: str, *, server_code: int | None = None,
+                 server_data: Any = None) -> None:
+        super().__init__("mcp", message)
+        self.kind: McpErrorKind = kind
+        self.message = message
+        self.server_code = server_code  # the server's own JSON-RPC error: never ours on the wire
+        self.server_data = server_data
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __repr__(self) -> str:
+        return f"McpError({self.kind!r}, {self.message!r})"
 
 
 class ProviderError(UpstreamError):

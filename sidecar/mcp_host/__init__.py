@@ -64,13 +64,13 @@ Modules: `config` (ServerConfig, `${VAR}`), `host` (the McpHost facade), `state`
 knows of each server), `supervise` (backoff and restarts), `connect` (one attempt) and `session`
 (the SDK session over a transport), `requests` (calls, resources, prompts, timeouts), `failures`
 (failure wording), `elicitation`, `stdio` and `remote` (transports), `commands` (PATH and
-login-shell lookup), `errors` (McpError), `servers` (the MCP-server service over the store and the
+login-shell lookup), `servers` (the MCP-server service over the store and the
 host). `session`, `requests`, `stdio` and `remote` import the SDK: they are imported lazily.
 """
 
+from ..errors import McpError
 from .config import MissingVariable, ServerConfig
 from .elicitation import ElicitAnswer, Elicitation, InvalidAnswer
-from .errors import McpError
 from .host import McpHost
 from .state import CallOrigin, McpTool, ServerState
 

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from anyio.abc import TaskGroup
 
+from ..errors import McpError
 from .config import SERVER_TYPES, ServerConfig
 from .connect import Connector, OnToolsChanged
 from .elicitation import Elicit
-from .errors import McpError
 from .failures import not_connected
 from .state import CallOrigin, Conn, LiveServer, McpTool, OnStatus, ServerState
 from .supervise import supervise

@@ -15,7 +15,7 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from .errors import McpError
+from ..errors import McpError
 from .state import CallClock, CallOrigin, Conn, LiveServer, Pending
 from .stdio import TOO_LARGE_CODE
 
@@ -109,7 +109,7 @@ async def request(srv: LiveServer, conn: Conn, what: str,
             raise McpError("too_large", f"MCP server {name}: the answer to {what} is too large: "
                                         f"{err.message}") from None
         raise McpError("server", f"MCP server {name} failed {what}: {err.message}",
-                       code=err.code, data=err.data) from None
+                       server_code=err.code, server_data=err.data) from None
     except (ValidationError, RuntimeError) as exc:
         raise McpError("server", f"MCP server {name} gave an invalid answer to {what}: {exc}") from None
     finally:

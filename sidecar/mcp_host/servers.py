@@ -18,13 +18,12 @@ from anyio.abc import TaskGroup
 
 from .. import secrets
 from ..api.mcp import AddParams, FoundServer, McpServer
-from ..errors import Conflict, InvalidParams, NotFound, Timeout, UpstreamError
+from ..errors import Conflict, InvalidParams, McpError, NotFound, Timeout, UpstreamError
 from ..store import Database
 from ..store.mcp_servers import AmbiguousServer, McpServerRepo, McpServerRow
 from . import app_configs
 from .config import ServerConfig
 from .elicitation import Elicit
-from .errors import McpError
 from .host import DEFAULT_MAX_RESULT_BYTES, McpHost
 from .state import ServerState
 

@@ -20,8 +20,7 @@ import anyio.to_thread
 import msgspec
 from anyio.abc import TaskGroup
 
-from ..errors import Conflict, InvalidParams, NotFound, StorageError
-from ..mcp_host.errors import McpError
+from ..errors import Conflict, InvalidParams, McpError, NotFound, StorageError
 from ..mcp_host.state import CallOrigin
 from ..store import Database
 from ..store.rows import new_id, now

@@ -159,7 +159,7 @@ async def test_stdio_connects_lists_and_keeps_every_kind_of_content() -> None:
         for code in (-32000, -32602, 42):  # -32000 is the SDK's "connection closed" code too
             with pytest.raises(McpError) as err:
                 await host.call_tool("ts~basic", "rpc_error", {"code": code})
-            assert (err.value.kind, err.value.code, err.value.data) == ("server", code, {"why": "asked to"})
+            assert (err.value.kind, err.value.server_code, err.value.server_data) == ("server", code, {"why": "asked to"})
             assert "custom failure" in err.value.message
         assert host.state("ts~basic").status == "connected"
 
@@ -169,7 +169,7 @@ async def test_stdio_connects_lists_and_keeps_every_kind_of_content() -> None:
         assert read["contents"][0]["text"] == "hello from the fixture"
         with pytest.raises(McpError) as err:  # a JSON-RPC error from the server
             await host.read_resource("ts~basic", "fixture://nope")
-        assert err.value.kind == "server" and err.value.code is not None
+        assert err.value.kind == "server" and err.value.server_code is not None
         assert "fixture://nope" in err.value.message
         prompts = await host.list_prompts("ts~basic")
         assert prompts[0]["name"] == "review"
