@@ -27,7 +27,7 @@ from ..store.rows import new_id, now
 from ..store.tool_calls import ToolCallRepo, ToolCallRow
 from .catalog import Catalog
 from .providers.builtin import BUILTINS, BuiltinCall, BuiltinError
-from .providers.python.workers import ToolFailure, decode_result
+from .providers.python.worker import ToolFailure, decode_result
 from .render import RenderError, load_artifact_page, render_plan
 from .resolved import Resolved
 from .validate import check_args

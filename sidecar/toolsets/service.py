@@ -28,7 +28,8 @@ from ..store.mcp_servers import McpServerRepo, McpServerRow
 from ..store.rows import now
 from ..store.toolsets import Install, OverrideRow, StoredTool, ToolsetFile, ToolsetRepo, ToolsetRow
 from ..tools.providers.python.entrypoints import importable
-from ..tools.providers.python.workers import ToolFailure, ToolsetWorkers
+from ..tools.providers.python.worker import ToolFailure
+from ..tools.providers.python.workers import ToolsetWorkers
 from .manifest import ManifestError, ToolDecl, from_data
 
 if TYPE_CHECKING:

@@ -25,37 +25,26 @@ other toolset keep serving. POSIX only: process groups, signals and rlimits.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
-import re
-import signal
 import sys
-import time
-from collections import deque
-from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
 import anyio
 import msgspec
 
-from ....children import KILL_WAIT, Child, dies_with_sidecar, exit_reason, scrubbed_env, spawn
-from ....rpc.framing import Frame, LineSplitter, LineTooLong
+from ....children import dies_with_sidecar, scrubbed_env, spawn
+from .worker import CALL_REPLY, ENCODER, REPLY, CallAnswer, Decoder, ToolFailure, Worker, decode_result, stop_all
 
 log = logging.getLogger("sidecar.tools")
 
 WORKER_SCRIPT = Path(__file__).with_name("worker_main.py")
 SDK_DIR = Path(__file__).with_name("sdk")
 
-_WORKER_KINDS = {"arguments", "raised", "memory", "load", "output", "cancelled"}
 
-INTERRUPT_GRACE = 1.0  # seconds a stopped call gets to unwind after SIGINT
-STOP_GRACE = 0.5  # seconds between closing stdin, SIGTERM and SIGKILL
-EXIT_DRAIN = 0.2  # an answer written just before exiting may still be in the pipe
 STDERR_LINES = 20
 _REPLY_MARGIN = 1 << 20  # envelope, error message and traceback on top of the output limit
-_DECODE_IN_THREAD = 1 << 20  # bytes: bigger answers are decoded off the event loop
 
 
 class Limits(msgspec.Struct, frozen=True, kw_only=True):
@@ -71,56 +60,6 @@ class Limits(msgspec.Struct, frozen=True, kw_only=True):
 DEFAULT_LIMITS = Limits()
 
 
-class ToolFailure(Exception):
-    """One call failed; the sidecar keeps serving."""
-
-    def __init__(
-        self,
-        kind: str,
-        message: str,
-        *,
-        path: str | None = None,
-        traceback: str | None = None,
-        stderr_tail: str | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.message = message  # says what happened and what to do
-        self.path = path  # for "arguments": where in the call, e.g. "args.config.items[2]"
-        self.traceback = traceback
-        self.stderr_tail = stderr_tail  # the worker's last stderr lines, for crashed/timeout
-
-
-class _Error(msgspec.Struct):
-    code: int
-    message: str
-    data: dict[str, Any] | None = None
-
-
-class _Reply(msgspec.Struct):
-    id: int | str | None = None
-    result: Any = None
-    error: _Error | None = None
-
-
-class _CallAnswer(msgspec.Struct):
-    result: msgspec.Raw
-
-
-class _CallReply(msgspec.Struct):
-    # The tool's value stays the worker's JSON (checked, not built): a caller that only stores
-    # and forwards it never pays for building, and re-encoding, a big result.
-    id: int | str | None = None
-    result: _CallAnswer | None = None
-    error: _Error | None = None
-
-
-_REPLY = msgspec.json.Decoder(_Reply)
-_CALL_REPLY = msgspec.json.Decoder(_CallReply)
-_Decoder = msgspec.json.Decoder[_Reply] | msgspec.json.Decoder[_CallReply]
-_ENCODER = msgspec.json.Encoder()
-
-
 class ToolsetWorkers:
     """The worker pool of one toolset."""
 
@@ -132,8 +71,8 @@ class ToolsetWorkers:
         self.limits = limits
         self.env = dict(env or {})
         self._slots = anyio.Semaphore(limits.max_workers)
-        self._idle: list[_Worker] = []  # most recently used last
-        self._busy: set[_Worker] = set()
+        self._idle: list[Worker] = []  # most recently used last
+        self._busy: set[Worker] = set()
         self._generation = 0  # bumped when the code changes: older workers are not reused
         self._closed = False
 
@@ -170,8 +109,8 @@ class ToolsetWorkers:
             "inputSchema": input_schema,
             "context": context,
         }
-        answer: _CallAnswer = await self._request(
-            "call", params, timeout or self.limits.default_timeout, tool_id, _CALL_REPLY)
+        answer: CallAnswer = await self._request(
+            "call", params, timeout or self.limits.default_timeout, tool_id, CALL_REPLY)
         return answer.result if raw else await decode_result(answer.result)
 
     async def restart(self) -> None:
@@ -179,7 +118,7 @@ class ToolsetWorkers:
         fresh worker, which imports the toolset's code anew."""
         self._generation += 1
         idle, self._idle = self._idle, []
-        await _stop_all(idle)
+        await stop_all(idle)
 
     def retarget(self, toolset_dir: Path, env: dict[str, str] | None = None) -> None:
         """Serve the toolset from another folder (an upgrade). Synchronous, so the idle workers
@@ -195,7 +134,7 @@ class ToolsetWorkers:
         self._closed = True
         workers = [*self._idle, *self._busy]
         self._idle.clear()
-        await _stop_all(workers)
+        await stop_all(workers)
 
     def stats(self) -> dict[str, Any]:
         live = [w for w in (*self._idle, *self._busy) if w.alive]
@@ -204,7 +143,7 @@ class ToolsetWorkers:
     # -- internals -------------------------------------------------------------------------------
 
     async def _request(
-        self, method: str, params: dict[str, Any], limit: float, what: str, decoder: _Decoder = _REPLY
+        self, method: str, params: dict[str, Any], limit: float, what: str, decoder: Decoder = REPLY
     ) -> Any:
         async with self._slots:
             worker = await self._take()
@@ -218,7 +157,7 @@ class ToolsetWorkers:
     def _shut_down(self) -> ToolFailure:
         return ToolFailure("cancelled", f"the workers of toolset {self.toolset_id} were shut down")
 
-    async def _take(self) -> _Worker:
+    async def _take(self) -> Worker:
         if self._closed:
             raise self._shut_down()
         # The worker quits by itself after idle_seconds: leave a margin so it never quits
@@ -234,15 +173,15 @@ class ToolsetWorkers:
         self._busy.add(worker)
         return worker
 
-    async def _release(self, worker: _Worker) -> None:
+    async def _release(self, worker: Worker) -> None:
         self._busy.discard(worker)
         if worker.reusable and worker.generation == self._generation and not self._closed:
             self._idle.append(worker)
         else:
             await worker.stop()
 
-    async def _spawn(self) -> _Worker:
-        config = _ENCODER.encode({
+    async def _spawn(self) -> Worker:
+        config = ENCODER.encode({
             "toolsetId": self.toolset_id,
             "toolsetDir": str(self.toolset_dir),
             "sdkDir": str(SDK_DIR),
@@ -269,7 +208,7 @@ class ToolsetWorkers:
                 "load", f"cannot start a worker for toolset {self.toolset_id} in {self.toolset_dir}: {why}"
             ) from None
         max_line = self.limits.output_bytes + _REPLY_MARGIN
-        return _Worker(child, self.toolset_id, self._generation, max_line)
+        return Worker(child, self.toolset_id, self._generation, max_line)
 
 
 class WorkerHost:
@@ -319,207 +258,3 @@ def worker_env(toolset_id: str, toolset_dir: Path, extra: dict[str, str]) -> dic
         "COVALT_TOOLSET_DIR": str(toolset_dir),
     } | extra)
 
-
-class _Worker:
-    """One worker process, serving one request at a time. Its answers are matched by id: a line
-    a tool managed to write onto the pipe is skipped, never taken for the answer."""
-
-    def __init__(self, child: Child, label: str, generation: int, max_line: int) -> None:
-        self.child = child
-        self.pid = child.pid
-        self.generation = generation
-        self.reusable = True
-        self._label = label
-        self._ids = itertools.count(1)
-        self._max_line = max_line
-        self._splitter = LineSplitter(max_line)
-        self._frames: deque[Frame] = deque()
-        self._idle_since = time.monotonic()
-
-    @property
-    def alive(self) -> bool:
-        return self.child.alive
-
-    def idle_for(self) -> float:
-        return time.monotonic() - self._idle_since
-
-    async def request(
-        self, method: str, params: dict[str, Any], limit: float, what: str, decoder: _Decoder = _REPLY
-    ) -> Any:
-        request_id = next(self._ids)
-        message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
-        line = _ENCODER.encode(message) + b"\n"
-        reply: _Reply | _CallReply | LineTooLong | _TooDeep | None = None
-        try:
-            with anyio.move_on_after(limit) as deadline:
-                reply = await self._exchange(line, request_id, decoder)
-        except anyio.get_cancelled_exc_class():
-            await self._interrupt()
-            raise
-        if deadline.cancelled_caught:
-            await self._interrupt()
-            raise ToolFailure(
-                "timeout",
-                f"{what} did not finish within {limit:g} s; the call was stopped and its worker restarted",
-                stderr_tail=self.child.stderr_text() or None,
-            )
-        self._idle_since = time.monotonic()
-        if reply is None:
-            raise await self._ended(what)
-        if isinstance(reply, LineTooLong):
-            raise ToolFailure(
-                "output", f"{what}: the worker's answer is {reply.size} bytes, over the limit of {self._max_line}"
-            )
-        if isinstance(reply, _TooDeep):
-            raise ToolFailure("output", f"{what}: the worker's answer is nested too deeply to be read")
-        if reply.error is not None:
-            raise self._failure(reply.error, what)
-        return reply.result
-
-    def kill(self) -> None:
-        self.reusable = False
-        self.child.kill()
-
-    async def stop(self) -> None:
-        """Close stdin (the worker exits at EOF), then SIGTERM and SIGKILL its process group,
-        each after a short wait. Idempotent; always runs to the end, even when cancelled."""
-        self.reusable = False
-        await self.child.stop(stdin_grace=STOP_GRACE, term_grace=STOP_GRACE)
-
-    # -- one exchange ----------------------------------------------------------------------------
-
-    async def _exchange(
-        self, line: bytes, request_id: int, decoder: _Decoder
-    ) -> _Reply | _CallReply | LineTooLong | _TooDeep | None:
-        try:
-            await self.child.stdin.send(line)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-            pass  # the worker is gone: reading tells how it ended
-        while True:
-            frame = await self._next_frame()
-            if frame is None or isinstance(frame, LineTooLong):
-                return frame
-            try:
-                reply = await _decode(decoder, frame)
-            except RecursionError:
-                if _head_id(frame) == request_id:
-                    return _TOO_DEEP
-                reply = None
-            if reply is not None and reply.id == request_id:
-                return reply
-            # Not ours: something a tool wrote onto the pipe, or an answer to a request given up on.
-            log.warning("%s: skipped a line from the worker that is not the answer to request %d: %r",
-                        self._label, request_id, frame[:200])
-
-    async def _next_frame(self) -> Frame | None:
-        """The next line the worker writes, or None once it has exited without one."""
-        frame: Frame | None = None
-        async with anyio.create_task_group() as tg:
-            # Waiting for the exit too, not only for EOF: a child the tool forked holds the pipe.
-            tg.start_soon(self._cancel_on_exit, tg.cancel_scope)
-            frame = await self._read_frame()
-            tg.cancel_scope.cancel()
-        return frame
-
-    async def _cancel_on_exit(self, scope: anyio.CancelScope) -> None:
-        await self.child.process.wait()
-        await anyio.sleep(EXIT_DRAIN)
-        scope.cancel()
-
-    async def _read_frame(self) -> Frame | None:
-        while not self._frames:
-            try:
-                chunk = await self.child.stdout.receive(1 << 20)
-            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                self._frames.extend(self._splitter.finish())
-                break
-            self._frames.extend(self._splitter.feed(chunk))
-        return self._frames.popleft() if self._frames else None
-
-    async def _interrupt(self) -> None:
-        """Stop the running call: SIGINT lets the tool unwind (its finally blocks run), and
-        after a grace period the whole process group is killed."""
-        self.reusable = False
-        with anyio.CancelScope(shield=True):
-            if self.alive:
-                with suppress(ProcessLookupError):
-                    os.kill(self.pid, signal.SIGINT)
-                with anyio.move_on_after(INTERRUPT_GRACE):
-                    await self._next_frame()  # the "cancelled" answer, or the exit
-            self.child.kill()
-            await self.child.wait_exit(KILL_WAIT)
-
-    async def _ended(self, what: str) -> ToolFailure:
-        """The failure for a worker that exited mid-call."""
-        self.reusable = False
-        with anyio.CancelScope(shield=True):
-            await self.child.wait_exit(STOP_GRACE)
-            self.child.kill()  # the tool's children, or a worker gone astray
-            if self.child.stderr is not None:
-                await self.child.stderr.settle(STOP_GRACE)
-        if self.child.stopped:
-            return ToolFailure("cancelled", f"{what} was stopped: the toolset's workers were shut down")
-        tail = self.child.stderr_text()
-        message = f"{what} crashed its worker, which {exit_reason(self.child.returncode)}; " \
-                  "the next call starts a new worker"
-        if tail:
-            message += f"\nLast lines of its stderr:\n{tail}"
-        return ToolFailure("crashed", message, stderr_tail=tail or None)
-
-    def _failure(self, error: _Error, what: str) -> ToolFailure:
-        data = error.data or {}
-        kind = data.get("kind")
-        if kind not in _WORKER_KINDS:
-            # A protocol error: our bug, not the tool's. Do not trust this worker again.
-            self.reusable = False
-            return ToolFailure("crashed", f"{what}: the worker refused the request: {error.message}")
-        if kind in ("memory", "cancelled"):
-            self.reusable = False
-        return ToolFailure(kind, error.message, path=data.get("path"), traceback=data.get("traceback"))
-
-
-class _TooDeep:
-    """An answer to our request, nested deeper than this process can decode."""
-
-
-_TOO_DEEP = _TooDeep()
-_HEAD_ID = re.compile(rb'\{"jsonrpc":"2\.0","id":(\d+),')
-
-
-def _head_id(line: bytes) -> int | None:
-    m = _HEAD_ID.match(line)
-    return int(m[1]) if m else None
-
-
-async def _decode(decoder: _Decoder, line: bytes) -> _Reply | _CallReply | None:
-    """The reply on one line, or None when the line is not a JSON-RPC reply.
-
-    Raises:
-        RecursionError: the line nests deeper than the decoder can follow (a ``Raw`` value is
-            checked to the same depth as a built one).
-    """
-    try:
-        if len(line) > _DECODE_IN_THREAD:
-            return await anyio.to_thread.run_sync(decoder.decode, line)
-        return decoder.decode(line)
-    except msgspec.DecodeError:
-        return None
-
-
-async def decode_result(raw: msgspec.Raw) -> Any:
-    """The value of a result ``call(raw=True)`` returned (the worker's reply was already checked
-    to be JSON, nested no deeper than a decoder follows)."""
-    if len(raw) > _DECODE_IN_THREAD:
-        # msgspec holds the GIL while it decodes, so the thread spares the loop only the queueing
-        # around it; what it buys is that nothing else on the loop waits in line behind it.
-        return await anyio.to_thread.run_sync(_decode_value, raw)
-    return _decode_value(raw)
-
-
-_decode_value = msgspec.json.Decoder().decode
-
-
-async def _stop_all(workers: list[_Worker]) -> None:
-    async with anyio.create_task_group() as tg:
-        for worker in workers:
-            tg.start_soon(worker.stop)
