@@ -150,7 +150,7 @@ class TurnService:
         history = context.build(path, calls)
         if p.system:
             history.insert(0, ChatMessage("system", p.system))
-        tools = await toolbox.build(self.tool_calls.catalog, _attachments(path))
+        tools = await toolbox.build(self.tool_calls.catalog, toolbox.branch_attachments(path))
 
         stop: StopReason = "endTurn"
         error: str | None = None
@@ -346,13 +346,3 @@ class TurnService:
 def _why(exc: InvalidParams) -> str:
     data = exc.data or {}
     return f"{str(data['path']).removeprefix('params.')}: {data['reason']}"
-
-
-def _attachments(path: list[MessageRow]) -> list[tuple[str, str]]:
-    found: list[tuple[str, str]] = []
-    for msg in path:
-        if msg.role == "user" and msg.parts:
-            for a in context.parts_of(msg).get("attachments") or []:
-                if (a["kind"], a["id"]) not in found:
-                    found.append((a["kind"], a["id"]))
-    return found
