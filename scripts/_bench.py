@@ -1,7 +1,16 @@
-"""What every scripts/bench_*.py shares: statistics, process memory, and the table it prints
-(metric | sidecar | same-run reference | budget | result)."""
+"""What every scripts/bench_*.py shares: statistics, process memory, a temporary folder to run in,
+and the table it prints (metric | sidecar | same-run reference | budget | result)."""
 
 from __future__ import annotations
+
+import tempfile
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+
+T = TypeVar("T")
 
 HEADERS = ("metric", "sidecar", "reference (same run)", "budget", "result")
 
@@ -65,3 +74,9 @@ def print_header(python: str) -> None:
           f"{len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'})  "
           f"{platform.machine()}  {platform.system()} {platform.release()}")
     print(f"python   {platform.python_implementation()} {platform.python_version()}  ({python})")
+
+
+def run_in_temp_dir(prefix: str, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+    """``anyio.run(fn, *args, tmp)`` in a fresh temporary folder, removed afterwards whatever happens."""
+    with tempfile.TemporaryDirectory(prefix=prefix, ignore_cleanup_errors=True) as tmp:
+        return anyio.run(fn, *args, Path(tmp))

@@ -55,10 +55,8 @@ from __future__ import annotations
 import argparse
 import datetime
 import re
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -68,7 +66,7 @@ import anyio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from _bench import Rows, pct, print_header, print_table  # noqa: E402 (after the sys.path set-up above)
+from _bench import Rows, pct, print_header, print_table, run_in_temp_dir  # noqa: E402 (after the sys.path set-up above)
 
 from sidecar.client import SidecarClient  # noqa: E402 (after the sys.path set-up above)
 
@@ -348,11 +346,7 @@ def main() -> int:
         args.tokens, args.rounds, args.words, args.pings = 20_000, 5, 3_000, 500
 
     t_start = time.perf_counter()
-    tmp = Path(tempfile.mkdtemp(prefix="bench_chat-"))
-    try:
-        res = anyio.run(run_all, args, tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    res = run_in_temp_dir("bench_chat-", run_all, args)
     wall = time.perf_counter() - t_start
 
     med = statistics.median

@@ -48,11 +48,9 @@ import argparse
 import importlib.util
 import json
 import re
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import zipfile
 from pathlib import Path
@@ -63,7 +61,7 @@ import anyio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from _bench import Rows, pct, print_header, print_table, vm_rss_bytes  # noqa: E402  (scripts/ is on sys.path when run as a script)
+from _bench import Rows, pct, print_header, print_table, run_in_temp_dir, vm_rss_bytes  # noqa: E402  (scripts/ is on sys.path when run as a script)
 
 from sidecar.client import SidecarClient  # noqa: E402  (after the sys.path insert above)
 from sidecar.tools.providers.python.workers import SDK_DIR, Limits, ToolsetWorkers  # noqa: E402  (after the sys.path insert above)
@@ -583,11 +581,7 @@ def stall_rows(rows: Rows, stalls: dict[str, list[float]]) -> None:
 
 def main_stalls(repeats: int) -> int:
     t_start = time.perf_counter()
-    tmp = Path(tempfile.mkdtemp(prefix="bench_tools-"))
-    try:
-        stalls = anyio.run(bench_stalls, repeats, tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    stalls = run_in_temp_dir("bench_tools-", bench_stalls, repeats)
     rows = Rows()
     stall_rows(rows, stalls)
     print_header(PYTHON)
@@ -619,11 +613,7 @@ def main() -> int:
         return main_stalls(args.stalls)
 
     t_start = time.perf_counter()
-    tmp = Path(tempfile.mkdtemp(prefix="bench_tools-"))
-    try:
-        side, inproc, workers, stalls = anyio.run(run_all, args, tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    side, inproc, workers, stalls = run_in_temp_dir("bench_tools-", run_all, args)
     wall = time.perf_counter() - t_start
 
     med = statistics.median
