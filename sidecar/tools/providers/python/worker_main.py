@@ -2,7 +2,8 @@
 
 Started by ``sidecar/tools/providers/python/workers.py`` as ``python -I worker_main.py <config>``: a script, not a
 module of the ``sidecar`` package, so it starts on the standard library, msgspec and the tool SDK
-alone. ``<config>`` is one JSON object (nothing secret: it shows up in ``ps``)::
+alone. It is one file on purpose: ``-I`` keeps its own folder off ``sys.path``, so it has no siblings
+to import. ``<config>`` is one JSON object (nothing secret: it shows up in ``ps``)::
 
     {"toolsetId": "app-builder", "toolsetDir": "/abs/toolset", "sdkDir": "/abs/sidecar/tools/providers/python/sdk",
      "memoryBytes": 1073741824, "fileBytes": 1073741824, "maxProcesses": 64,
