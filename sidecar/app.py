@@ -23,7 +23,7 @@ from anyio.abc import TaskGroup
 
 from . import process
 from .errors import InstanceLocked, SidecarError, StorageError
-from .handlers import Deferred, method_table
+from .handlers import Deferred
 from .rpc import Connection, MethodTable, RequestContext, StdioTransport, Transport
 from .settings import Settings
 from .store import Database
@@ -40,7 +40,6 @@ class Sidecar:
         self.connection: Connection | None = None
         self.exit_code = process.EXIT_OK
         self.shutdown_done = False
-        self._shutdown_requested = False
         self._stop = anyio.Event()
         self._stop_reason = ""
         self._tg: TaskGroup | None = None
@@ -49,11 +48,7 @@ class Sidecar:
         # Called once when stopping begins; main() uses it to arm the hard exit deadline.
         self._on_stopping = on_stopping
         self._start_services: StartServices | None = None
-        self._starting: anyio.Event | None = None  # set once the services are built (or failed)
-
-    @property
-    def shutdown_requested(self) -> bool:
-        return self._shutdown_requested
+        self._starting: anyio.CancelScope | None = None  # the build of the services, once begun
 
     def on_close(self, name: str, closer: Callable[[], Awaitable[None]]) -> None:
         """Register a teardown; they run in reverse order of registration."""
@@ -64,17 +59,18 @@ class Sidecar:
         answer never waits for them."""
         if self._start_services is None or self._starting is not None or self._tg is None:
             return
-        self._starting = anyio.Event()
-        self._tg.start_soon(self._run_start, self._start_services)
+        self._starting = anyio.CancelScope()
+        self._tg.start_soon(self._run_start, self._start_services, self._starting)
 
-    async def _run_start(self, start: StartServices) -> None:
-        assert self._starting is not None and self._tg is not None and self.connection is not None
-        try:
+    async def _run_start(self, start: StartServices, scope: anyio.CancelScope) -> None:
+        assert self._tg is not None and self.connection is not None
+        with scope:
             await start(self._tg, self.connection)
-        finally:
-            self._starting.set()
 
     def watch_parent(self, pid: int) -> None:
+        if pid == os.getpid():
+            log.warning("ignored a parent pid that is the sidecar's own (%d)", pid)
+            return
         if self._tg is not None:
             self._tg.start_soon(self._watch_parent, pid)
 
@@ -93,7 +89,6 @@ class Sidecar:
     async def shutdown(self, exclude: Any = None) -> None:
         """Refuse new requests, cancel and answer the running ones, close every service.
         Idempotent: the ``shutdown`` request and the final teardown share it."""
-        self._shutdown_requested = True
         async with self._shutdown_lock:
             if self.shutdown_done:
                 return
@@ -106,7 +101,9 @@ class Sidecar:
                 if left:
                     log.warning("%d requests did not finish before the shutdown deadline", left)
             if self._starting is not None:
-                await self._starting.wait()  # a service half built would miss its teardown
+                # Each service hands over its teardown as it is built: a build cut short here
+                # leaves nothing the closers below do not know about.
+                self._starting.cancel()
             for name, closer in reversed(self._closers):
                 try:
                     with anyio.CancelScope(shield=True):
@@ -190,7 +187,6 @@ async def serve(
     except OSError as exc:
         failure = StorageError(f"cannot create the data directory lock {settings.lock_path}: {exc}")
         return await _refuse(app, transport, failure, process.EXIT_STORAGE)
-    process.sweep_crash_leftovers(settings.data_dir)
     try:
         try:
             db = await Database.open(settings.db_path)
@@ -198,7 +194,7 @@ async def serve(
             log.error("%s", exc.message)
             return await _refuse(app, transport, exc, process.EXIT_STORAGE)
         app.on_close("database", db.close)
-        deferred = Deferred()
+        deferred = Deferred(app)
 
         async def start_services(tg: TaskGroup, conn: Connection) -> None:
             # The service modules are imported here, after the ``initialize`` answer, to keep the
@@ -211,12 +207,17 @@ async def serve(
                 notifier = Notifier(conn)
                 services = await compose.build(settings, db, notifier, tg, app.on_close, app.started_at)
                 deferred.bind(service_routes(services))
+            except SidecarError as exc:
+                log.error("the services could not be started: %s", exc.message)
+                deferred.fail(exc)
+                app.request_stop("the services could not be started", process.EXIT_STORAGE
+                                 if isinstance(exc, StorageError) else process.EXIT_WITHOUT_SHUTDOWN)
             except Exception as exc:
                 log.exception("the services could not be started")
-                deferred.fail(f"the sidecar could not start its services: {exc}")
-                app.request_stop("the services could not be started", process.EXIT_STORAGE)
+                deferred.fail(SidecarError(f"the sidecar could not start its services: {exc}"))
+                app.request_stop("the services could not be started", process.EXIT_WITHOUT_SHUTDOWN)
 
-        return await app.run(transport, method_table(app, deferred), start_services)
+        return await app.run(transport, deferred.table, start_services)
     finally:
         lock.release()
 

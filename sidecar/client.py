@@ -139,7 +139,8 @@ class SidecarClient:
         from .rpc import memory_pair
         from .settings import Settings
 
-        server_end, client_end = memory_pair(max_line_bytes=1 << 30)
+        config = Settings(data_dir=Path(data_dir), **settings)
+        server_end, client_end = memory_pair(max_line_bytes=config.max_line_bytes)
         proc = _InProcess()
         client = cls(proc, Path(data_dir) / "in-process.log")
 
@@ -155,7 +156,7 @@ class SidecarClient:
 
         async def run_app() -> None:
             try:
-                proc.returncode = await serve(Settings(data_dir=Path(data_dir), **settings), server_end)
+                proc.returncode = await serve(config, server_end)
             finally:
                 proc.exited.set()
                 await client_end.aclose()

@@ -14,12 +14,11 @@ from pathlib import Path
 
 from anyio.abc import TaskGroup
 
+from . import process
 from .chat.chats import ChatService
 from .chat.providers.service import ProviderService
 from .chat.turns import TurnService
 from .handlers.notify import Notifier
-from .handlers.toolsets import toolset_out
-from .mcp_host.host import McpHost
 from .mcp_host.servers import McpServers
 from .settings import Settings
 from .store import Database
@@ -45,14 +44,10 @@ class Services:
     workspace: WorkspaceService
     chats: ChatService
     providers: ProviderService
-    workers: WorkerHost
-    mcp: McpHost
-    """The connections (`mcp_servers.host`), for the tool call path and the catalog."""
     mcp_servers: McpServers
     catalog: Catalog
     tool_calls: ToolCallService
     toolsets: ToolsetService
-    local_toolsets: LocalToolsets
     turns: TurnService
 
 
@@ -75,7 +70,7 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
 
     async def reloaded(toolset_id: str, error: tuple[str, str] | None) -> None:
         if error is None:
-            await notifier.toolset_reloaded(toolset_out(await toolsets.get(toolset_id)))
+            await notifier.toolset_reloaded(await toolsets.get(toolset_id))
         else:
             await notifier.toolset_reload_failed(toolset_id, *error)
 
@@ -83,7 +78,7 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     servers = McpServers(db, toolsets, on_status=notifier.mcp_server_changed, elicit=notifier.elicit)
     servers.bind(tg)
     catalog = Catalog(db, servers.host)
-    await _recover(db, catalog)
+    await _recover(db, catalog, data_dir)
     tool_calls = ToolCallService(db, workspace, workers, data_dir / "scratch", catalog)
     on_close("tool call records", tool_calls.aclose)
     on_close("MCP servers", servers.aclose)  # closed first: calls still running end before their records
@@ -96,14 +91,15 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     on_close("local toolset watcher", close_local)
     await local.bind(tg)
     turns = TurnService(chats, tool_calls, providers)
-    tg.start_soon(servers.sync)
+    await servers.sync()  # returns at once: the servers connect in the background
     return Services(settings=settings, started_at=started_at, db=db, workspace=workspace, chats=chats,
-                    providers=providers, workers=workers, mcp=servers.host, mcp_servers=servers, catalog=catalog,
-                    tool_calls=tool_calls, toolsets=toolsets, local_toolsets=local, turns=turns)
+                    providers=providers, mcp_servers=servers, catalog=catalog, tool_calls=tool_calls,
+                    toolsets=toolsets, turns=turns)
 
 
-async def _recover(db: Database, catalog: Catalog) -> None:
-    """Bring the database in line with this build and with how the last run ended."""
+async def _recover(db: Database, catalog: Catalog, data_dir: Path) -> None:
+    """Bring the database and the data directory in line with this build and with how the last run ended."""
+    process.sweep_crash_leftovers(data_dir)
     await catalog.sync_builtins()
     failed = await ToolCallRepo(db).fail_unfinished()
     if failed:

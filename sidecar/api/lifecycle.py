@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+import msgspec
 
 from .base import Empty, MethodSpec, Model
 from .errors import ErrorCode
@@ -19,7 +21,7 @@ class InitializeParams(Model):
     client_info: ClientInfo | None = None
     # The client's pid: when given, the sidecar shuts down once that process is gone, as with
     # --parent-pid.
-    process_id: int | None = None
+    process_id: Annotated[int, msgspec.Meta(ge=1, le=2**31 - 1)] | None = None
     # What the client can do; free-form so new UIs can announce features old sidecars ignore.
     capabilities: dict[str, Any] = {}
 

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from .base import Empty, MethodSpec, Model
+from .base import Empty, Id, MethodSpec, Model
 from .errors import ErrorCode
 
 ServerType = Literal["stdio", "sse", "streamable-http"]
@@ -29,7 +29,7 @@ class McpServer(Model):
 
 
 class AddParams(Model):
-    id: str  # becomes the id of the server and of its userMcp toolset
+    id: Id  # becomes the id of the server and of its userMcp toolset
     type: ServerType = "stdio"
     command: str | None = None
     args: list[str] = []

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from .base import Empty, MethodSpec, Model
+from .base import Empty, Id, MethodSpec, Model
 from .errors import ErrorCode
 
 ProviderKind = Literal["scripted", "openai", "anthropic"]
@@ -32,8 +32,8 @@ class ProvidersResult(Model):
 
 
 class SetProviderParams(Model):
-    # an id (base.ID_PATTERN, checked by the service); an existing id is replaced whole (but for apiKey)
-    id: str
+    # an existing id is replaced whole (but for apiKey)
+    id: Id
     kind: ProviderKind
     base_url: str | None = None  # an OpenAI- or Anthropic-compatible server; may hold ${VAR}
     # Absent: keep the stored key; null: remove it. A literal key or a ${VAR} reference, read from

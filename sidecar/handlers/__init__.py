@@ -7,31 +7,37 @@ built the services (right after the ``initialize`` answer is on its way).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import anyio
 
-from ..api import SPECS
-from ..errors import SidecarError, StorageError
+from ..errors import SidecarError
 from ..rpc import MethodTable, RequestContext
+from ..rpc.methods import Handler
 from .lifecycle import Lifecycle, LifecycleHandlers
-from .routes import routes, served_by
+from .routes import CLIENT_METHODS, SPEC_BY_NAME, routes, served_by
 
-ENGINE_METHODS = {"$/cancelRequest"}  # answered by the engine itself
-CLIENT_METHODS = frozenset(s.name for s in SPECS if s.direction != "serverToClient") - ENGINE_METHODS
 LIFECYCLE_METHODS = frozenset(served_by(LifecycleHandlers))
-
-Handler = Callable[[Any, RequestContext], Any]
 
 
 class Deferred:
-    """The handlers of every method that needs the services, bound once the services exist."""
+    """The method table of every client-to-server method, served from the first byte.
 
-    def __init__(self) -> None:
+    The lifecycle methods have their handlers at once. Every other method is served, until
+    ``bind``, by a stand-in that waits for the services; ``bind`` then puts the real handlers in the
+    table, so once the services exist a request goes straight to its handler.
+    """
+
+    def __init__(self, app: Lifecycle) -> None:
         self._bound: dict[str, Handler] = {}
         self._ready = anyio.Event()
         self._failure: SidecarError | None = None
+        self.table = MethodTable()
+        now = routes(LifecycleHandlers(app))
+        for name in sorted(CLIENT_METHODS):
+            s = SPEC_BY_NAME[name]
+            self.table.add(name, now.get(name) or self._waiting(name), params_type=s.params,
+                           notification=s.kind == "notification", inline=s.inline, cancel=s.cancel)
 
     def bind(self, handlers: dict[str, Handler]) -> None:
         missing = sorted(CLIENT_METHODS - LIFECYCLE_METHODS - handlers.keys())
@@ -40,33 +46,21 @@ class Deferred:
         extra = sorted(handlers.keys() - CLIENT_METHODS)
         if extra:
             raise RuntimeError(f"handlers without a spec in sidecar/api: {extra}")
+        for name, handler in handlers.items():
+            self.table.set_handler(name, handler)
         self._bound = handlers
         self._ready.set()
 
-    def fail(self, reason: str) -> None:
+    def fail(self, failure: SidecarError) -> None:
         """The services could not be built: every waiting and later request is told why."""
-        self._failure = StorageError(reason)
+        self._failure = failure
         self._ready.set()
 
-    def handler(self, name: str) -> Handler:
+    def _waiting(self, name: str) -> Handler:
         async def call(params: Any, ctx: RequestContext) -> Any:
-            handler = self._bound.get(name)
-            if handler is None:
-                await self._ready.wait()
-                if self._failure is not None:
-                    raise self._failure
-                handler = self._bound[name]
-            return await handler(params, ctx)
+            await self._ready.wait()
+            if self._failure is not None:
+                raise self._failure
+            return await self._bound[name](params, ctx)
 
         return call
-
-
-def method_table(app: Lifecycle, deferred: Deferred) -> MethodTable:
-    """Every client-to-server method of the contract, with how the spec says to run it."""
-    now = routes(LifecycleHandlers(app))
-    table = MethodTable()
-    for name in sorted(CLIENT_METHODS):
-        s = next(s for s in SPECS if s.name == name)
-        table.add(name, now.get(name) or deferred.handler(name), params_type=s.params,
-                  notification=s.kind == "notification", inline=s.inline, cancel=s.cancel)
-    return table

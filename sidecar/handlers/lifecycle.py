@@ -29,8 +29,6 @@ class Lifecycle(Protocol):
 
     settings: Settings
 
-    @property
-    def shutdown_requested(self) -> bool: ...
     def watch_parent(self, pid: int) -> None: ...
     def initialized(self) -> None: ...
     async def shutdown(self, exclude: Any = None) -> None: ...
@@ -71,5 +69,5 @@ class LifecycleHandlers:
     async def exit(self, params: None, ctx: RequestContext) -> None:
         # The engine stops accepting requests when it *receives* shutdown, so a client that
         # pipelines exit right behind shutdown still gets the clean stop it asked for.
-        clean = self.app.shutdown_requested or not ctx.connection.accepting
+        clean = not ctx.connection.accepting  # a shutdown was received (or is under way)
         self.app.request_stop("exit", EXIT_OK if clean else EXIT_WITHOUT_SHUTDOWN)

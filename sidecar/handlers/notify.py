@@ -9,11 +9,12 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from ..api.mcp import ElicitParams, ElicitResult, McpServer, ServerStatusParams
-from ..api.toolsets import Toolset, ToolsetChangedParams
+from ..api.toolsets import ToolsetChangedParams
 from ..api.workspace import ChangedParams, Changes
 from ..mcp_host.elicitation import ElicitAnswer, Elicitation, InvalidAnswer
-from ..rpc import RemoteError
-from ..rpc.errors import INVALID_PARAMS
+from ..rpc.errors import InvalidResponse
+from ..store.toolsets import ToolsetRow
+from .toolsets import toolset_out
 
 
 class Peer(Protocol):
@@ -37,8 +38,8 @@ class Notifier:
     async def mcp_server_changed(self, server: McpServer) -> None:
         await self._peer.notify("mcpServers/status", ServerStatusParams(server))
 
-    async def toolset_reloaded(self, toolset: Toolset) -> None:
-        await self._peer.notify("toolsets/changed", ToolsetChangedParams(toolset.id, "reloaded", toolset))
+    async def toolset_reloaded(self, toolset: ToolsetRow) -> None:
+        await self._peer.notify("toolsets/changed", ToolsetChangedParams(toolset.id, "reloaded", toolset_out(toolset)))
 
     async def toolset_reload_failed(self, toolset_id: str, path: str, reason: str) -> None:
         await self._peer.notify("toolsets/changed", ToolsetChangedParams(
@@ -48,10 +49,8 @@ class Notifier:
         """`ui/elicit`: the user's answer to an MCP server's question. A malformed answer is `InvalidAnswer`."""
         try:
             answer = await self._peer.request("ui/elicit", elicit_params(request), ElicitResult)
-        except RemoteError as exc:
-            if exc.code == INVALID_PARAMS:  # the answer did not decode (see Connection.request)
-                raise InvalidAnswer(exc.message) from None
-            raise
+        except InvalidResponse as exc:
+            raise InvalidAnswer(exc.message) from None
         return ElicitAnswer(answer.action, answer.content)
 
 

@@ -13,13 +13,16 @@ from ..api import SPECS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_CLIENT_METHODS = {s.name for s in SPECS if s.direction != "serverToClient"}
+ENGINE_METHODS = frozenset({"$/cancelRequest"})  # answered by the engine itself
+SPEC_BY_NAME = {s.name: s for s in SPECS}
+# What a handler may serve: every client-to-server method but the engine's own.
+CLIENT_METHODS = frozenset(s.name for s in SPECS if s.direction != "serverToClient") - ENGINE_METHODS
 _MARK = "__rpc_method__"
 
 
 def method(name: str) -> Callable[[F], F]:
     """Serve the client-to-server method ``name``; unknown names fail at import, not at run time."""
-    if name not in _CLIENT_METHODS:
+    if name not in CLIENT_METHODS:
         raise LookupError(f"sidecar/api has no client-to-server method {name!r}")
 
     def mark(fn: F) -> F:

@@ -14,7 +14,7 @@ import msgspec
 
 from . import envelope
 from .envelope import Envelope, ErrorObject
-from .errors import INTERNAL_ERROR, INVALID_PARAMS, ConnectionClosed, RemoteError, RpcError
+from .errors import INTERNAL_ERROR, INVALID_PARAMS, ConnectionClosed, InvalidResponse, RemoteError, RpcError
 from .outbox import Outbox
 
 log = logging.getLogger("sidecar.rpc")
@@ -66,7 +66,7 @@ class ClientRequests:
         try:
             return msgspec.json.decode(pending.result or b"null", type=result_type)
         except msgspec.ValidationError as exc:
-            raise RemoteError(INVALID_PARAMS, f"the client's answer to {method} is invalid: {exc}") from None
+            raise InvalidResponse(INVALID_PARAMS, f"the client's answer to {method} is invalid: {exc}") from None
 
     def on_response(self, env: Envelope) -> None:
         """A response from the client. Never answered, whatever it holds: no ping-pong."""

@@ -37,7 +37,6 @@ class Connection:
         on_eof: Callable[[], None] | None = None,
     ) -> None:
         self.transport = transport
-        self.methods = methods
         self.max_line_bytes = max_line_bytes
         self._on_eof = on_eof
         self._closed = anyio.Event()

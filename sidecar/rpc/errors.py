@@ -35,6 +35,10 @@ class RemoteError(RpcError):
     """The peer answered one of our requests with an error."""
 
 
+class InvalidResponse(RemoteError):
+    """The peer answered one of our requests with a result that does not fit the expected type."""
+
+
 class ConnectionClosed(RpcError):
     """The peer went away before answering."""
 

@@ -58,6 +58,10 @@ class MethodTable:
             raise ValueError(f"method {name!r} registered twice")
         self._methods[name] = Method(name, handler, params_type, notification, inline, cancel)
 
+    def set_handler(self, name: str, handler: Handler) -> None:
+        """Serve an already registered method with ``handler`` from now on (how it runs is kept)."""
+        self._methods[name].handler = handler
+
     def get(self, name: str) -> Method | None:
         return self._methods.get(name)
 

@@ -37,6 +37,16 @@ async def test_initialize_result(data_dir):
         assert result["capabilities"]["cancellation"] == ["$/cancelRequest"]
 
 
+async def test_a_process_id_no_pid_can_have_is_refused_and_the_sidecar_keeps_serving(data_dir):
+    async with SidecarClient.spawn(data_dir, initialize=False) as c:
+        for bad in (2**40, 0, -1):
+            reply = await c.request_raw("initialize", {"processId": bad})
+            assert reply["error"]["code"] == -32602 and reply["error"]["data"]["path"] == "params.processId"
+        await c.request("initialize", {"processId": os.getpid()})
+        assert await c.request("ping") == {}
+    assert c.proc.returncode == 0, c.stderr_text()
+
+
 async def test_shutdown_then_exit_exits_0_and_closes_the_database(data_dir):
     async with SidecarClient.spawn(data_dir) as c:
         assert await c.request("shutdown") is None
