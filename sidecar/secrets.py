@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 MASK = "****"
 _REFERENCE = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
@@ -31,7 +31,38 @@ def mask_map(values: dict[str, str]) -> dict[str, str]:
 Replace = Callable[[str, str], str]  # (name the value is known by, value) -> shown value
 
 
+def _rewrite_pairs(text: str, replace: Replace, bare_name: str) -> str:
+    """Every value of a ``k=v&...`` text through `replace`, keys kept so the shape stays visible.
+
+    A part without ``=`` may itself be the secret (``?sk-live-123``, ``#eyJ...``): it is replaced
+    whole, under `bare_name`. An empty value has nothing to hide and stays empty; a value that is a
+    ``${VAR}`` reference (even percent-encoded) keeps its original spelling.
+    """
+    out: list[str] = []
+    for part in text.split("&"):
+        if not part:
+            out.append(part)
+            continue
+        key, eq, value = part.partition("=")
+        if not eq:
+            plain = unquote_plus(part)
+            shown = replace(bare_name, plain)
+            out.append(part if shown == plain else shown)
+        elif not value:
+            out.append(part)
+        else:
+            plain = unquote_plus(value)
+            shown = replace(unquote_plus(key), plain)
+            out.append(f"{key}={value if shown == plain else shown}")
+    return "&".join(out)
+
+
 def _rewrite_url(url: str, replace: Replace) -> str:
+    """Userinfo, every query value and the fragment's values through `replace`.
+
+    Whether a query value is secret cannot be told from its name (``?jwt=``, ``?session=``, ``?k=``),
+    so every literal value goes through `replace`, and so does the fragment (``#access_token=``).
+    """
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -40,12 +71,9 @@ def _rewrite_url(url: str, replace: Replace) -> str:
     if "@" in netloc:  # user:password@host
         user, _, host = netloc.rpartition("@")
         netloc = f"{replace('url_credentials', user)}@{host}"
-    query = urlencode(
-        [(k, replace(k, v) if _SECRET_NAME.search(k) else v)
-         for k, v in parse_qsl(parts.query, keep_blank_values=True)],
-        safe="${}*",
-    )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    query = _rewrite_pairs(parts.query, replace, "query")
+    fragment = _rewrite_pairs(parts.fragment, replace, "fragment")
+    return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
 
 
 def _rewrite_args(args: list[str], replace: Replace) -> list[str]:
