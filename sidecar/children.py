@@ -112,10 +112,6 @@ class StderrTail:
         text = "\n".join(kept if lines is None else kept[-lines:])
         return text if max_chars is None else text[-max_chars:]
 
-    @property
-    def done(self) -> bool:
-        return self._done.is_set()
-
     async def settle(self, within: float) -> bool:
         """Wait up to ``within`` seconds until everything the child wrote has been read; whether it was."""
         if not self._done.is_set():
