@@ -36,6 +36,7 @@ from typing import IO, Any, Literal
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 
 log = logging.getLogger("sidecar.children")
 
@@ -47,7 +48,7 @@ TAIL: Literal["tail"] = "tail"  # stderr goes to a pipe read into a StderrTail
 SIGKILL: int = getattr(signal, "SIGKILL", 9)  # Windows has no SIGKILL; there it means process.kill()
 KILL_WAIT = 5.0  # a process in uninterruptible sleep may outlive SIGKILL for a while
 STDIN_FLUSH = 0.5  # closing stdin waits for buffered bytes that a child that never reads never takes
-_POLL = 0.01
+_POLL = 0.01  # seconds between probes of a process group, which has no exit event
 
 _KEEP_ENV = frozenset({"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR",
                        "TERM", "SYSTEMROOT", "WINDIR", "COMSPEC", "PATHEXT", "TEMP", "TMP"})
@@ -111,17 +112,11 @@ class StderrTail:
         text = "\n".join(kept if lines is None else kept[-lines:])
         return text if max_chars is None else text[-max_chars:]
 
-    @property
-    def done(self) -> bool:
-        return self._done.is_set()
-
     async def settle(self, within: float) -> bool:
         """Wait up to ``within`` seconds until everything the child wrote has been read; whether it was."""
-        with anyio.move_on_after(within):
-            while True:
-                if self._done.is_set():
-                    break
-                await anyio.sleep(_POLL)
+        if not self._done.is_set():
+            # The pump thread sets a threading.Event: wait for it on a worker thread, let go on cancel.
+            await anyio.to_thread.run_sync(self._done.wait, within, abandon_on_cancel=True)
         return self._done.is_set()
 
     def _pump(self, fd: int) -> None:
@@ -187,14 +182,10 @@ class Child:
         return self.stderr.text(lines, max_chars) if self.stderr is not None else ""
 
     async def wait_exit(self, within: float) -> bool:
-        """Wait up to ``within`` seconds for the leader to exit; whether it did. Polls ``returncode`` rather than
-        awaiting ``wait()``: asyncio's wait() also waits for the pipes to close, which a surviving
-        grandchild holding them would turn into a hang."""
+        """Wait up to ``within`` seconds for the leader to exit; whether it did. anyio's ``wait()`` waits
+        for the exit only (not for the pipes a surviving grandchild may hold)."""
         with anyio.move_on_after(within):
-            while True:
-                if self.process.returncode is not None:
-                    break
-                await anyio.sleep(_POLL)
+            await self.process.wait()
         return self.process.returncode is not None
 
     def signal_group(self, sig: int) -> bool:
@@ -255,9 +246,10 @@ class Child:
 
     async def _until_group_gone(self, within: float) -> None:
         with anyio.move_on_after(within):
-            while True:
-                if self.returncode is not None and not self.group_alive():
-                    break
+            await self.process.wait()
+            # The rest of the group are not our children: no exit event or waitpid reaches them
+            # (a pidfd would need each pid, racing their exits), so probing the group is all there is.
+            while self.group_alive():  # noqa: ASYNC110 (no event: see above)
                 await anyio.sleep(_POLL)
 
     async def _close_pipes(self) -> None:

@@ -1,22 +1,78 @@
 """Secrets never leave the sidecar in clear: the one place that says how they are shown.
 
-Responses, log lines and error messages mask them (``mask*``, ``masked_key``); exports turn them
-into ``${VAR}`` placeholders (``placeholder*``). A ``${VAR}`` reference is not a secret and shows as is.
+Responses, log lines and error messages mask them (``mask*``, ``masked_key``, ``scrub``); exports turn
+them into ``${VAR}`` placeholders (``placeholder*``). A ``${VAR}`` reference is not a secret and shows
+as is; ``resolve`` reads it from the environment when the value is used, never to store it.
 """
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Callable
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from collections.abc import Callable, Iterable, Mapping
+from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 MASK = "****"
-_REFERENCE = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _SECRET_NAME = re.compile(r"(token|secret|passw|api[-_]?key|auth|credential|signature|sig$|key$)", re.I)
 
 
 def is_reference(value: str) -> bool:
-    return bool(_REFERENCE.match(value))
+    """The whole value is one ``${VAR}`` reference."""
+    return _VAR.fullmatch(value) is not None
+
+
+class MissingVariable(Exception):
+    """A `${VAR}` reference names a variable that is not set."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+    def __str__(self) -> str:
+        return (f"{self.name} is not set: set it in the environment the app starts from, "
+                f"or edit the server")
+
+
+def references(text: str) -> list[str]:
+    """The variable names `text` refers to, in order."""
+    return _VAR.findall(text)
+
+
+def resolve(text: str, environ: Mapping[str, str] | None = None) -> str:
+    """Replace every `${VAR}` in `text` from `environ` (default `os.environ`).
+
+    Raises:
+        MissingVariable: a referenced variable is not set (an empty value counts as set).
+    """
+    if "${" not in text:
+        return text
+    env = os.environ if environ is None else environ
+
+    def sub(match: re.Match[str]) -> str:
+        name = match.group(1)
+        value = env.get(name)
+        if value is None:
+            raise MissingVariable(name)
+        return value
+
+    return _VAR.sub(sub, text)
+
+
+def resolve_mapping(values: Mapping[str, str], environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    return {k: resolve(v, environ) for k, v in values.items()}
+
+
+def scrub(text: str, values: Iterable[str], shown: Callable[[str], str] = lambda _: MASK) -> str:
+    """`text` with every known secret value in it replaced by ``shown(value)`` (default: masked).
+
+    A peer may echo what it was sent (a key, a header, a token-bearing URL). Values shorter than 4
+    characters are left alone: they would mask ordinary words. Longer values go first, so a value
+    that contains another is replaced whole.
+    """
+    for value in sorted({v for v in values if len(v) >= 4}, key=len, reverse=True):
+        text = text.replace(value, shown(value))
+    return text
 
 
 def mask(value: str) -> str:
@@ -31,7 +87,38 @@ def mask_map(values: dict[str, str]) -> dict[str, str]:
 Replace = Callable[[str, str], str]  # (name the value is known by, value) -> shown value
 
 
+def _rewrite_pairs(text: str, replace: Replace, bare_name: str) -> str:
+    """Every value of a ``k=v&...`` text through `replace`, keys kept so the shape stays visible.
+
+    A part without ``=`` may itself be the secret (``?sk-live-123``, ``#eyJ...``): it is replaced
+    whole, under `bare_name`. An empty value has nothing to hide and stays empty; a value that is a
+    ``${VAR}`` reference (even percent-encoded) keeps its original spelling.
+    """
+    out: list[str] = []
+    for part in text.split("&"):
+        if not part:
+            out.append(part)
+            continue
+        key, eq, value = part.partition("=")
+        if not eq:
+            plain = unquote_plus(part)
+            shown = replace(bare_name, plain)
+            out.append(part if shown == plain else shown)
+        elif not value:
+            out.append(part)
+        else:
+            plain = unquote_plus(value)
+            shown = replace(unquote_plus(key), plain)
+            out.append(f"{key}={value if shown == plain else shown}")
+    return "&".join(out)
+
+
 def _rewrite_url(url: str, replace: Replace) -> str:
+    """Userinfo, every query value and the fragment's values through `replace`.
+
+    Whether a query value is secret cannot be told from its name (``?jwt=``, ``?session=``, ``?k=``),
+    so every literal value goes through `replace`, and so does the fragment (``#access_token=``).
+    """
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -40,12 +127,9 @@ def _rewrite_url(url: str, replace: Replace) -> str:
     if "@" in netloc:  # user:password@host
         user, _, host = netloc.rpartition("@")
         netloc = f"{replace('url_credentials', user)}@{host}"
-    query = urlencode(
-        [(k, replace(k, v) if _SECRET_NAME.search(k) else v)
-         for k, v in parse_qsl(parts.query, keep_blank_values=True)],
-        safe="${}*",
-    )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    query = _rewrite_pairs(parts.query, replace, "query")
+    fragment = _rewrite_pairs(parts.fragment, replace, "fragment")
+    return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
 
 
 def _rewrite_args(args: list[str], replace: Replace) -> list[str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import msgspec
 
@@ -11,6 +11,7 @@ from .errors import ErrorCode
 
 # How a tool call's result is shown (seed 000 §5).
 Renderer = Literal["code", "document", "html", "frame"]
+RENDERERS: tuple[str, ...] = get_args(Renderer)
 
 
 class InspectParams(Model):

@@ -69,7 +69,8 @@ host). `session`, `requests`, `stdio` and `remote` import the SDK: they are impo
 """
 
 from ..errors import McpError
-from .config import MissingVariable, ServerConfig
+from ..secrets import MissingVariable
+from .config import ServerConfig
 from .elicitation import ElicitAnswer, Elicitation, InvalidAnswer
 from .host import McpHost
 from .state import CallOrigin, McpTool, ServerState

@@ -1,16 +1,14 @@
-"""What the sidecar hands the host for one MCP server, and `${VAR}` resolution.
+"""What the sidecar hands the host for one MCP server.
 
 A `ServerConfig` is plain data taken from `toolset_mcp_servers`. Its `env` values, `args`, `url` and
-`headers` values may hold `${VAR}` references; they are resolved from `os.environ` when the host
-connects (never stored resolved), so a secret lives in the user's environment and an export keeps the
-placeholder. A reference to a variable that is not set is a `MissingVariable`, which the host turns
-into an `error` state on that server.
+`headers` values may hold `${VAR}` references; `secrets.resolve` reads them from `os.environ` when the
+host connects (never stored resolved), so a secret lives in the user's environment and an export keeps
+the placeholder. A reference to a variable that is not set is a `secrets.MissingVariable`, which the
+host turns into an `error` state on that server.
 """
 
 from __future__ import annotations
 
-import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -18,9 +16,6 @@ from typing import Literal
 
 ServerType = Literal["stdio", "sse", "streamable-http"]
 SERVER_TYPES: frozenset[str] = frozenset({"stdio", "sse", "streamable-http"})
-
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
 
 @dataclass(frozen=True)
 class ServerConfig:
@@ -52,44 +47,3 @@ class ServerConfig:
 
     def __hash__(self) -> int:  # mappings are not hashable; hash what identifies the server
         return hash((self.key, self.type, self.command, self.args, self.url))
-
-
-class MissingVariable(Exception):
-    """A `${VAR}` reference names a variable that is not set."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__(name)
-        self.name = name
-
-    def __str__(self) -> str:
-        return (f"{self.name} is not set: set it in the environment the app starts from, "
-                f"or edit the server")
-
-
-def references(text: str) -> list[str]:
-    """The variable names `text` refers to, in order."""
-    return _VAR.findall(text)
-
-
-def resolve(text: str, environ: Mapping[str, str] | None = None) -> str:
-    """Replace every `${VAR}` in `text` from `environ` (default `os.environ`).
-
-    Raises:
-        MissingVariable: a referenced variable is not set (an empty value counts as set).
-    """
-    if "${" not in text:
-        return text
-    env = os.environ if environ is None else environ
-
-    def sub(match: re.Match[str]) -> str:
-        name = match.group(1)
-        value = env.get(name)
-        if value is None:
-            raise MissingVariable(name)
-        return value
-
-    return _VAR.sub(sub, text)
-
-
-def resolve_mapping(values: Mapping[str, str], environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    return {k: resolve(v, environ) for k, v in values.items()}

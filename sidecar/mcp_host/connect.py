@@ -15,8 +15,9 @@ import anyio
 import anyio.to_thread
 
 from ..children import scrubbed_env
+from ..secrets import MissingVariable, resolve, resolve_mapping
 from .commands import CommandNotFound, resolve_command
-from .config import MissingVariable, ServerConfig, resolve, resolve_mapping
+from .config import ServerConfig
 from .elicitation import Elicit, ElicitAnswer, Elicitation
 from .failures import Failure, describe, flatten, only_cancelled
 from .state import Conn, LiveServer

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ..secrets import mask_url
+from ..secrets import mask_url, scrub
 from .config import ServerConfig
 from .state import Conn
 
@@ -108,10 +108,8 @@ def describe(config: ServerConfig, url: str | None, exc: BaseException) -> str:
         if isinstance(e, TimeoutError):
             return f"no answer within {config.connect_timeout:g} s"
     e = leaves[0]
-    text = f"{type(e).__name__}: {e}"
-    for raw in {url or "", config.url or ""} - {""}:
-        text = text.replace(raw, masked)  # never the token-bearing URL
-    return text
+    # never the token-bearing URL
+    return scrub(f"{type(e).__name__}: {e}", [url or "", config.url or ""], mask_url)
 
 
 def not_connected(server_id: str, status: str, error: str | None) -> str:

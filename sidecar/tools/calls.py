@@ -53,7 +53,6 @@ class ToolCallService:
         self.repo = ToolCallRepo(db)
         self.scratch = scratch
         self.catalog = catalog
-        self.mcp = catalog.host
 
     def bind(self, tg: TaskGroup) -> None:
         self.repo.bind(tg)
@@ -174,8 +173,9 @@ class ToolCallService:
                 raise _Failed(message, exc.kind) from None
         if tool.provider == "mcp":
             try:
-                result = await self.mcp.call_tool(target.config["server_key"], target.config["tool_name"], args,
-                                                  on_progress=on_progress, origin=CallOrigin(chat_id, call_id))
+                result = await self.catalog.host.call_tool(
+                    target.config["server_key"], target.config["tool_name"], args,
+                    on_progress=on_progress, origin=CallOrigin(chat_id, call_id))
             except McpError as exc:
                 raise _Failed(exc.message, exc.kind) from None
             if result.get("isError"):

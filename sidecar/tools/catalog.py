@@ -13,6 +13,7 @@ from ..store import CATALOG, Database
 from ..store.tool_catalog import BuiltinRow, CatalogRow, ToolCatalogRepo
 from ..store.toolsets import ToolsetRepo
 from .providers import mcp as mcp_tools
+from .providers.builtin import BUILTINS
 from .providers.python.entrypoints import importable
 from .resolved import Resolved
 
@@ -85,8 +86,6 @@ class Catalog:
 
     async def sync_builtins(self) -> None:
         """Make the stored built-in rows match this build (the user's ``enabled`` choice is kept)."""
-        from .providers.builtin import BUILTINS  # the built-ins load their modules on first use
-
         wanted = [BuiltinRow(tool_id=b.name, name=b.title, description=b.description, input_schema=b.input_schema,
                              requires_confirmation=b.requires_confirmation,
                              config={"renderer": b.renderer, "renderer_config": b.renderer_config,

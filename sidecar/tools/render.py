@@ -16,13 +16,11 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, NamedTuple, get_args
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
-from ..api.toolsets import Renderer
+from ..api.toolsets import RENDERERS
 from ..workspace import paths
-
-RENDERERS: tuple[str, ...] = get_args(Renderer)
 
 _EXPR = re.compile(r"\$\$|\$([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z0-9_]+|\[[0-9]+\])*)")
 _SEGMENT = re.compile(r"\.([A-Za-z0-9_]+)|\[([0-9]+)\]")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..errors import BundleError
 from ..store.toolsets import FileKind, SourceType
-from ..tools.providers.python.entrypoints import module_of
+from ..tools.providers.python.entrypoints import module_path
 from ..workspace import paths
 from .manifest import ManifestError, Parsed, parse
 
@@ -171,8 +171,8 @@ def _strip_top_folder(files: dict[str, bytes]) -> dict[str, bytes]:
 
 
 def _module_file(files: dict[str, bytes], module: str) -> str | None:
-    rel = module_of(module).removeprefix("tools.").replace(".", "/")
-    for candidate in (f"tools/{rel}.py", f"tools/{rel}/__init__.py"):
+    path = module_path(module)
+    for candidate in (path, path.removesuffix(".py") + "/__init__.py"):
         if candidate in files:
             return candidate
     return None
@@ -198,8 +198,7 @@ def _check_entrypoints(bundle: Bundle) -> None:
             raise BundleError(where, f'"{tool.entrypoint}" names the tools folder, not a module in it')
         path = _module_file(bundle.files, module)
         if path is None:
-            expected = f"tools/{module.removeprefix('tools.').replace('.', '/')}.py"
-            raise BundleError(where, f'"{tool.entrypoint}" needs {expected}, which the bundle does not have')
+            raise BundleError(where, f'"{tool.entrypoint}" needs {module_path(module)}, which the bundle does not have')
         if path not in trees:
             try:
                 trees[path] = ast.parse(bundle.files[path], filename=path)

@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal
 
 import msgspec
 
 from ..api.base import Id
-from ..api.toolsets import Renderer
+from ..api.toolsets import RENDERERS, Renderer
 from ..errors import ManifestError
 from ..store.mcp_servers import McpServerRow
 
 ENTRYPOINT_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
-RENDERERS: tuple[str, ...] = get_args(Renderer)
 MAX_MANIFEST_BYTES = 1 << 20
 
 

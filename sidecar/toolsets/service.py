@@ -13,6 +13,7 @@ import logging
 import os
 import shutil
 import uuid
+import zipfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,11 +31,12 @@ from ..store.toolsets import Install, OverrideRow, StoredTool, ToolsetFile, Tool
 from ..tools.providers.python.entrypoints import importable
 from ..tools.providers.python.worker import ToolFailure
 from ..tools.providers.python.workers import ToolsetWorkers
+from .bundle import MANIFEST, Bundle, kind_of
+from .bundle import read as read_bundle
 from .manifest import ManifestError, ToolDecl, from_data
 
 if TYPE_CHECKING:
     from ..tools.providers.python.workers import WorkerHost
-    from .bundle import Bundle
     from .manifest import Manifest
 
 log = logging.getLogger("sidecar.toolsets")
@@ -72,9 +74,7 @@ class ToolsetService:
     # -- install -----------------------------------------------------------------------------
 
     async def install(self, source: str, *, replace: bool = False) -> ToolsetRow:
-        from . import bundle  # zipfile and ast: loaded on first use, not at start-up
-
-        b = await anyio.to_thread.run_sync(bundle.read, source)  # a BundleError is InvalidBundle on the wire
+        b = await anyio.to_thread.run_sync(read_bundle, source)  # a BundleError is InvalidBundle on the wire
         m = b.manifest
         async with self._lock:
             existing = await self.repo.get(m.id)
@@ -103,8 +103,6 @@ class ToolsetService:
     async def add_user_server(self, server: dict[str, Any]) -> ToolsetRow:
         """mcpServers/add: a userMcp toolset whose id is the server's, holding only that server.
         ``server`` is a manifest's mcp_servers entry; unset (None or empty) fields are dropped."""
-        from .bundle import Bundle  # zipfile and ast: loaded on first use, not at start-up
-
         server_id = server.get("id")
         try:
             parsed = from_data({"manifest_version": "1", "id": server_id, "name": server_id,
@@ -149,8 +147,6 @@ class ToolsetService:
     async def _write_rows(
         self, b: Bundle, revision: Path | None, described: dict[str, dict[str, Any]], *, replace: bool
     ) -> None:
-        from .bundle import kind_of  # zipfile and ast: loaded on first use, not at start-up
-
         m: Manifest = b.manifest
         stamp = now()
         user = b.source_type == "user"  # mcpServers/add: no files, no source to follow
@@ -265,11 +261,7 @@ def _write_files(revision: Path, files: dict[str, bytes]) -> None:
 
 
 def _pack(manifest: dict[str, Any], files: list[tuple[str, str]], target: Path) -> bytes:
-    import zipfile
-
-    import yaml
-
-    from .bundle import MANIFEST
+    import yaml  # loaded on first use, as manifest.py does
 
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:

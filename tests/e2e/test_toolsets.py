@@ -43,7 +43,7 @@ async def test_inspect_shows_what_would_be_installed_with_secrets_masked(sidecar
     search, remote = got["mcpServers"]
     assert search["command"] == ["npx", "-y", "search-server", "--api-key", "****", "--region=eu"]
     assert search["env"] == {"API_KEY": "${SEARCH_API_KEY}", "LITERAL_TOKEN": "****"}
-    assert remote["url"] == "https://****@example.com/mcp?token=****&mode=fast"
+    assert remote["url"] == "https://****@example.com/mcp?token=****&mode=****"
     assert remote["headers"] == {"Authorization": "****"}
     text = str(got)
     for secret in ("sk-live-123", "abc123", "hunter2", "secret", "pw@"):

@@ -19,8 +19,7 @@ import anyio
 import anyio.to_thread
 
 from ...errors import ProviderError
-from ...mcp_host.config import MissingVariable, resolve, resolve_mapping
-from ...secrets import MASK, mask_url
+from ...secrets import MissingVariable, mask_url, resolve, resolve_mapping, scrub
 from .base import ProviderEvent, ToolCallRequest, TurnRequest
 
 DEFAULT_MAX_RETRIES = 2
@@ -133,7 +132,8 @@ class RemoteProvider:
     def _connected(self) -> Any:
         if self._client is None:
             options = self.endpoint.client_options(self.env_key)
-            self._secrets = [options["api_key"], *options["default_headers"].values()]
+            # A server may echo what it was sent: these never reach a message (UNUSED_KEY is no secret).
+            self._secrets = [v for v in (options["api_key"], *options["default_headers"].values()) if v != UNUSED_KEY]
             self._client = self._new_client(options)
         return self._client
 
@@ -167,19 +167,19 @@ def provider_error(exc: BaseException, sdk: ModuleType, endpoint: Endpoint, secr
         return exc
     err: Any = exc  # the SDK's classes are only known at run time: so are their fields
     if isinstance(exc, sdk.APIStatusError) and err.status_code != 200:  # 200: an error event, below
-        return _status_error(err.status_code, _scrub(_detail(err.body, err.message), secrets), endpoint)
+        return _status_error(err.status_code, scrub(_detail(err.body, err.message), secrets), endpoint)
     if isinstance(exc, sdk.APITimeoutError):
         limit = f"{endpoint.timeout:g}s" if endpoint.timeout is not None else "the time limit"
         return ProviderError(f"the provider gave no answer within {limit}: try again, or raise config.timeout "
                              "with providers/set", retryable=True)
     if isinstance(exc, sdk.APIConnectionError | httpx2.TransportError):
-        cause = _scrub(str(exc.__cause__ or exc), secrets)
+        cause = scrub(str(exc.__cause__ or exc), secrets)
         if streaming:
             return ProviderError(f"the connection was cut mid-answer ({cause}): try again", retryable=True)
         return ProviderError(f"cannot reach {_where(endpoint)} ({cause}): check baseUrl and the network",
                              retryable=True)
     if isinstance(exc, sdk.APIError):  # an error event in a stream that had begun well (e.g. overloaded)
-        return ProviderError(f"the provider failed mid-answer: {_scrub(_detail(err.body, err.message), secrets)}",
+        return ProviderError(f"the provider failed mid-answer: {scrub(_detail(err.body, err.message), secrets)}",
                              retryable=True)
     return None
 
@@ -210,15 +210,6 @@ def _detail(body: object, fallback: str) -> str:
     if isinstance(body, str) and body.strip():
         return body.strip()[:500]
     return fallback
-
-
-def _scrub(text: str, secrets: list[str]) -> str:
-    """A server may echo what it was sent; the secrets it was sent never reach a message."""
-
-    for secret in secrets:
-        if len(secret) >= 4 and secret != UNUSED_KEY:
-            text = text.replace(secret, MASK)
-    return text
 
 
 def _where(endpoint: Endpoint) -> str:

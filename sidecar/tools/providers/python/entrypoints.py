@@ -10,6 +10,12 @@ def module_of(entrypoint: str) -> str:
     return "tools." + entrypoint.partition(":")[0].removeprefix("tools.")
 
 
+def module_path(entrypoint: str) -> str:
+    """``a.b:run`` (or ``tools.a.b:run``) -> ``tools/a/b.py``: the file of the module it names,
+    relative to the toolset's folder (a package's is ``tools/a/b/__init__.py`` instead)."""
+    return module_of(entrypoint).replace(".", "/") + ".py"
+
+
 def importable(entrypoint: str) -> str:
     """``hello:run`` -> ``tools.hello:run``: what a worker (cwd: the toolset's folder) imports."""
     return f"{module_of(entrypoint)}:{entrypoint.partition(':')[2]}"

@@ -83,12 +83,10 @@ class Worker:
     """One worker process, serving one request at a time. Its answers are matched by id: a line
     a tool managed to write onto the pipe is skipped, never taken for the answer."""
 
-    def __init__(self, child: Child, label: str, generation: int, max_line: int) -> None:
+    def __init__(self, child: Child, generation: int, max_line: int) -> None:
         self.child = child
-        self.pid = child.pid
         self.generation = generation
         self.reusable = True
-        self._label = label
         self._ids = itertools.count(1)
         self._max_line = max_line
         self._splitter = LineSplitter(max_line)
@@ -168,7 +166,7 @@ class Worker:
                 return reply
             # Not ours: something a tool wrote onto the pipe, or an answer to a request given up on.
             log.warning("%s: skipped a line from the worker that is not the answer to request %d: %r",
-                        self._label, request_id, frame[:200])
+                        self.child.label, request_id, frame[:200])
 
     async def _next_frame(self) -> Frame | None:
         """The next line the worker writes, or None once it has exited without one."""
@@ -202,7 +200,7 @@ class Worker:
         with anyio.CancelScope(shield=True):
             if self.alive:
                 with suppress(ProcessLookupError):
-                    os.kill(self.pid, signal.SIGINT)
+                    os.kill(self.child.pid, signal.SIGINT)
                 with anyio.move_on_after(INTERRUPT_GRACE):
                     await self._next_frame()  # the "cancelled" answer, or the exit
             self.child.kill()

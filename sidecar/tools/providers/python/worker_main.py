@@ -57,6 +57,7 @@ _MAX_TRACEBACK = 32_000  # characters, the end kept: the innermost frames matter
 # Levels of lists and objects a result may nest: the sidecar, the database and the UI each walk
 # it recursively again, deeper in their own stacks, so the limit leaves them most of theirs.
 MAX_DEPTH = 256
+_DEPTH_MARGIN = 16  # frames for enc_hook (a pydantic model's model_dump) while encoding
 
 
 class Config(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
@@ -272,19 +273,26 @@ class Worker:
         )
 
     def encode_result(self, result: Any) -> bytes:
-        if _nested_deeper(result, MAX_DEPTH):
-            raise Failure("output", f"the tool's result is nested more than {MAX_DEPTH} levels deep: "
-                                    "return a flatter structure")
+        # The encoder enforces the depth: on CPython 3.11 msgspec counts each level it enters against
+        # the recursion limit, so a limit of (frames above us + MAX_DEPTH + a margin for enc_hook's
+        # frames) stops it near MAX_DEPTH, with no walk of the result in Python before encoding.
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(_frame_depth() + MAX_DEPTH + _DEPTH_MARGIN)
         try:
             data = self.encoder.encode(result)
+        except RecursionError:
+            raise Failure("output", f"the tool's result is nested more than {MAX_DEPTH} levels deep: "
+                                    "return a flatter structure") from None
         except NotJson as exc:
             raise Failure(
                 "output",
                 f"the tool returned {exc.type_name}, which is not JSON: "
                 "return dicts, lists, str, int, float, bool or None",
             ) from None
-        except (TypeError, ValueError, OverflowError, RecursionError) as exc:
+        except (TypeError, ValueError, OverflowError) as exc:
             raise Failure("output", f"the tool's result cannot be written as JSON: {exc}") from None
+        finally:
+            sys.setrecursionlimit(limit)
         if len(data) > self.config.output_bytes:
             raise Failure(
                 "output",
@@ -363,19 +371,11 @@ def _lines(fd: int, idle_seconds: float) -> Iterator[bytes]:
         buf += chunk
 
 
-def _nested_deeper(value: Any, limit: int) -> bool:
-    """Whether lists and objects nest more than ``limit`` levels; iterative, so any depth is safe."""
-    containers = (dict, list, tuple, set, frozenset)
-    if not isinstance(value, containers):
-        return False
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > limit:
-            return True
-        children = item.values() if isinstance(item, dict) else item
-        stack.extend((child, depth + 1) for child in children if isinstance(child, containers))
-    return False
+def _frame_depth() -> int:
+    depth, frame = 0, sys._getframe()
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back
+    return depth
 
 
 def _describe(exc: BaseException) -> str:

@@ -43,7 +43,6 @@ WORKER_SCRIPT = Path(__file__).with_name("worker_main.py")
 SDK_DIR = Path(__file__).with_name("sdk")
 
 
-STDERR_LINES = 20
 _REPLY_MARGIN = 1 << 20  # envelope, error message and traceback on top of the output limit
 
 
@@ -138,7 +137,7 @@ class ToolsetWorkers:
 
     def stats(self) -> dict[str, Any]:
         live = [w for w in (*self._idle, *self._busy) if w.alive]
-        return {"pids": [w.pid for w in live], "idle": len(self._idle), "busy": len(self._busy)}
+        return {"pids": [w.child.pid for w in live], "idle": len(self._idle), "busy": len(self._busy)}
 
     # -- internals -------------------------------------------------------------------------------
 
@@ -199,7 +198,6 @@ class ToolsetWorkers:
                 env=worker_env(self.toolset_id, self.toolset_dir, self.env),
                 cwd=self.toolset_dir,
                 label=self.toolset_id,
-                stderr_lines=STDERR_LINES,
                 logger=log,
             )
         except OSError as exc:
@@ -208,7 +206,7 @@ class ToolsetWorkers:
                 "load", f"cannot start a worker for toolset {self.toolset_id} in {self.toolset_dir}: {why}"
             ) from None
         max_line = self.limits.output_bytes + _REPLY_MARGIN
-        return Worker(child, self.toolset_id, self._generation, max_line)
+        return Worker(child, self._generation, max_line)
 
 
 class WorkerHost:

@@ -355,6 +355,7 @@ async def test_a_deeply_nested_result_fails_only_its_call(pool: ToolsetWorkers, 
     assert exc.kind == "output"
     assert "nested" in exc.message
     assert len(str(await call(pool, workspace, "nested", {"depth": 50}))) == 102
+    assert len(str(await call(pool, workspace, "nested", {"depth": 200}))) == 402
     assert await call(pool, workspace, "pid") == before
 
 

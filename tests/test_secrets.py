@@ -1,0 +1,61 @@
+"""secrets.py: how URLs are shown in responses, logs and errors, and written in exports."""
+
+from __future__ import annotations
+
+import pytest
+
+from sidecar.secrets import (
+    MissingVariable,
+    is_reference,
+    mask_url,
+    placeholder_url,
+    references,
+    resolve,
+    resolve_mapping,
+    scrub,
+)
+
+
+@pytest.mark.parametrize(("url", "masked"), [
+    ("https://h/sse?jwt=eyJabc&session=s3cr3t", "https://h/sse?jwt=****&session=****"),
+    ("https://h/mcp?k=sk-live-123", "https://h/mcp?k=****"),
+    ("https://h/cb#access_token=abc", "https://h/cb#access_token=****"),
+    ("https://h/mcp?sk-live-123", "https://h/mcp?****"),
+    ("https://h/p#eyJabc", "https://h/p#****"),
+    ("https://user:pw@h/mcp?token=t&mode=fast", "https://****@h/mcp?token=****&mode=****"),
+])
+def test_every_literal_query_value_and_the_fragment_are_masked(url: str, masked: str) -> None:
+    assert mask_url(url) == masked
+
+
+def test_references_and_empty_values_show_as_they_are() -> None:
+    url = "https://h/mcp?a=${TOKEN}&b=%24%7BOTHER%7D&c=&d=x"
+    assert mask_url(url) == "https://h/mcp?a=${TOKEN}&b=%24%7BOTHER%7D&c=&d=****"
+
+
+def test_exports_turn_every_literal_value_into_a_placeholder_named_after_its_key() -> None:
+    assert (placeholder_url("https://u:p@h/sse?jwt=eyJabc&session-id=s3cr3t&ref=${REF}#access_token=abc")
+            == "https://${URL_CREDENTIALS}@h/sse?jwt=${JWT}&session-id=${SESSION_ID}&ref=${REF}"
+               "#access_token=${ACCESS_TOKEN}")
+
+
+def test_is_reference_is_the_whole_value() -> None:
+    assert is_reference("${TOKEN}")
+    assert not is_reference("Bearer ${TOKEN}") and not is_reference("${TOKEN}x") and not is_reference("${1X}")
+
+
+def test_resolve_reads_every_reference_and_refuses_an_unset_one() -> None:
+    env = {"A": "1", "EMPTY": ""}
+    assert references("x${A}y${B}") == ["A", "B"]
+    assert resolve("x${A}y${EMPTY}z", env) == "x1yz"
+    assert resolve_mapping({"k": "${A}", "plain": "v"}, env) == {"k": "1", "plain": "v"}
+    with pytest.raises(MissingVariable) as caught:
+        resolve("${B}", env)
+    assert caught.value.name == "B"
+
+
+def test_scrub_replaces_known_values_longest_first_and_leaves_short_ones() -> None:
+    text = "sent sk-live-123456 and sk-live-123 and abc"
+    assert scrub(text, ["sk-live-123", "sk-live-123456", "abc"]) == "sent **** and **** and abc"
+    assert scrub("GET https://h/x?token=t1t1 failed", ["https://h/x?token=t1t1"], mask_url) == \
+        "GET https://h/x?token=**** failed"
