@@ -5,6 +5,9 @@ to the request of ours it serves (stdio carries none), so it is the request in f
 server when the server asks. When exactly one is in flight, its `CallOrigin` is the source; when
 several are, only a chat they all share is named.
 
+A URL-mode request whose URL is not http(s) with a host (``javascript:``, ``file:``, ...) never
+reaches the UI: it is logged and the server gets ``decline``.
+
 An answer that does not fit the form the server asked for is not passed on: the server gets
 ``cancel`` (re-asking is not possible in MCP, and an error response would blame the server), and
 the request that caused the elicitation fails with `McpError` kind ``elicitation`` saying what
@@ -17,6 +20,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
 
 from .state import CallOrigin, LiveServer, Pending
 
@@ -70,6 +74,15 @@ def source_of(srv: LiveServer) -> tuple[Pending | None, str | None]:
     return (pending[0] if len(pending) == 1 else None), chat_id
 
 
+def is_web_url(url: str) -> bool:
+    """Whether a URL-mode elicitation's page is one the UI may offer to open: http(s) with a host."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    return parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
+
+
 def check_answer(answer: ElicitAnswer, request: Elicitation) -> None:
     """Raise `InvalidAnswer` when an accepted form answer does not fit the requested schema."""
     if request.mode != "form" or answer.action != "accept":
@@ -98,6 +111,10 @@ def elicitation_callback(srv: LiveServer, elicit: Elicit) -> Any:
     async def on_elicit(context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult | ErrorData:
         pending, chat_id = source_of(srv)
         if isinstance(params, types.ElicitRequestURLParams):
+            if not is_web_url(params.url):
+                log.warning("MCP server %s asked the user to open %r, which is not an http(s) URL: declined",
+                            srv.label, params.url[:200])
+                return types.ElicitResult(action="decline")
             request = Elicitation(key=srv.config.key, mode="url", message=params.message, url=params.url,
                                   elicitation_id=params.elicitation_id, chat_id=chat_id,
                                   origin=pending.origin if pending is not None else None)

@@ -476,6 +476,23 @@ async def test_url_mode_elicitation_reaches_the_user_with_its_url_and_id() -> No
         assert asked.origin == origin and asked.chat_id == "chat-1"
 
 
+@pytest.mark.parametrize("url", ["javascript:alert(document.cookie)", "file:///etc/passwd", "https:///no-host",
+                                 "data:text/html,<script>1</script>"])
+async def test_a_url_mode_elicitation_that_is_not_a_web_page_is_declined_without_asking(
+        url: str, caplog: pytest.LogCaptureFixture) -> None:
+    async with running(stdio("badurl")) as (host, rec):
+        await wait_status(host, "ts~badurl", "connected")
+        rec.answer = ElicitAnswer("accept")
+        with caplog.at_level(logging.WARNING, logger="sidecar.mcp_host"):
+            result = await host.call_tool("ts~badurl", "ask_url_to", {"url": url})
+        assert text(result) == "url answer: decline"
+        assert rec.elicited == []
+        assert any("not an http(s) URL" in r.getMessage() for r in caplog.records)
+        assert text(await host.call_tool("ts~badurl", "ask_url_to", {"url": "http://example.com/ok"})) \
+            == "url answer: accept"
+        assert [r.url for r in rec.elicited] == ["http://example.com/ok"]
+
+
 async def test_an_elicitation_names_the_call_it_came_from() -> None:
     async with running(stdio("who")) as (host, rec):
         await wait_status(host, "ts~who", "connected")
