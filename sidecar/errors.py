@@ -10,10 +10,11 @@
     │   ├── BundleError                  the folder or ZIP (limits, names, entries)
     │   └── ManifestError                toolset.yaml (path is where in it: tools[2].entrypoint)
     ├── UpstreamError            -32020  data {source, server?, message}: an MCP server or model provider
-    │   ├── McpError                     a request to an MCP server failed (kind says how)
+    │   ├── McpError                     a request to an MCP server failed (kind says how); with the same
+    │   │                                data, kind timeout is sent as Timeout (-32022), not_connected as
+    │   │                                Conflict
     │   └── ProviderError                a model provider failed (status, retryable)
     ├── ToolFailed               -32021  data {toolCallId}: a tool ran and failed
-    ├── Timeout                  -32022  a tool, MCP server or provider took longer than its limit
     ├── StorageError             -32030  SQLite or disk
     │   └── MissingBlob                  a blob a manifest names is gone from the store
     └── InstanceLocked           -32031  data {lockPath, holderPid}
@@ -113,11 +114,12 @@ McpErrorKind = Literal["not_connected", "timeout", "server", "disconnected", "to
 
 
 class McpError(UpstreamError):
-    """A request to an MCP server failed. ``message`` is the reason alone.
+    """A request to an MCP server failed. ``message`` is the reason alone; ``server`` is the server's
+    key (``toolset~server``), in the wire data too.
 
-    `kind`:
-    - ``not_connected``: the server is not connected (starting, failed, disabled or unknown);
-    - ``timeout``: no answer within the call timeout (the request was cancelled toward the server);
+    `kind` (it also picks the wire code: UpstreamError unless said otherwise):
+    - ``not_connected``: the server is not connected (starting, failed, disabled or unknown); Conflict;
+    - ``timeout``: no answer within the call timeout (the request was cancelled toward the server); Timeout;
     - ``server``: the server answered with a JSON-RPC error (``server_code``, ``server_data`` carry it)
       or an invalid result;
     - ``disconnected``: the connection ended while the request was pending;
@@ -126,10 +128,14 @@ class McpError(UpstreamError):
       (the server was told ``cancel``).
     """
 
-    def __init__(self, kind: McpErrorKind, message: str, *, server_code: int | None = None,
+    _CODES: dict[McpErrorKind, ErrorCode] = {"timeout": ErrorCode.TIMEOUT, "not_connected": ErrorCode.CONFLICT}
+
+    def __init__(self, kind: McpErrorKind, message: str, *, server: str, server_code: int | None = None,
                  server_data: Any = None) -> None:
-        super().__init__("mcp", message)
+        super().__init__("mcp", message, server)
+        self.code = self._CODES.get(kind, ErrorCode.UPSTREAM_ERROR)
         self.kind: McpErrorKind = kind
+        self.server = server
         self.message = message
         self.server_code = server_code  # the server's own JSON-RPC error: never ours on the wire
         self.server_data = server_data
@@ -161,10 +167,6 @@ class ToolFailed(SidecarError):
     def __init__(self, tool_call_id: str, message: str) -> None:
         super().__init__(message, {"toolCallId": tool_call_id})
         self.tool_call_id = tool_call_id
-
-
-class Timeout(SidecarError):
-    code = ErrorCode.TIMEOUT
 
 
 class StorageError(SidecarError):

@@ -149,8 +149,8 @@ class McpImportResult(Model):
     servers: list[McpServer]
 
 
-_NF, _CF, _IP, _ST, _UP = (ErrorCode.NOT_FOUND, ErrorCode.CONFLICT, ErrorCode.INVALID_PARAMS,
-                           ErrorCode.STORAGE_ERROR, ErrorCode.UPSTREAM_ERROR)
+_NF, _CF, _IP, _ST, _UP, _TO = (ErrorCode.NOT_FOUND, ErrorCode.CONFLICT, ErrorCode.INVALID_PARAMS,
+                                ErrorCode.STORAGE_ERROR, ErrorCode.UPSTREAM_ERROR, ErrorCode.TIMEOUT)
 
 SPECS = (
     MethodSpec("mcpServers/add", "clientToServer", "request",
@@ -174,13 +174,13 @@ SPECS = (
                "A server's status changed (connecting, connected, error, disabled) or its tools did.",
                params=ServerStatusParams),
     MethodSpec("mcpServers/resources", "clientToServer", "request", "The resources a connected server offers.",
-               params=ServerIdParams, result=ResourcesResult, errors=(_NF, _CF, _UP)),
+               params=ServerIdParams, result=ResourcesResult, errors=(_NF, _CF, _UP, _TO)),
     MethodSpec("mcpServers/readResource", "clientToServer", "request", "Read one resource of a server.",
-               params=ReadResourceParams, result=ReadResourceResult, errors=(_NF, _CF, _UP)),
+               params=ReadResourceParams, result=ReadResourceResult, errors=(_NF, _CF, _UP, _TO)),
     MethodSpec("mcpServers/prompts", "clientToServer", "request", "The prompts a connected server offers.",
-               params=ServerIdParams, result=PromptsResult, errors=(_NF, _CF, _UP)),
+               params=ServerIdParams, result=PromptsResult, errors=(_NF, _CF, _UP, _TO)),
     MethodSpec("mcpServers/getPrompt", "clientToServer", "request", "Fill in one prompt of a server.",
-               params=GetPromptParams, result=GetPromptResult, errors=(_NF, _CF, _UP)),
+               params=GetPromptParams, result=GetPromptResult, errors=(_NF, _CF, _UP, _TO)),
     MethodSpec("ui/elicit", "serverToClient", "request",
                "An MCP server asks the user for input (MCP elicitation); the answer goes back to it.",
                params=ElicitParams, result=ElicitResult),

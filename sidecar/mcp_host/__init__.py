@@ -25,8 +25,8 @@ API::
     await host.list_prompts(key) -> list[dict];     await host.get_prompt(key, name, args) -> dict
     await host.aclose()                  # stop everything; returns when the children are gone
 
-Requests raise `McpError(kind, message)`, kind one of ``not_connected``, ``timeout``, ``server``
-(a JSON-RPC error from the server, `code`/`data` kept; or an invalid answer), ``disconnected``,
+Requests raise `McpError(kind, message, server=key)`, kind one of ``not_connected``, ``timeout``, ``server``
+(a JSON-RPC error from the server, `server_code`/`server_data` kept; or an invalid answer), ``disconnected``,
 ``too_large``, ``elicitation``. Cancelling the awaiting task sends ``notifications/cancelled`` to the server (the
 SDK's dispatcher does it, shielded and bounded) and re-raises. A call's timeout (`timeout` or the
 server's `call_timeout`) cancels the request the same way; it stands still while the server is

@@ -180,10 +180,10 @@ class McpHost:
         await self.settle(key)
         srv = self._servers.get(key)
         if srv is None:
-            raise McpError("not_connected", f"there is no MCP server {key!r}")
+            raise McpError("not_connected", f"there is no MCP server {key!r}", server=key)
         conn = srv.conn
         if not srv.ready or conn is None or conn.session is None:
-            raise McpError("not_connected", not_connected(srv.config.server_id, srv.status, srv.error))
+            raise McpError("not_connected", not_connected(srv.config.server_id, srv.status, srv.error), server=key)
         return srv, conn, conn.session
 
     async def _supervise(self, srv: LiveServer) -> None:

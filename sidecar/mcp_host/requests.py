@@ -75,13 +75,13 @@ def check_size(srv: LiveServer, what: str, out: Any, limit: int) -> None:
     size = json_size(out)
     if size > limit:
         raise McpError("too_large", f"MCP server {srv.config.server_id}: the answer to {what} is about "
-                                    f"{size} bytes, over the {limit}-byte limit")
+                                    f"{size} bytes, over the {limit}-byte limit", server=srv.config.key)
 
 
 async def request(srv: LiveServer, conn: Conn, what: str,
                   timeout: float | None,  # noqa: ASYNC109 - a CallClock: it stands still during elicitations
                   make: Callable[[], Awaitable[T]], origin: CallOrigin | None = None) -> T:
-    name = srv.config.server_id
+    name, key = srv.config.server_id, srv.config.key
     pending = Pending(CallClock(srv.config.call_timeout if timeout is None else timeout), origin)
     clock = pending.clock
     for _ in range(srv.elicits):  # each pending elicitation resumes every clock once when it ends
@@ -90,13 +90,14 @@ async def request(srv: LiveServer, conn: Conn, what: str,
     try:
         with clock.scope:
             result = await make()
-            _check_answer(pending, name, what)
+            _check_answer(pending, srv, what)
             return result
         # Only reached when the clock's scope swallowed its own deadline: the SDK has already sent
         # notifications/cancelled for the request on the way out.
-        raise McpError("timeout", f"MCP server {name} did not answer {what} within {clock.timeout:g} s")
+        raise McpError("timeout", f"MCP server {name} did not answer {what} within {clock.timeout:g} s",
+                       server=key)
     except MCPError as exc:
-        _check_answer(pending, name, what)
+        _check_answer(pending, srv, what)
         err = exc.error
         if err.code == types.CONNECTION_CLOSED and _connection_ended(conn, err.message):
             # Over HTTP a dead server shows first as a request whose stream broke: drop the
@@ -104,23 +105,24 @@ async def request(srv: LiveServer, conn: Conn, what: str,
             # the next request to fail the same way.
             conn.lost.set()
             raise McpError("disconnected", f"MCP server {name}: the connection ended before the answer to "
-                                           f"{what} ({err.message})") from None
+                                           f"{what} ({err.message})", server=key) from None
         if err.code == TOO_LARGE_CODE and isinstance(err.data, dict) and err.data.get("covaltTooLarge"):
             raise McpError("too_large", f"MCP server {name}: the answer to {what} is too large: "
-                                        f"{err.message}") from None
+                                        f"{err.message}", server=key) from None
         raise McpError("server", f"MCP server {name} failed {what}: {err.message}",
-                       server_code=err.code, server_data=err.data) from None
+                       server=key, server_code=err.code, server_data=err.data) from None
     except (ValidationError, RuntimeError) as exc:
-        raise McpError("server", f"MCP server {name} gave an invalid answer to {what}: {exc}") from None
+        raise McpError("server", f"MCP server {name} gave an invalid answer to {what}: {exc}",
+                       server=key) from None
     finally:
         srv.pending.discard(pending)
 
 
-def _check_answer(pending: Pending, name: str, what: str) -> None:
+def _check_answer(pending: Pending, srv: LiveServer, what: str) -> None:
     if pending.refused_answer is not None:
-        raise McpError("elicitation", f"MCP server {name} asked for input during {what} and the answer did not "
-                                      f"fit its form ({pending.refused_answer}); the server was told the "
-                                      "question was cancelled")
+        raise McpError("elicitation", f"MCP server {srv.config.server_id} asked for input during {what} and the "
+                                      f"answer did not fit its form ({pending.refused_answer}); the server was "
+                                      "told the question was cancelled", server=srv.config.key)
 
 
 async def call_tool(srv: LiveServer, conn: Conn, session: ClientSession, name: str, args: dict[str, Any], *,

@@ -11,14 +11,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 from anyio.abc import TaskGroup
 
 from .. import secrets
 from ..api.mcp import AddParams, FoundServer, McpServer
-from ..errors import Conflict, InvalidParams, McpError, NotFound, Timeout, UpstreamError
+from ..errors import Conflict, InvalidParams, NotFound
 from ..store import Database
 from ..store.mcp_servers import AmbiguousServer, McpServerRepo, McpServerRow
 from . import app_configs
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 OnServerStatus = Callable[[McpServer], Awaitable[None]]
-T = TypeVar("T")
 
 
 def config_of(row: McpServerRow) -> ServerConfig:
@@ -135,19 +134,19 @@ class McpServers:
 
     async def resources(self, ref: str) -> list[dict[str, Any]]:
         row = await self._connected(ref)
-        return await _upstream(self.host.list_resources(row.key), row)
+        return await self.host.list_resources(row.key)
 
     async def read_resource(self, ref: str, uri: str) -> dict[str, Any]:
         row = await self._connected(ref)
-        return await _upstream(self.host.read_resource(row.key, uri), row)
+        return await self.host.read_resource(row.key, uri)
 
     async def prompts(self, ref: str) -> list[dict[str, Any]]:
         row = await self._connected(ref)
-        return await _upstream(self.host.list_prompts(row.key), row)
+        return await self.host.list_prompts(row.key)
 
     async def get_prompt(self, ref: str, name: str, args: dict[str, str]) -> dict[str, Any]:
         row = await self._connected(ref)
-        return await _upstream(self.host.get_prompt(row.key, name, args), row)
+        return await self.host.get_prompt(row.key, name, args)
 
     async def _connected(self, ref: str) -> McpServerRow:
         row = await self.find(ref)
@@ -201,15 +200,6 @@ def declaration(p: AddParams) -> dict[str, Any]:
         "id": p.id, "type": p.type, "command": p.command, "args": p.args, "env": p.env, "cwd": p.cwd,
         "url": p.url, "headers": p.headers, "requires_confirmation": p.requires_confirmation,
         "connect_timeout": p.connect_timeout, "call_timeout": p.call_timeout}
-
-
-async def _upstream(call: Awaitable[T], row: McpServerRow) -> T:
-    try:
-        return await call
-    except McpError as exc:
-        if exc.kind == "timeout":
-            raise Timeout(f"{row.key}: {exc.message}", {"server": row.key}) from None
-        raise UpstreamError("mcp", exc.message, row.key) from None
 
 
 async def _discover(path: str | None) -> tuple[list[app_configs.Found], list[str]]:

@@ -242,6 +242,7 @@ async def test_a_server_request_past_its_limit_is_a_timeout(sidecar: SidecarClie
     await status(sidecar, "slowpoke~slowpoke", "connected")
     late = await sidecar.request_raw("mcpServers/readResource", {"id": "slowpoke", "uri": "fixture://slow/5"})
     assert late["error"]["code"] == -32022, late
-    assert late["error"]["data"] == {"server": "slowpoke~slowpoke"}
+    assert late["error"]["data"]["server"] == "slowpoke~slowpoke"
+    assert late["error"]["data"]["source"] == "mcp" and "within 0.5 s" in late["error"]["data"]["message"]
     read = await sidecar.request("mcpServers/readResource", {"id": "slowpoke", "uri": "fixture://slow/0"})
     assert read["contents"][0]["text"] == "slow, but here"  # the server keeps serving

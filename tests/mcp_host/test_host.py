@@ -160,6 +160,7 @@ async def test_stdio_connects_lists_and_keeps_every_kind_of_content() -> None:
             with pytest.raises(McpError) as err:
                 await host.call_tool("ts~basic", "rpc_error", {"code": code})
             assert (err.value.kind, err.value.server_code, err.value.server_data) == ("server", code, {"why": "asked to"})
+            assert err.value.__rpc_error__()[0] == -32020 and err.value.server == "ts~basic"
             assert "custom failure" in err.value.message
         assert host.state("ts~basic").status == "connected"
 
@@ -194,6 +195,8 @@ async def test_calls_to_a_server_that_is_not_connected_fail_at_once() -> None:
         with pytest.raises(McpError) as err:
             await host.call_tool("ts~off", "echo", {"text": "x"})
         assert err.value.kind == "not_connected" and "disabled" in err.value.message
+        assert err.value.__rpc_error__() == (-32011, err.value.message,
+                                             {"source": "mcp", "server": "ts~off", "message": err.value.message})
         with pytest.raises(McpError) as err:
             await host.call_tool("ts~nope", "echo", {"text": "x"})
         assert err.value.kind == "not_connected"
@@ -383,6 +386,8 @@ async def test_timeout_cancels_the_call_at_the_server_which_keeps_serving(tmp_pa
         with pytest.raises(McpError) as err:
             await host.call_tool("ts~slow", "slow", {"seconds": 10, "marker": str(marker)}, timeout=0.5)
         assert err.value.kind == "timeout"
+        code, _, data = err.value.__rpc_error__()
+        assert code == -32022 and data["server"] == "ts~slow" and data["source"] == "mcp"
         assert time.monotonic() - started < 2
         with anyio.fail_after(5):
             while not marker.exists():
