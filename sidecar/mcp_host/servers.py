@@ -130,29 +130,23 @@ class McpServers:
         await self.host.reconnect(row.key)
         return self.view(row)
 
-    # -- asking a connected server ---------------------------------------------------------------------
+    # -- asking a connected server (the host raises McpError not_connected otherwise, after a restart's wait) ---
 
     async def resources(self, ref: str) -> list[dict[str, Any]]:
-        row = await self._connected(ref)
+        row = await self.find(ref)
         return await self.host.list_resources(row.key)
 
     async def read_resource(self, ref: str, uri: str) -> dict[str, Any]:
-        row = await self._connected(ref)
+        row = await self.find(ref)
         return await self.host.read_resource(row.key, uri)
 
     async def prompts(self, ref: str) -> list[dict[str, Any]]:
-        row = await self._connected(ref)
+        row = await self.find(ref)
         return await self.host.list_prompts(row.key)
 
     async def get_prompt(self, ref: str, name: str, args: dict[str, str]) -> dict[str, Any]:
-        row = await self._connected(ref)
-        return await self.host.get_prompt(row.key, name, args)
-
-    async def _connected(self, ref: str) -> McpServerRow:
         row = await self.find(ref)
-        if self.view(row).status != "connected":
-            raise Conflict("not connected", f"the MCP server {row.key} is not connected; see mcpServers/list")
-        return row
+        return await self.host.get_prompt(row.key, name, args)
 
     # -- importing from other apps ---------------------------------------------------------------------
 

@@ -82,6 +82,9 @@ async def test_added_server_connects_and_its_tools_are_first_class(sidecar: Side
     await sidecar.request("mcpServers/setEnabled", {"id": "basic~basic", "enabled": False})
     off = await sidecar.request_raw("tools/call", {"toolId": "mcp:basic~basic:add", "args": {"a": 1, "b": 1}})
     assert off["error"]["code"] in (-32010, -32011)  # the server is off: its tools are gone or disabled
+    off = await sidecar.request_raw("mcpServers/resources", {"id": "basic~basic"})
+    assert off["error"]["code"] == -32011 and "disabled" in off["error"]["message"], off
+    assert off["error"]["data"]["server"] == "basic~basic"
     await sidecar.request("mcpServers/setEnabled", {"id": "basic~basic", "enabled": True})
     await status(sidecar, "basic~basic", "connected", "error")
     assert (await call(sidecar, "mcp:basic~basic:echo", {"text": "back"}))["result"]["content"][0]["text"] == "back"
