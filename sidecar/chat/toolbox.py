@@ -17,7 +17,6 @@ from ..store.mcp_servers import McpServerRepo
 from ..store.toolsets import ToolsetRepo
 from ..tools.aliases import Aliases
 from ..tools.catalog import Catalog
-from ..tools.providers.mcp import discovered
 from . import context
 from .providers.base import ToolSpec
 
@@ -60,14 +59,15 @@ async def build(catalog: Catalog, attachments: list[tuple[str, str]]) -> ToolBox
     """``attachments``: (kind, canonical id) in the order the branch brought them."""
     chosen: dict[str, ChatTool] = {}
     aliases = Aliases()
+    live = await catalog.mcp_tools()
     for kind, ref in attachments:
-        for tool in await _attached(catalog, kind, ref):
+        for tool in await _attached(catalog, kind, ref, live):
             if tool.id in chosen:
                 continue
             source = ref.partition("~")[2] if kind == "mcpServer" else ref
             display = f"{source}.{tool.id.rpartition(':')[2]}"  # seed 003: <owner>.<handler>
             chosen[tool.id] = ChatTool(tool, display, aliases.unique(display), attached=True)
-    for tool in await catalog.list_tools(include_disabled=False):
+    for tool in await catalog.list_tools(include_disabled=False, live=live):
         if tool.id not in chosen:
             chosen[tool.id] = ChatTool(tool, tool.name, aliases.unique(tool.id), attached=False)
     return ToolBox(list(chosen.values()))
@@ -90,15 +90,10 @@ def branch_attachments(path: list[MessageRow]) -> list[tuple[str, str]]:
     return found
 
 
-async def _attached(catalog: Catalog, kind: str, ref: str) -> list[Tool]:
+async def _attached(catalog: Catalog, kind: str, ref: str, live: list[Tool]) -> list[Tool]:
     # A tool switched off by the user stays off in a chat that attached its toolset; only the
     # toolset's own switch is overruled by attaching it (seed 003).
     if kind == "toolset":
-        tools = await catalog.attachable(ref)
-        keys = [row.key for row in await McpServerRepo(catalog.db).of_toolset(ref)]
-    else:
-        tools, keys = [], [ref]
-    if keys:
-        prefixes = tuple(f"mcp:{k}:" for k in keys)
-        tools += [t for t in await discovered(catalog.db, catalog.host) if t.id.startswith(prefixes) and t.enabled]
-    return tools
+        return await catalog.attachable(ref, live)
+    prefix = f"mcp:{ref}:"
+    return [t for t in live if t.id.startswith(prefix) and t.enabled]

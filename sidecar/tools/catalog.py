@@ -57,14 +57,21 @@ class Catalog:
     async def toolset_tools(self, toolset_id: str) -> list[Tool]:
         return [view(r) for r in await ToolCatalogRepo(self.db).of_toolset(toolset_id)]
 
-    async def attachable(self, toolset_id: str) -> list[Tool]:
-        """The toolset's tools a chat gets by attaching it: all but those switched off themselves,
-        whether the toolset is on or not (seed 003)."""
-        return [view(r) for r in await ToolCatalogRepo(self.db).of_toolset(toolset_id) if _switched_on(r)]
+    async def mcp_tools(self) -> list[Tool]:
+        """The MCP tools the live connections offer now, overrides applied (switched off ones too)."""
+        return await mcp_tools.discovered(self.db, self.host)
 
-    async def list_tools(self, include_disabled: bool) -> list[Tool]:
+    async def attachable(self, toolset_id: str, live: list[Tool]) -> list[Tool]:
+        """The toolset's tools a chat gets by attaching it: all but those switched off themselves,
+        whether the toolset is on or not (seed 003); its servers' tools are taken from `live`
+        (`mcp_tools()`)."""
+        tools = [view(r) for r in await ToolCatalogRepo(self.db).of_toolset(toolset_id) if _switched_on(r)]
+        return tools + [t for t in live if t.toolset_id == toolset_id and t.enabled]
+
+    async def list_tools(self, include_disabled: bool, live: list[Tool] | None = None) -> list[Tool]:
+        """``live``: the MCP tools when the caller has them already (`mcp_tools()`)."""
         tools = [view(r) for r in await ToolCatalogRepo(self.db).all()]
-        tools += await mcp_tools.discovered(self.db, self.host)
+        tools += live if live is not None else await self.mcp_tools()
         return tools if include_disabled else [t for t in tools if t.enabled]
 
     async def get_tool(self, tool_id: str) -> Tool:

@@ -47,17 +47,18 @@ def _view(row: McpServerRow, t: McpTool, o: OverrideRow | None) -> Tool:
 
 
 async def discovered(db: Database, host: McpHost) -> list[Tool]:
-    tools: list[Tool] = []
+    """The tools the live connections offer now, with their toolsets' overrides applied."""
+    # On every turn's path: the servers and overrides are read once per change of the catalog.
+    servers = await db.cached(CATALOG, ("mcp", "servers"), lambda: _servers_and_overrides(db))
+    return [_view(row, t, overrides.get(f"{row.server_id}:{t.name}"))
+            for row, overrides in servers for t in host.tools(row.key)]
+
+
+async def _servers_and_overrides(db: Database) -> list[tuple[McpServerRow, dict[str, OverrideRow]]]:
     repo = ToolCatalogRepo(db)
-    cache: dict[str, dict[str, OverrideRow]] = {}
-    for row in await McpServerRepo(db).all():
-        listed = host.tools(row.key)
-        if listed:
-            if row.toolset_id not in cache:
-                cache[row.toolset_id] = await repo.overrides(row.toolset_id)
-            overrides = cache[row.toolset_id]
-            tools += [_view(row, t, overrides.get(f"{row.server_id}:{t.name}")) for t in listed]
-    return tools
+    rows = await McpServerRepo(db).all()
+    overrides = {ts: await repo.overrides(ts) for ts in dict.fromkeys(r.toolset_id for r in rows)}
+    return [(row, overrides[row.toolset_id]) for row in rows]
 
 
 async def _server_and_override(db: Database, ref: str, name: str) -> tuple[McpServerRow, OverrideRow | None]:
