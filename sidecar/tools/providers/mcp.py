@@ -75,10 +75,19 @@ async def resolve(db: Database, host: McpHost | None, ref_id: str) -> Resolved:
         await host.settle(row.key)  # restarting after a crash: its tools are back in a moment
         found = next((t for t in host.tools(row.key) if t.name == name), None)
     if found is None:
-        state = host.state(row.key).status if host else "disconnected"
-        raise NotFound("tool", ref_id, f"the MCP server {row.key} ({state}) has no tool {name!r} right now")
+        raise NotFound("tool", ref_id, f"the MCP server {row.key} ({_status(host, row)}) has no tool {name!r} "
+                                       "right now")
     tool = _view(row, found, override)
     return Resolved(tool, None, {"server_key": row.key, "tool_name": name}, None, switched_on=_switched_on(override))
+
+
+def _status(host: McpHost | None, row: McpServerRow) -> str:
+    if host is None:
+        return "disconnected"
+    try:
+        return host.state(row.key).status
+    except KeyError:  # not handed to the host yet (added a moment ago), as McpServers.view says
+        return "connecting" if row.should_run else "disabled"
 
 
 def override_key(toolset_id: str, ref_id: str) -> str:
