@@ -12,6 +12,7 @@ from ..errors import Conflict, NotFound, PermissionDenied
 from ..store import CATALOG, Database
 from ..store.tool_catalog import BuiltinRow, CatalogRow, ToolCatalogRepo
 from ..store.toolsets import ToolsetRepo
+from . import overrides
 from .providers import mcp as mcp_tools
 from .providers.builtin import BUILTINS
 from .providers.python.entrypoints import importable
@@ -25,26 +26,18 @@ BUILTIN = "builtin"
 
 
 def _switched_on(row: CatalogRow) -> bool:
-    o = row.override
-    return row.enabled and (o is None or o.enabled is None or o.enabled)
+    return row.enabled and overrides.switched_on(row.override)
 
 
 def view(row: CatalogRow) -> Tool:
-    """The tool with its override applied field by field: each field the override sets wins,
-    every other keeps the tool's own value."""
-    o = row.override
-    renderer_config = o.renderer_config if o is not None and o.renderer_config is not None else None
-    return Tool(
-        id=row.tool_id, toolset_id=row.toolset_id, provider=row.provider,
-        name=(o and o.name_override) or row.name,
-        description=(o and o.description_override) or row.description,
-        input_schema=row.input_schema,
-        requires_confirmation=(o.requires_confirmation if o is not None and o.requires_confirmation is not None
-                               else row.requires_confirmation),
-        enabled=_switched_on(row) and row.toolset_enabled is not False,
-        renderer=(o and o.renderer) or row.config.get("renderer"),
-        renderer_config=renderer_config if renderer_config is not None else row.config.get("renderer_config"),
-    )
+    """The stored tool with its override applied (`overrides.apply`)."""
+    return overrides.apply(Tool(
+        id=row.tool_id, toolset_id=row.toolset_id, provider=row.provider, name=row.name,
+        description=row.description, input_schema=row.input_schema,
+        requires_confirmation=row.requires_confirmation,
+        enabled=row.enabled and row.toolset_enabled is not False,
+        renderer=row.config.get("renderer"), renderer_config=row.config.get("renderer_config"),
+    ), row.override)
 
 
 class Catalog:

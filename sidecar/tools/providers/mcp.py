@@ -12,6 +12,7 @@ from ...store import CATALOG, Database
 from ...store.mcp_servers import McpServerRepo, McpServerRow
 from ...store.tool_catalog import ToolCatalogRepo
 from ...store.toolsets import OverrideRow
+from ..overrides import apply, switched_on
 from ..resolved import Resolved
 
 if TYPE_CHECKING:
@@ -30,20 +31,12 @@ def parse_id(tool_id: str) -> tuple[str, str]:
     return ref, name
 
 
-def _switched_on(o: OverrideRow | None) -> bool:
-    return o is None or o.enabled is None or o.enabled
-
-
 def _view(row: McpServerRow, t: McpTool, o: OverrideRow | None) -> Tool:
-    return Tool(
-        id=tool_id(row, t.name), name=(o and o.name_override) or t.title or t.name,
-        description=(o and o.description_override) or t.description, provider="mcp", input_schema=t.input_schema,
-        toolset_id=row.toolset_id, renderer=o.renderer if o else None,
-        renderer_config=o.renderer_config if o else None,
-        requires_confirmation=(o.requires_confirmation if o and o.requires_confirmation is not None
-                               else row.requires_confirmation),
-        enabled=row.should_run and _switched_on(o),
-    )
+    return apply(Tool(
+        id=tool_id(row, t.name), name=t.title or t.name, description=t.description, provider="mcp",
+        input_schema=t.input_schema, toolset_id=row.toolset_id, requires_confirmation=row.requires_confirmation,
+        enabled=row.should_run,
+    ), o)
 
 
 async def discovered(db: Database, host: McpHost) -> list[Tool]:
@@ -78,7 +71,7 @@ async def resolve(db: Database, host: McpHost | None, ref_id: str) -> Resolved:
         raise NotFound("tool", ref_id, f"the MCP server {row.key} ({_status(host, row)}) has no tool {name!r} "
                                        "right now")
     tool = _view(row, found, override)
-    return Resolved(tool, None, {"server_key": row.key, "tool_name": name}, None, switched_on=_switched_on(override))
+    return Resolved(tool, None, {"server_key": row.key, "tool_name": name}, None, switched_on=switched_on(override))
 
 
 def _status(host: McpHost | None, row: McpServerRow) -> str:
