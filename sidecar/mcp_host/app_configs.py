@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..api.base import is_id
-from .config import ServerType
+from ..api.mcp import ServerType
 
 Source = Literal["claude", "vscode", "cursor"]
 MAX_CONFIG_BYTES = 4 << 20

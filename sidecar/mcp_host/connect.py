@@ -100,9 +100,9 @@ class Connector:
                 _sdk_loaded = True
 
     async def ask(self, request: Elicitation) -> ElicitAnswer:
-        """The user's answer through the `elicit` callback (read at each question, not at connect)."""
-        if self.elicit is None:
-            return ElicitAnswer("cancel")
+        """The user's answer through the `elicit` callback (read at each question, not at connect;
+        a session gets this callback only when there is one)."""
+        assert self.elicit is not None
         return await self.elicit(request)
 
     async def attempt(self, srv: LiveServer, conn: Conn) -> None:

@@ -15,7 +15,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from ..errors import McpError
-from .config import SERVER_TYPES, ServerConfig
+from .config import ServerConfig
 from .connect import Connector, OnToolsChanged
 from .elicitation import Elicit
 from .failures import not_connected
@@ -41,7 +41,6 @@ class McpHost:
         self._on_status = on_status
         self._connector = Connector(max_result_bytes=max_result_bytes, on_tools_changed=on_tools_changed,
                                     elicit=elicit)
-        self.max_result_bytes = max_result_bytes
         self._tg: TaskGroup | None = None
         self._servers: dict[str, LiveServer] = {}
         self._live: set[LiveServer] = set()  # every server whose supervisor has not finished, removed ones too
@@ -78,10 +77,6 @@ class McpHost:
             srv = LiveServer(config, self._on_status, previous=old)
             self._servers[key] = srv
             if not config.enabled:
-                srv.done.set()
-                announce.append(srv)
-            elif config.type not in SERVER_TYPES:
-                srv.status, srv.error = "error", f"unknown server type {config.type!r}"
                 srv.done.set()
                 announce.append(srv)
             else:
@@ -138,7 +133,7 @@ class McpHost:
         from . import requests  # mcp SDK and pydantic: loaded on the first connect
 
         return await requests.call_tool(srv, conn, session, name, args, timeout=timeout, on_progress=on_progress,
-                                        origin=origin, limit=self.max_result_bytes)
+                                        origin=origin, limit=self._connector.max_result_bytes)
 
     async def list_resources(self, key: str) -> list[dict[str, Any]]:
         srv, conn, session = await self._ready(key)
@@ -150,7 +145,7 @@ class McpHost:
         srv, conn, session = await self._ready(key)
         from . import requests  # mcp SDK and pydantic: loaded on the first connect
 
-        return await requests.read_resource(srv, conn, session, uri, self.max_result_bytes)
+        return await requests.read_resource(srv, conn, session, uri, self._connector.max_result_bytes)
 
     async def list_prompts(self, key: str) -> list[dict[str, Any]]:
         srv, conn, session = await self._ready(key)
@@ -162,7 +157,7 @@ class McpHost:
         srv, conn, session = await self._ready(key)
         from . import requests  # mcp SDK and pydantic: loaded on the first connect
 
-        return await requests.get_prompt(srv, conn, session, name, args, self.max_result_bytes)
+        return await requests.get_prompt(srv, conn, session, name, args, self._connector.max_result_bytes)
 
     async def aclose(self) -> None:
         """Stop every server and wait (bounded) until their processes are gone."""

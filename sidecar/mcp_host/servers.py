@@ -176,10 +176,7 @@ class McpServers:
     async def _host_status(self, state: ServerState) -> None:
         if self._on_status is None:
             return
-        try:
-            row = await self.repo.find(state.key)
-        except AmbiguousServer:  # a key is never ambiguous; only bare ids are
-            return
+        row = await self.repo.by_key(state.key)
         if row is None:
             return  # removed meanwhile
         await self._on_status(self.view(row))

@@ -201,6 +201,7 @@ class StdioTransport:
         stderr_lines: int = 40,
         stop_grace: float = 1.0,
         kill_grace: float = 1.0,
+        closed: anyio.Event | None = None,
     ) -> None:
         self.argv = list(argv)
         self.env = dict(env)
@@ -215,8 +216,8 @@ class StdioTransport:
         """The first few stdout lines that were not JSON-RPC."""
         self.garbage_seen = anyio.Event()
         self.message_seen = False
-        self.closed = anyio.Event()
-        """Set when the child's stdout ends (it exited or closed it)."""
+        self.closed = closed if closed is not None else anyio.Event()
+        """Set when the child's stdout ends (it exited or closed it); the caller's event when given."""
         self._child: Child | None = None
 
     @property

@@ -7,14 +7,13 @@ switch and its toolset's. What the host does with a row is `mcp_host/servers.py`
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from typing import Any
 
 import aiosqlite
 import msgspec
 
+from ..api.mcp import ServerType
 from .db import CATALOG, Database
-
-ServerType = Literal["stdio", "sse", "streamable-http"]
 
 _encode = msgspec.json.encode
 _decode = msgspec.json.decode
@@ -85,16 +84,20 @@ class McpServerRepo:
         Raises:
             AmbiguousServer: a bare id that several toolsets use.
         """
-        toolset_id, sep, server_id = ref.partition("~")
-        if sep:
-            rows = await self.db.fetchall(_SQL + " WHERE s.toolset_id = ? AND s.id = ?", (toolset_id, server_id))
-        else:
-            rows = await self.db.fetchall(_SQL + " WHERE s.id = ?", (ref,))
+        if "~" in ref:
+            return await self.by_key(ref)
+        rows = await self.db.fetchall(_SQL + " WHERE s.id = ?", (ref,))
         if not rows:
             return None
         if len(rows) > 1:
             raise AmbiguousServer(ref, [f"{r[1]}~{r[0]}" for r in rows])
         return _row(rows[0])
+
+    async def by_key(self, key: str) -> McpServerRow | None:
+        """A server by its key (``toolset~server``)."""
+        toolset_id, _, server_id = key.partition("~")
+        rows = await self.db.fetchall(_SQL + " WHERE s.toolset_id = ? AND s.id = ?", (toolset_id, server_id))
+        return _row(rows[0]) if rows else None
 
     async def set_enabled(self, toolset_id: str, server_id: str, enabled: bool) -> None:
         async with self.db.write(CATALOG) as w:
