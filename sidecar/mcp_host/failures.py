@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from ..children import exit_reason
 from ..secrets import mask_url, scrub
 from .config import ServerConfig
 from .state import Conn
@@ -51,12 +52,10 @@ def garbage_note(transport: StdioTransport | None) -> str:
 
 async def handshake_failure(config: ServerConfig, conn: Conn, exc: BaseException | None,
                             gave_garbage: bool = False) -> str:
-    from .stdio import describe_returncode  # mcp SDK (stdio imports its types)
-
     transport = conn.transport
     if transport is not None and (conn.lost.is_set() or transport.returncode is not None):
         code = await transport.wait_exited(1.0)
-        what = describe_returncode(code) if code is not None else "closed its stdout"
+        what = exit_reason(code) if code is not None else "closed its stdout"
         message = f"the server {what} before completing the MCP handshake{garbage_note(transport)}"
         return with_stderr(message, transport)
     if exc is None:
@@ -72,12 +71,10 @@ async def handshake_failure(config: ServerConfig, conn: Conn, exc: BaseException
 
 
 async def lost_message(conn: Conn, url: str) -> str:
-    from .stdio import describe_returncode  # mcp SDK (stdio imports its types)
-
     transport = conn.transport
     if transport is not None:
         code = await transport.wait_exited(1.0)
-        what = describe_returncode(code) if code is not None else "closed its stdout"
+        what = exit_reason(code) if code is not None else "closed its stdout"
         return with_stderr(f"the server {what}", transport)
     message = f"the connection to {mask_url(url)} was closed"
     return f"{message}: {conn.notes[-1]}" if conn.notes else message

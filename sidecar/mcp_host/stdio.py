@@ -34,9 +34,8 @@ import mcp_types as types
 from mcp.shared.message import SessionMessage
 
 from ..children import Child, spawn
-from ..children import exit_reason as describe_returncode  # the wording the host uses
 
-__all__ = ["TOO_LARGE_CODE", "StdioTransport", "describe_returncode"]
+__all__ = ["TOO_LARGE_CODE", "StdioTransport"]
 
 log = logging.getLogger(__name__)
 
