@@ -43,8 +43,9 @@ Behaviour:
   connecting, removed or disabled ones stop, changed ones restart (the old instance is fully stopped
   before the new one starts), equal ones are left alone.
 - States: ``connecting`` (first attempt, or after `reconnect`) -> ``connected`` | ``error``;
-  ``disabled``. `on_status` fires only when a snapshot actually changes. `error` says what went
-  wrong, for stdio servers with the last lines of the child's stderr.
+  ``disabled``. `on_status` fires only when a snapshot actually changes, and once after every
+  re-listing of tools. `error` says what went wrong, for stdio servers with the last lines of the
+  child's stderr.
 - `${VAR}` in env values, args, command, cwd, url and header values are resolved from `os.environ`
   at each connect; a missing one is an `error` state naming it (no retry until `sync`/`reconnect`).
 - Supervision: every failure (first connect or a lost connection) is retried with exponential backoff

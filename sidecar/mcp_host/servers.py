@@ -60,8 +60,8 @@ class McpServers:
         self.repo = McpServerRepo(db)
         self.toolsets = toolsets
         self._on_status = on_status
-        self.host = McpHost(on_status=self._host_status, on_tools_changed=self._tools_changed, elicit=elicit,
-                            max_result_bytes=max_result_bytes)
+        # One mcpServers/status per change: a re-listing of tools comes through on_status too.
+        self.host = McpHost(on_status=self._host_status, elicit=elicit, max_result_bytes=max_result_bytes)
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
@@ -180,9 +180,6 @@ class McpServers:
         if row is None:
             return  # removed meanwhile
         await self._on_status(self.view(row))
-
-    async def _tools_changed(self, key: str) -> None:
-        await self._host_status(self.host.state(key))
 
 
 def declaration(p: AddParams) -> dict[str, Any]:

@@ -155,7 +155,7 @@ async def _refresh_tools(connector: Connector, srv: LiveServer, conn: Conn) -> N
             continue
         srv.tools = tools
         log.info("MCP server %s: tools changed (%d tools)", srv.label, len(tools))
-        await srv.publish()
+        await srv.publish(tools_changed=True)
         if connector.on_tools_changed is not None:
             try:
                 await connector.on_tools_changed(srv.config.key)

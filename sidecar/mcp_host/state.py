@@ -165,12 +165,13 @@ class LiveServer:
         self.changed()
         await self.publish()
 
-    async def publish(self) -> None:
-        """Tell `on_status` about a change of the snapshot (only a real one, never stale news)."""
+    async def publish(self, *, tools_changed: bool = False) -> None:
+        """Tell `on_status` about a change of the snapshot (only a real one, never stale news), or
+        that the tools were re-listed (`tools_changed`: news even when their count stayed)."""
         if not self.current:
             return
         state = self.snapshot()
-        if state == self._last_published:
+        if state == self._last_published and not tools_changed:
             return
         self._last_published = state
         if self._on_status is not None:

@@ -444,6 +444,7 @@ async def test_list_changed_refreshes_the_tools() -> None:
         await wait_status(host, "ts~grow", "connected")
         before = host.state("ts~grow").tool_count
         assert "extra" not in {t.name for t in host.tools("ts~grow")}
+        published = len(rec.states)
         await host.call_tool("ts~grow", "grow", {})
         with anyio.fail_after(5):
             while not rec.tools_changed:
@@ -452,6 +453,7 @@ async def test_list_changed_refreshes_the_tools() -> None:
         assert "extra" in {t.name for t in host.tools("ts~grow")}
         assert host.state("ts~grow").tool_count == before + 1
         assert rec.states[-1].tool_count == before + 1
+        assert len(rec.states) == published + 1  # one status for the change
         assert text(await host.call_tool("ts~grow", "extra", {})) == "extra!"
 
 
