@@ -143,23 +143,31 @@ async def call_tool(srv: LiveServer, conn: Conn, session: ClientSession, name: s
     return out
 
 
+async def all_pages(session: ClientSession, kind: str) -> list[Any]:
+    """Every item of a paginated ``tools/list``, ``resources/list`` or ``prompts/list`` (at most
+    100 pages; a cursor seen before ends it)."""
+    fetch_page = getattr(session, f"list_{kind}")
+    items: list[Any] = []
+    cursor: str | None = None
+    seen: set[str] = set()
+    for _ in range(100):
+        page = await fetch_page(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
+        items.extend(getattr(page, kind))
+        cursor = page.next_cursor
+        if not cursor or cursor in seen:
+            break
+        seen.add(cursor)
+    return items
+
+
 async def list_all(srv: LiveServer, conn: Conn, session: ClientSession, kind: str) -> list[dict[str, Any]]:
     """Every page of ``resources/list`` or ``prompts/list`` ([] when the server has none)."""
     caps = session.server_capabilities
     if caps is not None and getattr(caps, kind) is None:
         return []
-    fetch_page = getattr(session, f"list_{kind}")
 
     async def fetch() -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = []
-        cursor: str | None = None
-        for _ in range(100):
-            page = await fetch_page(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
-            items.extend(dump(item) for item in getattr(page, kind))
-            if not page.next_cursor or page.next_cursor == cursor:
-                break
-            cursor = page.next_cursor
-        return items
+        return [dump(item) for item in await all_pages(session, kind)]
 
     return await request(srv, conn, f"{kind}/list", None, fetch)
 

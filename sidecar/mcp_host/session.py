@@ -18,6 +18,7 @@ from ..secrets import mask_url
 from . import remote
 from .elicitation import elicitation_callback
 from .failures import Failure, handshake_failure, lost_message
+from .requests import all_pages
 from .state import Conn, LiveServer, McpTool
 from .stdio import StdioTransport
 
@@ -115,17 +116,8 @@ async def fetch_tools(session: ClientSession) -> list[McpTool]:
     caps = session.server_capabilities
     if caps is not None and caps.tools is None:
         return []
-    tools: list[Any] = []
-    cursor: str | None = None
-    seen: set[str] = set()
     try:
-        for _ in range(100):
-            page = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
-            tools.extend(page.tools)
-            cursor = page.next_cursor
-            if not cursor or cursor in seen:
-                break
-            seen.add(cursor)
+        tools = await all_pages(session, "tools")
     except MCPError as exc:
         if exc.code != types.METHOD_NOT_FOUND:
             raise
