@@ -12,7 +12,7 @@
     ├── UpstreamError            -32020  data {source, server?, message}: an MCP server or model provider
     │   ├── McpError                     a request to an MCP server failed (kind says how); with the same
     │   │                                data, kind timeout is sent as Timeout (-32022), not_connected as
-    │   │                                Conflict
+    │   │                                Conflict (data also {reason: "not connected"})
     │   └── ProviderError                a model provider failed (status, retryable)
     ├── ToolFailed               -32021  data {toolCallId}: a tool ran and failed
     ├── StorageError             -32030  SQLite or disk
@@ -134,6 +134,8 @@ class McpError(UpstreamError):
                  server_data: Any = None) -> None:
         super().__init__("mcp", message, server)
         self.code = self._CODES.get(kind, ErrorCode.UPSTREAM_ERROR)
+        if self.code == ErrorCode.CONFLICT and self.data is not None:
+            self.data["reason"] = "not connected"  # what every Conflict's data says
         self.kind: McpErrorKind = kind
         self.server = server
         self.message = message

@@ -196,7 +196,8 @@ async def test_calls_to_a_server_that_is_not_connected_fail_at_once() -> None:
             await host.call_tool("ts~off", "echo", {"text": "x"})
         assert err.value.kind == "not_connected" and "disabled" in err.value.message
         assert err.value.__rpc_error__() == (-32011, err.value.message,
-                                             {"source": "mcp", "server": "ts~off", "message": err.value.message})
+                                             {"source": "mcp", "server": "ts~off", "message": err.value.message,
+                                              "reason": "not connected"})
         with pytest.raises(McpError) as err:
             await host.call_tool("ts~nope", "echo", {"text": "x"})
         assert err.value.kind == "not_connected"
