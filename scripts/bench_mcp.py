@@ -253,7 +253,7 @@ async def bench_calls(args: argparse.Namespace, tmp: Path, run: Run) -> dict:
             host = McpHost()
             host.bind(tg)
             stack.push_async_callback(host.aclose)
-            await host.sync([ServerConfig(key="host~host", server_id="host", toolset_id="host", type="stdio",
+            await host.sync([ServerConfig(server_id="host", toolset_id="host", type="stdio",
                                           command=PYTHON, args=(str(FIXTURE),))])
             with anyio.fail_after(60):
                 while host.state("host~host").status != "connected":

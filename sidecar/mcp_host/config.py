@@ -12,17 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal
 
-ServerType = Literal["stdio", "sse", "streamable-http"]
-SERVER_TYPES: frozenset[str] = frozenset({"stdio", "sse", "streamable-http"})
+from ..api.mcp import ServerType
+
 
 @dataclass(frozen=True)
 class ServerConfig:
     """One MCP server as the sidecar wants it. Equality decides whether `McpHost.sync` restarts it."""
 
-    key: str
-    """The server key `toolset~server`: the host's identity for the server."""
     server_id: str
     toolset_id: str
     type: ServerType
@@ -38,6 +35,11 @@ class ServerConfig:
     connect_timeout: float = 30.0
     call_timeout: float = 120.0
     enabled: bool = True
+
+    @property
+    def key(self) -> str:
+        """The server key `toolset~server`: the host's identity for the server."""
+        return f"{self.toolset_id}~{self.server_id}"
 
     def __post_init__(self) -> None:
         # Frozen for real: a caller mutating its dict afterwards must not change a config in use.

@@ -38,7 +38,7 @@ OnServerStatus = Callable[[McpServer], Awaitable[None]]
 def config_of(row: McpServerRow) -> ServerConfig:
     """What the host needs to run a stored server."""
     timeouts = {k: float(v) for k, v in row.options.items() if k in ("connect_timeout", "call_timeout") and v}
-    return ServerConfig(key=row.key, server_id=row.server_id, toolset_id=row.toolset_id, type=row.type,
+    return ServerConfig(server_id=row.server_id, toolset_id=row.toolset_id, type=row.type,
                         command=row.command, args=tuple(row.args), env=row.env, cwd=row.cwd, url=row.url,
                         headers=row.headers, enabled=row.should_run, **timeouts)
 

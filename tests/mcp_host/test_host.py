@@ -40,7 +40,7 @@ PY = sys.executable
 def stdio(key: str, script: str = "basic.py", **kw: Any) -> ServerConfig:
     kw.setdefault("args", (str(FIXTURES / script),))
     kw.setdefault("connect_timeout", 15.0)
-    return ServerConfig(key=f"ts~{key}", server_id=key, toolset_id="ts", type="stdio", command=PY, **kw)
+    return ServerConfig(server_id=key, toolset_id="ts", type="stdio", command=PY, **kw)
 
 
 @dataclass
@@ -213,7 +213,7 @@ async def test_http_transports_call_tools_and_carry_10_mb(kind: str, flag: str, 
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COVALT_TEST_PORT_PATH", path)
     async with http_fixture(flag) as port:
-        config = ServerConfig(key="ts~web", server_id="web", toolset_id="ts", type=kind,  # type: ignore[arg-type]
+        config = ServerConfig(server_id="web", toolset_id="ts", type=kind,  # type: ignore[arg-type]
                               url=f"http://127.0.0.1:{port}${{COVALT_TEST_PORT_PATH}}",
                               headers={"X-Test": "${COVALT_TEST_PORT_PATH}"}, connect_timeout=30)
         async with running(config) as (host, _):
@@ -236,9 +236,9 @@ async def test_http_transports_call_tools_and_carry_10_mb(kind: str, flag: str, 
 async def test_a_url_with_nothing_listening_is_an_error_state() -> None:
     port = free_port()
     configs = [
-        ServerConfig(key="ts~h", server_id="h", toolset_id="ts", type="streamable-http",
+        ServerConfig(server_id="h", toolset_id="ts", type="streamable-http",
                      url=f"http://127.0.0.1:{port}/mcp?token=SECRET", connect_timeout=5),
-        ServerConfig(key="ts~s", server_id="s", toolset_id="ts", type="sse",
+        ServerConfig(server_id="s", toolset_id="ts", type="sse",
                      url=f"http://127.0.0.1:{port}/sse?token=SECRET", connect_timeout=5),
     ]
     async with running(*configs) as (host, _):
@@ -267,7 +267,7 @@ async def test_vars_are_resolved_and_the_child_gets_a_scrubbed_environment(monke
 async def test_a_missing_var_is_a_clear_error_state(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("COVALT_TEST_MISSING", raising=False)
     configs = [stdio("needs", env={"TOKEN": "${COVALT_TEST_MISSING}"}),
-               ServerConfig(key="ts~url", server_id="url", toolset_id="ts", type="streamable-http",
+               ServerConfig(server_id="url", toolset_id="ts", type="streamable-http",
                             url="http://127.0.0.1:1/${COVALT_TEST_MISSING}")]
     async with running(*configs) as (host, rec):
         for key in ("ts~needs", "ts~url"):
@@ -284,7 +284,7 @@ async def test_command_not_found_names_the_command_and_the_path(monkeypatch: pyt
     monkeypatch.setenv("SHELL", str(fake_shell))
     monkeypatch.setattr(commands, "_login_path", None)
     monkeypatch.setattr(commands, "_login_path_known", False)
-    config = ServerConfig(key="ts~missing", server_id="missing", toolset_id="ts", type="stdio",
+    config = ServerConfig(server_id="missing", toolset_id="ts", type="stdio",
                           command="covalt-no-such-server", env={"PATH": "/covalt/bin:/usr/bin"})
     async with running(config) as (host, _):
         state = await wait_status(host, "ts~missing", "error", timeout=8)
@@ -307,7 +307,7 @@ async def test_a_command_only_on_the_login_shell_path_is_found(monkeypatch: pyte
     monkeypatch.setenv("SHELL", str(fake_shell))
     monkeypatch.setattr(commands, "_login_path", None)
     monkeypatch.setattr(commands, "_login_path_known", False)
-    config = ServerConfig(key="ts~login", server_id="login", toolset_id="ts", type="stdio",
+    config = ServerConfig(server_id="login", toolset_id="ts", type="stdio",
                           command="covalt-fixture-server", env={"PATH": "/usr/bin:/bin"}, connect_timeout=15)
     with caplog.at_level(logging.INFO, logger="sidecar.mcp_host"):
         async with running(config) as (host, _):
@@ -632,7 +632,7 @@ async def test_a_killed_sidecar_leaves_no_server_behind() -> None:
 
 async def test_npm_server_everything() -> None:
     command = npm_bin("mcp-server-everything")
-    config = ServerConfig(key="ts~everything", server_id="everything", toolset_id="ts", type="stdio",
+    config = ServerConfig(server_id="everything", toolset_id="ts", type="stdio",
                           command=command, args=("stdio",), connect_timeout=30)
     async with running(config) as (host, rec):
         state = await wait_status(host, "ts~everything", "connected", "error", timeout=30)
