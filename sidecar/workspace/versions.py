@@ -53,6 +53,7 @@ class Versions:
         self.db = db
         self.chats = ChatRepo(db)
         self.manifests = ManifestRepo(db)
+        self.data_dir = data_dir
         self.root = data_dir / "chats"
         self._open: dict[str, ChatWorkspace] = {}
         self.edits = OutsideEdits(self._save_outside_edits, on_change, enabled=watch)
