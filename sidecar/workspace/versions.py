@@ -36,7 +36,6 @@ Args = TypeVarTuple("Args")
 @dataclass
 class ChatWorkspace:
     chat_id: str
-    dir: Path
     tree: Tree
     blobs: BlobStore
     lock: anyio.Lock = field(default_factory=anyio.Lock)
@@ -90,7 +89,7 @@ class Versions:
             directory = self.chat_dir(chat_id)  # chat_id comes from the database, never raw input
             blobs = BlobStore(directory / "blobs")
             tree = Tree(directory / "workspace", blobs, directory / "statcache")
-            ws = self._open[chat_id] = ChatWorkspace(chat_id, directory, tree, blobs)
+            ws = self._open[chat_id] = ChatWorkspace(chat_id, tree, blobs)
         return ws
 
     @asynccontextmanager
