@@ -41,10 +41,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -55,7 +53,7 @@ import anyio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from _bench import Rows, pct, print_header, print_table  # noqa: E402  (scripts/ is on sys.path when run as a script)
+from _bench import Rows, pct, print_header, print_table, run_in_temp_dir  # noqa: E402  (scripts/ is on sys.path when run as a script)
 
 from sidecar.client import SidecarClient  # noqa: E402
 
@@ -358,7 +356,7 @@ async def bench_startup(n: int, tmp: Path, run: Run) -> dict:
 # Report
 
 
-async def run_all(args: argparse.Namespace, tmp: Path, run: Run) -> tuple[dict, dict, list[int]]:
+async def run_all(args: argparse.Namespace, run: Run, tmp: Path) -> tuple[dict, dict, list[int]]:
     calls = await bench_calls(args, tmp, run)
     startup = await bench_startup(args.spawns, tmp, run)
     left = await wait_gone(sorted(run.pids), 5)
@@ -378,12 +376,8 @@ def main() -> int:
         args.warmup, args.rounds, args.connects, args.spawns = 50, 5, 5, 5
 
     t_start = time.perf_counter()
-    tmp = Path(tempfile.mkdtemp(prefix="bench_mcp-"))
     run = Run()
-    try:
-        calls, startup, left = anyio.run(run_all, args, tmp, run)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    calls, startup, left = run_in_temp_dir("bench_mcp-", run_all, args, run)
     wall = time.perf_counter() - t_start
 
     med = statistics.median

@@ -20,7 +20,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -29,6 +28,8 @@ import anyio
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from _bench import run_in_temp_dir  # noqa: E402 (scripts/ is on sys.path when run as a script)
 
 from sidecar.chat.chats import ChatService  # noqa: E402 (after the sys.path set-up above)
 from sidecar.store import Database  # noqa: E402 (after the sys.path set-up above)
@@ -192,8 +193,7 @@ def main() -> int:
     parser.add_argument("--files", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="bench-ws-") as tmp:
-        rows = anyio.run(bench, args.files, args.runs, Path(tmp))
+    rows = run_in_temp_dir("bench-ws-", bench, args.files, args.runs)
     git_version = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.strip()
     print(f"{time.strftime('%Y-%m-%d %H:%M:%S')}  {platform.node()}  nproc={os.cpu_count()}  "
           f"python {platform.python_version()}  {git_version}")

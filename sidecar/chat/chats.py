@@ -110,8 +110,7 @@ class ChatService:
             first.parent_id, first.manifest_id = parent_id, own
             for parent, child in zip(new, new[1:], strict=False):
                 child.parent_id = parent.id
-            await self.repo.insert(*new)
-            await self.repo.set_position(chat_id, new[-1].id, ws.active_manifest_id)
+            await self.repo.insert(*new, manifest_id=ws.active_manifest_id)
             return first, ws.active_manifest_id
 
     async def switch_branch(self, chat_id: str, message_id: str) -> ChatRow:

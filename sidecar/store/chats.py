@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
+import aiosqlite
 import msgspec
 
 from .db import Database
@@ -46,6 +47,21 @@ _MSG_INSERT = (f"INSERT INTO messages ({_MSG_COLS}) VALUES (:id, :chat_id, :pare
                ":status, :created_at, :parts, :provider, :model, :stop_reason, :usage)")
 
 
+_ROLES = frozenset(get_args(Role))
+_STATUSES = frozenset(get_args(MessageStatus))
+
+
+def _message(r: aiosqlite.Row) -> MessageRow:
+    """A message row, built directly (``named`` costs ~6x more, and a chat's messages are read
+    twice per send); a role or status outside its Literal still fails as ``named`` makes it."""
+    if r["role"] not in _ROLES or r["status"] not in _STATUSES:
+        return named(MessageRow, r)  # raises the validation error
+    return MessageRow(id=r["id"], chat_id=r["chat_id"], parent_id=r["parent_id"], role=r["role"],
+                      content=r["content"], manifest_id=r["manifest_id"], status=r["status"],
+                      created_at=r["created_at"], parts=r["parts"], provider=r["provider"], model=r["model"],
+                      stop_reason=r["stop_reason"], usage=r["usage"])
+
+
 def _msg_values(m: MessageRow) -> dict[str, Any]:
     return msgspec.structs.asdict(m)
 
@@ -81,32 +97,15 @@ class ChatRepo:
         rows = await self.db.fetchall(
             f"SELECT {_MSG_COLS} FROM messages WHERE chat_id = ? ORDER BY created_at, id", (chat_id,)
         )
-        return [named(MessageRow, r) for r in rows]
+        return [_message(r) for r in rows]
 
-    async def message(self, chat_id: str, message_id: str) -> MessageRow | None:
-        row = await self.db.fetchone(
-            f"SELECT {_MSG_COLS} FROM messages WHERE id = ? AND chat_id = ?", (message_id, chat_id)
-        )
-        return named(MessageRow, row) if row else None
-
-    async def add_message(
-        self, chat_id: str, parent_id: str | None, role: Role, content: str,
-        manifest_id: str | None, *, make_active: bool = True, parts: str | None = None,
-    ) -> MessageRow:
-        msg = MessageRow(id=new_id(), chat_id=chat_id, parent_id=parent_id, role=role, content=content,
-                         manifest_id=manifest_id, status="complete", created_at=now(), parts=parts)
-        await self.insert(msg, make_active=make_active)
-        return msg
-
-    async def insert(self, *messages: MessageRow, make_active: bool = True) -> None:
-        """Insert messages (each one's parent first) in one transaction; the last becomes the
-        active leaf."""
+    async def insert(self, *messages: MessageRow, manifest_id: str | None) -> None:
+        """Insert messages (each one's parent first) and make the last the active leaf, with
+        ``manifest_id`` the active manifest, in one transaction."""
         async with self.db.write() as w:
             await w.executemany(_MSG_INSERT, [_msg_values(m) for m in messages])
-            if make_active and messages:
-                last = messages[-1]
-                await w.execute("UPDATE chats SET active_leaf_message_id = ?, updated_at = ? WHERE id = ?",
-                                (last.id, last.created_at, last.chat_id))
+            if messages:
+                await self._position(w, messages[-1].chat_id, messages[-1].id, manifest_id)
 
     async def update(self, msg: MessageRow) -> None:
         """Write what a message has become (a turn's checkpoint or its end). Not its manifest:
@@ -129,8 +128,11 @@ class ChatRepo:
     async def set_position(self, chat_id: str, leaf_id: str | None, manifest_id: str | None) -> None:
         """Move the active leaf and the active manifest."""
         async with self.db.write() as w:
-            await w.execute(
-                "UPDATE chats SET active_leaf_message_id = ?, active_manifest_id = ?, "
-                "updated_at = ? WHERE id = ?",
-                (leaf_id, manifest_id, now(), chat_id),
-            )
+            await self._position(w, chat_id, leaf_id, manifest_id)
+
+    @staticmethod
+    async def _position(w: aiosqlite.Connection, chat_id: str, leaf_id: str | None, manifest_id: str | None) -> None:
+        await w.execute(
+            "UPDATE chats SET active_leaf_message_id = ?, active_manifest_id = ?, updated_at = ? WHERE id = ?",
+            (leaf_id, manifest_id, now(), chat_id),
+        )

@@ -15,6 +15,11 @@ import msgspec
 S = TypeVar("S", bound=msgspec.Struct)
 
 
+def json_text(value: Any) -> str:
+    """``value`` as JSON text, as the JSON columns store it."""
+    return msgspec.json.encode(value).decode()
+
+
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 

@@ -8,16 +8,13 @@ from typing import Any, Literal
 import msgspec
 
 from .db import CATALOG, Database
+from .rows import json_text as _json
 from .rows import now
-from .toolsets import OverrideRow, override_of
+from .toolsets import OVERRIDE_COLS, OverrideRow, override_of, override_values, read_overrides
 
 Provider = Literal["builtin", "python", "http"]
 
 _decode = msgspec.json.decode
-
-
-def _json(value: Any) -> str:
-    return msgspec.json.encode(value).decode()
 
 
 class CatalogRow(msgspec.Struct, kw_only=True):
@@ -47,23 +44,17 @@ class BuiltinRow(msgspec.Struct, kw_only=True):
     config: dict[str, Any]
 
 
-_SQL = """
+_SQL = f"""
 SELECT t.tool_id, t.toolset_id, t.provider, t.name, t.description, t.input_schema, t.requires_confirmation,
        t.enabled, t.entrypoint, t.config, ts.enabled AS toolset_enabled, ts.files_dir,
-       o.tool_id AS o_tool_id, o.renderer AS o_renderer, o.renderer_config AS o_renderer_config,
-       o.name_override AS o_name_override, o.description_override AS o_description_override,
-       o.requires_confirmation AS o_requires_confirmation, o.enabled AS o_enabled, o.origin AS o_origin
+       {", ".join(f"o.{c} AS o_{c}" for c in OVERRIDE_COLS)}
 FROM tools t
 LEFT JOIN tool_overrides o ON o.toolset_id = t.toolset_id AND o.tool_id = t.tool_id
 LEFT JOIN toolsets ts ON ts.id = t.toolset_id
 """
 
-_O_FIELDS = ("tool_id", "renderer", "renderer_config", "name_override", "description_override",
-             "requires_confirmation", "enabled", "origin")
-
-
 def _row(r: Any) -> CatalogRow:
-    override = override_of({f: r[f"o_{f}"] for f in _O_FIELDS}) if r["o_tool_id"] is not None else None
+    override = override_of({c: r[f"o_{c}"] for c in OVERRIDE_COLS}) if r["o_tool_id"] is not None else None
     return CatalogRow(
         tool_id=r["tool_id"], toolset_id=r["toolset_id"], provider=r["provider"], name=r["name"],
         description=r["description"],
@@ -72,11 +63,6 @@ def _row(r: Any) -> CatalogRow:
         entrypoint=r["entrypoint"], config=_decode(r["config"] or "{}"),
         toolset_enabled=None if r["toolset_enabled"] is None else bool(r["toolset_enabled"]),
         files_dir=r["files_dir"], override=override)
-
-
-# Override fields as stored: JSON for the config, 0/1 for the flags.
-OVERRIDE_FIELDS = ("renderer", "renderer_config", "name_override", "description_override",
-                   "requires_confirmation", "enabled")
 
 
 class ToolCatalogRepo:
@@ -135,29 +121,16 @@ class ToolCatalogRepo:
 
     async def overrides(self, toolset_id: str) -> dict[str, OverrideRow]:
         """The toolset's overrides by the key they are stored under."""
-        rows = await self.db.fetchall(
-            f"SELECT {', '.join(_O_FIELDS)} FROM tool_overrides WHERE toolset_id = ?", (toolset_id,))
-        return {r["tool_id"]: override_of(r) for r in rows}
+        return {o.tool_id: o for o in await read_overrides(self.db, toolset_id)}
 
     async def override(self, toolset_id: str, key: str) -> OverrideRow | None:
-        row = await self.db.fetchone(
-            f"SELECT {', '.join(_O_FIELDS)} FROM tool_overrides WHERE toolset_id = ? AND tool_id = ?",
-            (toolset_id, key))
-        return override_of(row) if row is not None else None
+        found = await read_overrides(self.db, toolset_id, key)
+        return found[0] if found else None
 
     async def set_override(self, toolset_id: str, key: str, changes: dict[str, Any]) -> None:
         """Upsert the user's override of one tool; ``changes`` holds only the fields to change
         (a None value clears that field). The override becomes the user's: upgrades keep it."""
-        values: dict[str, Any] = {}
-        for field in OVERRIDE_FIELDS:
-            if field not in changes:
-                continue
-            value = changes[field]
-            if field == "renderer_config" and value is not None:
-                value = _json(value)
-            elif field in ("requires_confirmation", "enabled") and value is not None:
-                value = int(value)
-            values[field] = value
+        values = override_values(changes)
         stamp = now()
         async with self.db.write(CATALOG) as w:
             await w.execute(

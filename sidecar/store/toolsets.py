@@ -3,6 +3,7 @@ export reads back. Every write here changes the tool catalog (``write(changes=CA
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import msgspec
@@ -10,17 +11,11 @@ import msgspec
 from . import mcp_servers
 from .db import CATALOG, Database
 from .mcp_servers import McpServerRow
+from .rows import json_text as _json
 
 SourceType = Literal["zip", "local", "url", "user"]
 FileKind = Literal["python", "artifact", "asset", "config"]
 Origin = Literal["user", "manifest"]
-
-_dumps = msgspec.json.encode
-
-
-def _json(value: Any) -> str:
-    return _dumps(value).decode()
-
 
 class ToolsetRow(msgspec.Struct, kw_only=True):
     id: str
@@ -79,8 +74,10 @@ class Install(msgspec.Struct, kw_only=True):
 
 
 _COLS = "id, name, version, description, enabled, user_mcp, source_type, source_ref, installed_at, files_dir"
-_OVERRIDE_COLS = ("tool_id, renderer, renderer_config, name_override, description_override, "
-                  "requires_confirmation, enabled, origin")
+# What an override sets (each None: the tool's own value), and its columns.
+OVERRIDE_FIELDS = ("renderer", "renderer_config", "name_override", "description_override",
+                   "requires_confirmation", "enabled")
+OVERRIDE_COLS = ("tool_id", *OVERRIDE_FIELDS, "origin")
 
 
 def _toolset(r: Any) -> ToolsetRow:
@@ -93,12 +90,31 @@ def _opt_bool(value: int | None) -> bool | None:
     return None if value is None else bool(value)
 
 
-def _opt_int(value: bool | None) -> int | None:
-    return None if value is None else int(value)
+def override_values(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The override fields of ``fields`` present there, as stored: JSON for the config, 0/1 for the flags."""
+    values: dict[str, Any] = {}
+    for field in OVERRIDE_FIELDS:
+        if field not in fields:
+            continue
+        value = fields[field]
+        if value is not None and field == "renderer_config":
+            value = _json(value)
+        elif value is not None and field in ("requires_confirmation", "enabled"):
+            value = int(value)
+        values[field] = value
+    return values
+
+
+async def read_overrides(db: Database, toolset_id: str, tool_id: str | None = None) -> list[OverrideRow]:
+    """The toolset's overrides (of ``tool_id`` only, when given), by tool id."""
+    where = "toolset_id = ?" + (" AND tool_id = ?" if tool_id is not None else "")
+    rows = await db.fetchall(f"SELECT {', '.join(OVERRIDE_COLS)} FROM tool_overrides WHERE {where} ORDER BY tool_id",
+                             (toolset_id,) if tool_id is None else (toolset_id, tool_id))
+    return [override_of(r) for r in rows]
 
 
 def override_of(r: Any) -> OverrideRow:
-    """An OverrideRow from a row holding ``_OVERRIDE_COLS`` by name."""
+    """An OverrideRow from a row holding ``OVERRIDE_COLS`` by name."""
     config = r["renderer_config"]
     return OverrideRow(tool_id=r["tool_id"], renderer=r["renderer"],
                        renderer_config=msgspec.json.decode(config) if config else None,
@@ -145,9 +161,7 @@ class ToolsetRepo:
                            config=msgspec.json.decode(r["config"] or "{}")) for r in rows]
 
     async def overrides(self, toolset_id: str) -> list[OverrideRow]:
-        rows = await self.db.fetchall(
-            f"SELECT {_OVERRIDE_COLS} FROM tool_overrides WHERE toolset_id = ? ORDER BY tool_id", (toolset_id,))
-        return [override_of(r) for r in rows]
+        return await read_overrides(self.db, toolset_id)
 
     async def write_install(self, new: Install, *, replace: bool) -> None:
         """Make ``new`` the toolset's current state in one transaction. On ``replace`` the old
@@ -185,11 +199,8 @@ class ToolsetRepo:
                 "SELECT tool_id FROM tool_overrides WHERE toolset_id = ? AND origin = 'user'", (t.id,))
             users = {r["tool_id"] for r in await cursor.fetchall()}
             await w.executemany(
-                "INSERT INTO tool_overrides (id, toolset_id, tool_id, renderer, renderer_config, name_override, "
-                "description_override, requires_confirmation, enabled, updated_at, origin) "
-                "VALUES (lower(hex(randomblob(16))), ?, ?, ?, ?, ?, ?, ?, ?, ?, 'manifest')",
-                [(t.id, o.tool_id, o.renderer,
-                  _json(o.renderer_config) if o.renderer_config is not None else None, o.name_override,
-                  o.description_override, _opt_int(o.requires_confirmation), _opt_int(o.enabled), new.updated_at)
+                f"INSERT INTO tool_overrides (id, toolset_id, tool_id, {', '.join(OVERRIDE_FIELDS)}, updated_at, "
+                f"origin) VALUES (lower(hex(randomblob(16))), ?, ?, {'?, ' * len(OVERRIDE_FIELDS)}?, 'manifest')",
+                [(t.id, o.tool_id, *override_values(msgspec.structs.asdict(o)).values(), new.updated_at)
                  for o in new.overrides if o.tool_id not in users])
             await mcp_servers.insert(w, new.servers, new.updated_at)

@@ -41,8 +41,7 @@ class Watchable(Protocol):
 
 @dataclass
 class _Watch:
-    ws: Watchable
-    journal: Journal = field(init=False)
+    ws: Watchable  # its journal is set while it is watched
     follower: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     activity: anyio.Event = field(default_factory=anyio.Event)
 
@@ -85,7 +84,7 @@ class OutsideEdits:
             except RuntimeError:
                 pass  # the loop is closed
 
-        watch.journal = journal = Journal(ws.tree.root, on_activity)
+        journal = Journal(ws.tree.root, on_activity)
         if not journal.start():
             return
         ws.journal = journal
@@ -96,9 +95,12 @@ class OutsideEdits:
 
     def unwatch(self, ws: Watchable) -> None:
         watch = self._watched.pop(ws.chat_id, None)
-        ws.journal = None
         if watch is not None:
-            watch.journal.stop()
+            ws = watch.ws
+        journal, ws.journal = ws.journal, None
+        if journal is not None:
+            journal.stop()
+        if watch is not None:
             watch.follower.cancel()
 
     async def _follow(self, watch: _Watch) -> None:

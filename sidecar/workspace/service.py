@@ -17,7 +17,7 @@ from ..errors import InvalidParams, NotFound
 from ..store.manifests import ManifestRow
 from . import paths
 from .outside_edits import Changes
-from .tree import TMP_SUFFIX, diff
+from .tree import diff, write_atomic
 from .versions import ChatWorkspace, Versions
 
 __all__ = ["ChatWorkspace", "FileContent", "FileInfo", "WorkspaceService", "encode_content"]
@@ -93,7 +93,7 @@ class WorkspaceService(Versions):
                 raise InvalidParams("params.path", str(exc)) from None
             if target.is_dir() and not target.is_symlink():
                 raise InvalidParams("params.path", f"{rel!r} is a directory")
-            await self.run(_write_atomic, ws.tree.root, target, data)
+            await self.run(_write_atomic, target, data)
             await self.capture(ws, chat, "edit", None)
             assert ws.active_manifest_id is not None
             return ws.active_manifest_id
@@ -110,7 +110,11 @@ class WorkspaceService(Versions):
                 raise InvalidParams(f"params.paths[{i}]", "must be an absolute path on this machine")
             if not await anyio.Path(p).exists():
                 raise InvalidParams(f"params.paths[{i}]", f"{source} does not exist")
+            if p.name in ("", ".."):  # "/" or "/a/.." would be copied as the destination itself
+                raise InvalidParams(f"params.paths[{i}]", f"{source} has no name to copy it under; pick a "
+                                    "file or folder inside it")
             checked.append(p)
+        await self.run(self._refuse_own_folders, checked, self.workspace_path(chat_id) / dest_rel)
         async with self.locked(chat_id) as (ws, chat):
             await self.capture(ws, chat)
             try:
@@ -124,6 +128,20 @@ class WorkspaceService(Versions):
                 return None
             added, _, modified = diff(before, manifest.files)
             return manifest, added, modified
+
+    def _refuse_own_folders(self, sources: list[Path], base: Path) -> None:
+        """A source holding our data (the database, the chats' folders) or the folder it is copied
+        into would be copied into itself."""
+        data = os.path.realpath(self.data_dir)
+        into = os.path.realpath(base)
+        for i, source in enumerate(sources):
+            real = os.path.realpath(source)
+            if _within(data, real):
+                raise InvalidParams(f"params.paths[{i}]", f"{source} holds the app's own data folder; "
+                                    "upload files or folders from elsewhere")
+            if _within(into, real):
+                raise InvalidParams(f"params.paths[{i}]", f"{source} holds the workspace folder it would be "
+                                    "copied into: a folder cannot be copied into itself")
 
     async def gc(self, chat_id: str) -> tuple[int, int]:
         """Delete blobs no manifest (and not the directory itself) refers to."""
@@ -152,11 +170,14 @@ def _checked(path: str) -> str:
         raise InvalidParams("params.path", str(exc)) from None
 
 
-def _write_atomic(root: Path, target: Path, data: bytes) -> None:
+def _within(path: str, folder: str) -> bool:
+    """Whether ``path`` is ``folder`` or inside it (both real paths)."""
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _write_atomic(target: Path, data: bytes) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}{TMP_SUFFIX}")
-    tmp.write_bytes(data)
-    os.replace(tmp, target)
+    write_atomic(target, data)
 
 
 def _copy_in(sources: list[Path], base: Path) -> None:

@@ -11,9 +11,11 @@ import logging
 import os
 import shutil
 import stat
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import msgspec
 
@@ -26,6 +28,11 @@ PARALLEL_FROM = 32  # files; below this a thread pool costs more than it saves
 COPY_THREADS = 4
 
 log = logging.getLogger("sidecar.workspace")
+
+T = TypeVar("T")
+# A file we create never follows a link at its own name: one planted there (by a tool, or an
+# outside edit) must not make us write outside the workspace.
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
 
 Files = dict[str, str]  # workspace path -> sha256
 
@@ -227,9 +234,7 @@ class Tree:
                     if os.path.isdir(dest) and not os.path.islink(dest):
                         shutil.rmtree(dest)
                     # Replace, never rewrite in place: an editor holding the file sees old or new.
-                    tmp = os.path.join(os.path.dirname(dest), f".{os.path.basename(dest)}{TMP_SUFFIX}")
-                    st = _copy(blobs, sha, tmp)
-                    os.replace(tmp, dest)
+                    st = _copy(blobs, sha, dest, replace=True)
                 else:
                     st = _copy(blobs, sha, dest)
                 done.append((rel, st, sha))
@@ -313,31 +318,80 @@ def _unlink(path: Path) -> None:
         shutil.rmtree(path)
 
 
-def _copy(blobs: BlobStore, sha256: str, dest: str) -> os.stat_result:
+def replace_atomic(dest: str | os.PathLike[str], fill: Callable[[int], T]) -> T:
+    """Replace ``dest`` atomically: ``fill`` writes the new content to a temporary file next to
+    it (given its descriptor), which then takes ``dest``'s place. The temporary file is created
+    afresh, never through a link or file already at its name (a leftover is removed first)."""
+    dest = os.fspath(dest)
+    head, name = os.path.split(dest)
+    tmp = os.path.join(head, f".{name}{TMP_SUFFIX}")
+    try:
+        os.unlink(tmp)  # a leftover, or a planted link: unlink removes the link, not its target
+    except FileNotFoundError:
+        pass
+    except (IsADirectoryError, PermissionError):
+        if not os.path.isdir(tmp) or os.path.islink(tmp):
+            raise
+        shutil.rmtree(tmp)
+    fd = os.open(tmp, _CREATE, 0o644)
+    try:
+        try:
+            result = fill(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, dest)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return result
+
+
+def write_atomic(dest: str | os.PathLike[str], data: bytes) -> None:
+    """Replace ``dest`` with ``data`` atomically (see ``replace_atomic``)."""
+
+    def fill(fd: int) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+
+    replace_atomic(dest, fill)
+
+
+def _copy(blobs: BlobStore, sha256: str, dest: str, *, replace: bool = False) -> os.stat_result:
     """Copy a blob to ``dest`` (a real copy, never a hard link: a tool editing the file would
-    edit the blob) and return the new file's stat."""
+    edit the blob) and return the new file's stat. ``replace``: ``dest`` may exist and is
+    replaced atomically; otherwise nothing is there and the file is created, never through a link."""
     try:
         src = os.open(blobs.path(sha256), os.O_RDONLY)
     except FileNotFoundError:
         raise MissingBlob(sha256, blobs.path(sha256)) from None
     try:
-        fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        if replace:
+            return replace_atomic(dest, lambda fd: _copy_into(src, fd))
+        fd = os.open(dest, _CREATE, 0o644)
         try:
-            remaining = os.fstat(src).st_size
-            try:
-                while remaining > 0:
-                    n = os.copy_file_range(src, fd, remaining)
-                    if n == 0:
-                        break
-                    remaining -= n
-            except (AttributeError, OSError):  # no copy_file_range here: plain copy
-                os.lseek(src, 0, os.SEEK_SET)
-                os.lseek(fd, 0, os.SEEK_SET)
-                os.ftruncate(fd, 0)
-                while chunk := os.read(src, 1 << 20):
-                    os.write(fd, chunk)
-            return os.fstat(fd)
+            return _copy_into(src, fd)
         finally:
             os.close(fd)
     finally:
         os.close(src)
+
+
+def _copy_into(src: int, fd: int) -> os.stat_result:
+    remaining = os.fstat(src).st_size
+    try:
+        while remaining > 0:
+            n = os.copy_file_range(src, fd, remaining)
+            if n == 0:
+                break
+            remaining -= n
+    except (AttributeError, OSError):  # no copy_file_range here: plain copy
+        os.lseek(src, 0, os.SEEK_SET)
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.ftruncate(fd, 0)
+        while chunk := os.read(src, 1 << 20):
+            os.write(fd, chunk)
+    return os.fstat(fd)

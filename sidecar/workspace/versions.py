@@ -36,7 +36,6 @@ Args = TypeVarTuple("Args")
 @dataclass
 class ChatWorkspace:
     chat_id: str
-    dir: Path
     tree: Tree
     blobs: BlobStore
     lock: anyio.Lock = field(default_factory=anyio.Lock)
@@ -53,6 +52,7 @@ class Versions:
         self.db = db
         self.chats = ChatRepo(db)
         self.manifests = ManifestRepo(db)
+        self.data_dir = data_dir
         self.root = data_dir / "chats"
         self._open: dict[str, ChatWorkspace] = {}
         self.edits = OutsideEdits(self._save_outside_edits, on_change, enabled=watch)
@@ -89,7 +89,7 @@ class Versions:
             directory = self.chat_dir(chat_id)  # chat_id comes from the database, never raw input
             blobs = BlobStore(directory / "blobs")
             tree = Tree(directory / "workspace", blobs, directory / "statcache")
-            ws = self._open[chat_id] = ChatWorkspace(chat_id, directory, tree, blobs)
+            ws = self._open[chat_id] = ChatWorkspace(chat_id, tree, blobs)
         return ws
 
     @asynccontextmanager

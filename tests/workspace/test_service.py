@@ -89,6 +89,49 @@ async def test_a_write_never_goes_through_a_link_or_over_a_folder(ws: WorkspaceS
     assert list(outside.iterdir()) == []
 
 
+async def test_a_link_planted_at_the_temporary_name_is_not_written_through(ws: WorkspaceService, chat: ChatRow,
+                                                                            tmp_path: Path):
+    outside = tmp_path / "bashrc"
+    outside.write_text("keep me")
+    folder = ws.workspace_path(chat.id)
+    await ws.write_file(chat.id, "foo", b"one")
+    os.symlink(outside, folder / ".foo.sidecar-tmp")
+    os.symlink(outside, folder / ".new.sidecar-tmp")
+    await ws.write_file(chat.id, "foo", b"two")  # replaces an existing file
+    await ws.write_file(chat.id, "new", b"new")  # makes a new one
+    assert outside.read_text() == "keep me"
+    assert (folder / "foo").read_bytes() == b"two" and not (folder / "foo").is_symlink()
+    assert (folder / "new").read_bytes() == b"new"
+
+
+async def test_materialise_never_writes_through_a_link_at_the_temporary_name(ws: WorkspaceService, chat: ChatRow,
+                                                                             tmp_path: Path):
+    outside = tmp_path / "bashrc"
+    outside.write_text("keep me")
+    folder = ws.workspace_path(chat.id)
+    first = await ws.write_file(chat.id, "a.txt", b"first")
+    await ws.write_file(chat.id, "a.txt", b"second")
+    os.symlink(outside, folder / ".a.txt.sidecar-tmp")
+    async with ws.locked(chat.id) as (current, _):
+        await ws.materialize(current, first)
+    assert outside.read_text() == "keep me"
+    assert (folder / "a.txt").read_bytes() == b"first"
+
+
+async def test_upload_refuses_the_root_and_folders_holding_the_data(ws: WorkspaceService, chat: ChatRow,
+                                                                     tmp_path: Path):
+    await ws.write_file(chat.id, "a.txt", b"a")
+    for source in ["/", str(tmp_path / "data"), str(tmp_path), str(ws.chat_dir(chat.id)),
+                   str(ws.root), str(tmp_path / "data" / ".."), str(ws.workspace_path(chat.id))]:
+        with pytest.raises(InvalidParams, match="params.paths"):
+            await ws.upload(chat.id, [source], "")
+    (ws.workspace_path(chat.id) / "sub").mkdir()
+    with pytest.raises(InvalidParams, match="into itself"):
+        await ws.upload(chat.id, [str(ws.workspace_path(chat.id) / "sub")], "sub/deeper")
+    _, files = await ws.list_files(chat.id, None)
+    assert [f.path for f in files] == ["a.txt"]
+
+
 async def test_upload_copies_files_and_folders_in_without_their_links(ws: WorkspaceService, chat: ChatRow,
                                                                       tmp_path: Path):
     src = tmp_path / "src"

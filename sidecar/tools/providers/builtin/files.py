@@ -15,7 +15,7 @@ from typing import Any
 import anyio.to_thread
 
 from ....workspace.paths import PathRejected, inside
-from ....workspace.tree import TMP_SUFFIX
+from ....workspace.tree import TMP_SUFFIX, write_atomic
 from . import Builtin, BuiltinCall, BuiltinError
 
 READ_LIMIT = 256 << 10
@@ -42,9 +42,7 @@ async def write_file(call: BuiltinCall) -> dict[str, Any]:
             raise BuiltinError(f"{path!r} is a {'link' if target.is_symlink() else 'folder'}; write to a file path")
         created = not target.exists()
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}{TMP_SUFFIX}")
-        tmp.write_bytes(data)
-        os.replace(tmp, target)
+        write_atomic(target, data)
         return created
 
     created = await _fs(write)

@@ -67,6 +67,19 @@ async def test_symlink_out_of_the_workspace_is_not_followed(tmp_path: Path) -> N
     assert (await run("list_files", ws))["files"] == []
 
 
+async def test_a_link_planted_at_the_temporary_name_is_not_written_through(tmp_path: Path) -> None:
+    ws, outside = tmp_path / "ws", tmp_path / "bashrc"
+    ws.mkdir()
+    outside.write_text("keep me")
+    (ws / "foo").write_text("old")
+    os.symlink(outside, ws / ".foo.sidecar-tmp")
+    os.symlink(outside, ws / ".new.sidecar-tmp")
+    await run("write_file", ws, path="foo", content="x")
+    await run("write_file", ws, path="new", content="y")
+    assert outside.read_text() == "keep me"
+    assert (ws / "foo").read_text() == "x" and (ws / "new").read_text() == "y"
+
+
 async def test_missing_file_errors_say_what_to_do(tmp_path: Path) -> None:
     with pytest.raises(BuiltinError, match="list_files"):
         await run("read_file", tmp_path, path="nope.txt")
