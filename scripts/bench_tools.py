@@ -64,6 +64,7 @@ sys.path.insert(0, str(ROOT))
 from _bench import Rows, pct, print_header, print_table, run_in_temp_dir, vm_rss_bytes  # noqa: E402  (scripts/ is on sys.path when run as a script)
 
 from sidecar.client import SidecarClient  # noqa: E402  (after the sys.path insert above)
+from sidecar.rpc.transport import PIPE_BYTES  # noqa: E402  (after the sys.path insert above)
 from sidecar.tools.providers.python.workers import SDK_DIR, Limits, ToolsetWorkers  # noqa: E402  (after the sys.path insert above)
 
 PYTHON = sys.executable
@@ -428,7 +429,8 @@ def big(n: int) -> str:
 
 # The reference for the 15 MB result: the same size of answer from a process that does nothing
 # else, read by the same client. A ping queued behind such a line waits at least this long.
-PLAIN_WRITER = '''import json, os, sys
+PLAIN_WRITER = '''import fcntl, json, os, sys
+fcntl.fcntl(1, fcntl.F_SETPIPE_SZ, 1 << 20)  # the pipe the sidecar gives itself
 body = b"x" * 15_000_000 + b'"}\\n'
 for line in sys.stdin.buffer:
     os.write(1, b'{"jsonrpc":"2.0","id":%d,"result":"' % json.loads(line)["id"])
@@ -451,7 +453,11 @@ class RawClient:
 
     async def read(self) -> None:
         buf = bytearray()
-        async for chunk in self.proc.stdout:
+        while True:
+            try:  # reads of up to 1 MiB, as the sidecar widens its pipe to that (64 KiB by default)
+                chunk = await self.proc.stdout.receive(PIPE_BYTES)
+            except anyio.EndOfStream:
+                return
             start, seen = 0, len(buf)  # only the new bytes can hold a newline
             buf += chunk
             while (nl := buf.find(b"\n", max(start, seen))) >= 0:
