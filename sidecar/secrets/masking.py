@@ -2,65 +2,19 @@
 
 Responses, log lines and error messages mask them (``mask*``, ``masked_key``, ``scrub``); exports turn
 them into ``${VAR}`` placeholders (``placeholder*``). A ``${VAR}`` reference is not a secret and shows
-as is; ``resolve`` reads it from the environment when the value is used, never to store it.
+as is.
 """
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
+from .variables import is_reference
+
 MASK = "****"
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _SECRET_NAME = re.compile(r"(token|secret|passw|api[-_]?key|auth|credential|signature|sig$|key$)", re.I)
-
-
-def is_reference(value: str) -> bool:
-    """The whole value is one ``${VAR}`` reference."""
-    return _VAR.fullmatch(value) is not None
-
-
-class MissingVariable(Exception):
-    """A `${VAR}` reference names a variable that is not set."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__(name)
-        self.name = name
-
-    def __str__(self) -> str:
-        return (f"{self.name} is not set: set it in the environment the app starts from, "
-                f"or edit the server")
-
-
-def references(text: str) -> list[str]:
-    """The variable names `text` refers to, in order."""
-    return _VAR.findall(text)
-
-
-def resolve(text: str, environ: Mapping[str, str] | None = None) -> str:
-    """Replace every `${VAR}` in `text` from `environ` (default `os.environ`).
-
-    Raises:
-        MissingVariable: a referenced variable is not set (an empty value counts as set).
-    """
-    if "${" not in text:
-        return text
-    env = os.environ if environ is None else environ
-
-    def sub(match: re.Match[str]) -> str:
-        name = match.group(1)
-        value = env.get(name)
-        if value is None:
-            raise MissingVariable(name)
-        return value
-
-    return _VAR.sub(sub, text)
-
-
-def resolve_mapping(values: Mapping[str, str], environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    return {k: resolve(v, environ) for k, v in values.items()}
 
 
 def scrub(text: str, values: Iterable[str], shown: Callable[[str], str] = lambda _: MASK) -> str:

@@ -1,0 +1,23 @@
+"""Secrets: how they are shown (``masking``) and how a ``${VAR}`` reference is resolved when its value
+is used (``variables``)."""
+
+from .masking import (
+    MASK,
+    mask,
+    mask_args,
+    mask_map,
+    mask_url,
+    masked_command,
+    masked_key,
+    placeholder_args,
+    placeholder_map,
+    placeholder_url,
+    scrub,
+)
+from .variables import MissingVariable, is_reference, references, resolve, resolve_mapping
+
+__all__ = [
+    "MASK", "MissingVariable", "is_reference", "mask", "mask_args", "mask_map", "mask_url", "masked_command",
+    "masked_key", "placeholder_args", "placeholder_map", "placeholder_url", "references", "resolve",
+    "resolve_mapping", "scrub",
+]

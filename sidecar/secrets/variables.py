@@ -1,0 +1,56 @@
+"""``${VAR}`` references: what a value refers to, and its resolution when the value is used (never
+to store it)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def is_reference(value: str) -> bool:
+    """The whole value is one ``${VAR}`` reference."""
+    return _VAR.fullmatch(value) is not None
+
+
+class MissingVariable(Exception):
+    """A `${VAR}` reference names a variable that is not set."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+    def __str__(self) -> str:
+        return (f"{self.name} is not set: set it in the environment the app starts from, "
+                f"or edit the server")
+
+
+def references(text: str) -> list[str]:
+    """The variable names `text` refers to, in order."""
+    return _VAR.findall(text)
+
+
+def resolve(text: str, environ: Mapping[str, str] | None = None) -> str:
+    """Replace every `${VAR}` in `text` from `environ` (default `os.environ`).
+
+    Raises:
+        MissingVariable: a referenced variable is not set (an empty value counts as set).
+    """
+    if "${" not in text:
+        return text
+    env = os.environ if environ is None else environ
+
+    def sub(match: re.Match[str]) -> str:
+        name = match.group(1)
+        value = env.get(name)
+        if value is None:
+            raise MissingVariable(name)
+        return value
+
+    return _VAR.sub(sub, text)
+
+
+def resolve_mapping(values: Mapping[str, str], environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    return {k: resolve(v, environ) for k, v in values.items()}
