@@ -14,7 +14,6 @@
     │   │                                data, kind timeout is sent as Timeout (-32022), not_connected as
     │   │                                Conflict (data also {reason: "not connected"})
     │   └── ProviderError                a model provider failed (status, retryable)
-    ├── ToolFailed               -32021  data {toolCallId}: a tool ran and failed
     ├── StorageError             -32030  SQLite or disk
     │   └── MissingBlob                  a blob a manifest names is gone from the store
     └── InstanceLocked           -32031  data {lockPath, holderPid}
@@ -22,7 +21,9 @@
 ``api/errors.py`` holds the codes and the published table; the engine turns any exception with
 ``__rpc_error__`` into that wire error, so it never imports this module. Outside the tree on purpose:
 ``rpc/errors.py`` (the engine knows no domain), the tool worker's own errors (another process), the
-tool SDK's ``ArgumentError`` (the author's side), and the test client's.
+tool SDK's ``ArgumentError`` (the author's side), and the test client's. A tool that ran and failed
+is not an exception: its ``toolCall`` record says ``status: error`` (with ``errorKind``), and the
+request that ran it succeeds.
 """
 
 from __future__ import annotations
@@ -161,14 +162,6 @@ class ProviderError(UpstreamError):
 
     def __str__(self) -> str:
         return self.message
-
-
-class ToolFailed(SidecarError):
-    code = ErrorCode.TOOL_FAILED
-
-    def __init__(self, tool_call_id: str, message: str) -> None:
-        super().__init__(message, {"toolCallId": tool_call_id})
-        self.tool_call_id = tool_call_id
 
 
 class StorageError(SidecarError):

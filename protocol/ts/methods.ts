@@ -148,7 +148,6 @@ export const ErrorCodes = {
   PermissionDenied: -32012,
   InvalidBundle: -32013,
   UpstreamError: -32020,
-  ToolFailed: -32021,
   Timeout: -32022,
   StorageError: -32030,
   InstanceLocked: -32031,

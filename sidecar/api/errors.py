@@ -23,7 +23,7 @@ class ErrorCode(IntEnum):
     PERMISSION_DENIED = -32012
     INVALID_BUNDLE = -32013
     UPSTREAM_ERROR = -32020
-    TOOL_FAILED = -32021
+    # -32021 is retired, never sent: a tool that ran and failed is a toolCall record with status error.
     TIMEOUT = -32022
     STORAGE_ERROR = -32030
     INSTANCE_LOCKED = -32031
@@ -52,7 +52,6 @@ ERROR_TABLE: tuple[tuple[str, ErrorCode, str, str], ...] = (
      "a toolset bundle or manifest is rejected", "{path, reason}"),
     ("UpstreamError", ErrorCode.UPSTREAM_ERROR,
      "an MCP server or model provider failed", "{source, server?, message}"),
-    ("ToolFailed", ErrorCode.TOOL_FAILED, "a tool ran and failed", "{toolCallId}"),
     ("Timeout", ErrorCode.TIMEOUT, "an MCP server did not answer within its call timeout",
      "{source, server, message}"),
     ("StorageError", ErrorCode.STORAGE_ERROR, "SQLite or disk failure", ""),
