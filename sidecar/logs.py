@@ -1,4 +1,8 @@
-"""Logging to stderr through a queue: a handler never blocks the event loop on a slow pipe."""
+"""Logging to stderr through a queue: a handler never blocks the event loop on a slow pipe.
+
+Every record passes `ScrubFilter` on the handlers (not on loggers, so third-party loggers' records
+pass it too): a log line never holds a known secret value or a URL's credentials, at any level.
+"""
 
 from __future__ import annotations
 
@@ -7,18 +11,58 @@ import logging.handlers
 import queue
 import sys
 
+from .secrets.known import scrub_known
+from .secrets.masking import mask_text
+
+
+def clean(text: str) -> str:
+    return mask_text(scrub_known(text))
+
+
+class ScrubFilter(logging.Filter):
+    """Renders a record's message once, scrubbed, so no formatter downstream sees the raw args.
+
+    Known values go first (they may sit inside a URL), then credentials by their shape.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 - a bad format string must not drop the record (or its secrets)
+            message = f"{record.msg!r} {record.args!r}"
+        record.msg = clean(message)
+        record.args = None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = clean(record.exc_text)
+            # The traceback's frames may hold secrets in locals a custom formatter would print.
+            record.exc_info = None
+        if record.stack_info:
+            record.stack_info = clean(record.stack_info)
+        return True
+
 
 def setup(level: str) -> logging.handlers.QueueListener:
+    scrubber = ScrubFilter()
     stream = logging.StreamHandler(sys.stderr)
     stream.setFormatter(
         logging.Formatter("%(asctime)s.%(msecs)03d %(levelname)s %(name)s: %(message)s", "%H:%M:%S")
     )
+    stream.addFilter(scrubber)
     q: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
     listener = logging.handlers.QueueListener(q, stream)
+    front = logging.handlers.QueueHandler(q)
+    front.addFilter(scrubber)
     root = logging.getLogger()
-    root.handlers[:] = [logging.handlers.QueueHandler(q)]
+    root.handlers[:] = [front]
     root.setLevel(level.upper())
     # aiosqlite's debug lines print every statement's parameters, stored API keys included.
     logging.getLogger("aiosqlite").setLevel(logging.INFO)
+    # The HTTP clients log every request URL at INFO and headers at DEBUG: only warnings unless the
+    # user asked for debug, and even then every line is scrubbed above.
+    if level.lower() != "debug":
+        for name in ("httpx", "httpcore"):
+            logging.getLogger(name).setLevel(logging.WARNING)
     listener.start()
     return listener

@@ -15,7 +15,8 @@ import anyio
 import anyio.to_thread
 
 from ..children import scrubbed_env
-from ..secrets import MissingVariable, resolve, resolve_mapping
+from ..secrets import MissingVariable, resolve, resolve_mapping, secret_values
+from ..secrets.known import remember_all
 from .commands import CommandNotFound, resolve_command
 from .config import ServerConfig
 from .elicitation import Elicit, ElicitAnswer, Elicitation
@@ -58,7 +59,9 @@ async def prepare(config: ServerConfig) -> Spec:
                 raise Failure("no command is set for this stdio server", permanent=True)
             command = resolve(config.command)
             args = [resolve(a) for a in config.args]
-            env = scrubbed_env(resolve_mapping(config.env))
+            resolved_env = resolve_mapping(config.env)
+            remember_all(secret_values(env=resolved_env, args=args))
+            env = scrubbed_env(resolved_env)
             cwd = resolve(config.cwd) if config.cwd else None
             if cwd is not None and not await anyio.Path(cwd).is_dir():
                 raise Failure(f"the working directory {cwd} does not exist", permanent=True)
@@ -73,7 +76,9 @@ async def prepare(config: ServerConfig) -> Spec:
         url = resolve(config.url)
         if not url.lower().startswith(("http://", "https://")):
             raise Failure("the URL must start with http:// or https://", permanent=True)
-        return Spec(url=url, headers=resolve_mapping(config.headers))
+        headers = resolve_mapping(config.headers)
+        remember_all(secret_values(headers=headers, url=url))
+        return Spec(url=url, headers=headers)
     except MissingVariable as exc:
         raise Failure(str(exc), permanent=True) from None
 

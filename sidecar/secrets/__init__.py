@@ -13,11 +13,12 @@ from .masking import (
     placeholder_map,
     placeholder_url,
     scrub,
+    secret_values,
 )
 from .variables import MissingVariable, is_reference, references, resolve, resolve_mapping
 
 __all__ = [
     "MASK", "MissingVariable", "is_reference", "mask", "mask_args", "mask_map", "mask_url", "masked_command",
     "masked_key", "placeholder_args", "placeholder_map", "placeholder_url", "references", "resolve",
-    "resolve_mapping", "scrub",
+    "resolve_mapping", "scrub", "secret_values",
 ]

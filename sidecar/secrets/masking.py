@@ -141,8 +141,39 @@ def masked_command(command: str | None, args: list[str]) -> list[str] | None:
     return [command, *mask_args(args)] if command else None
 
 
+def secret_values(*, args: list[str] | None = None, env: dict[str, str] | None = None,
+                  headers: dict[str, str] | None = None, url: str | None = None) -> list[str]:
+    """The literal values a masked view of this config would hide: what `known.remember` should get."""
+    found: list[str] = []
+
+    def collect(name: str, value: str) -> str:
+        if not is_reference(value) and value:
+            found.append(value)
+        return MASK
+
+    _rewrite_args(args or [], collect)
+    for values in (env or {}, headers or {}):
+        for name, value in values.items():
+            if _SECRET_NAME.search(name):
+                collect(name, value)
+    if url:
+        _rewrite_url(url, collect)
+    return found
+
+
 def masked_key(key: str) -> str:
     """How responses show an API key: enough to tell keys apart (``sk-…abcd``), never enough to use."""
     if is_reference(key):
         return key
     return f"{key[:3]}…{key[-4:]}" if len(key) >= 16 else MASK
+
+
+_URL_IN_TEXT = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]+")
+
+
+def mask_text(text: str) -> str:
+    """Free text (a log line, an exception message, a server's stderr) with the secrets it shows by
+    their shape masked: every URL in it through `mask_url`."""
+    if "://" not in text:
+        return text
+    return _URL_IN_TEXT.sub(lambda m: mask_url(m.group(0)), text)

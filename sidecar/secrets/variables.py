@@ -7,6 +7,9 @@ import os
 import re
 from collections.abc import Mapping
 
+from .known import remember
+from .shapes import looks_like_credential, looks_secret_name
+
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -47,6 +50,10 @@ def resolve(text: str, environ: Mapping[str, str] | None = None) -> str:
         value = env.get(name)
         if value is None:
             raise MissingVariable(name)
+        if looks_secret_name(name) or looks_like_credential(value):
+            # Scrubbed wherever it turns up later; a harmless value (LOG_LEVEL=debug) is not, or every
+            # "debug" in the log would be masked.
+            remember(value)
         return value
 
     return _VAR.sub(sub, text)

@@ -20,6 +20,7 @@ import anyio.to_thread
 
 from ...errors import ProviderError
 from ...secrets import MissingVariable, mask_url, resolve, resolve_mapping, scrub
+from ...secrets.known import remember_all
 from .base import ProviderEvent, ToolCallRequest, TurnRequest
 
 DEFAULT_MAX_RETRIES = 2
@@ -134,6 +135,7 @@ class RemoteProvider:
             options = self.endpoint.client_options(self.env_key)
             # A server may echo what it was sent: these never reach a message (UNUSED_KEY is no secret).
             self._secrets = [v for v in (options["api_key"], *options["default_headers"].values()) if v != UNUSED_KEY]
+            remember_all(self._secrets)  # ... nor a log line, whichever library writes it
             self._client = self._new_client(options)
         return self._client
 
