@@ -20,6 +20,7 @@ from .chat.providers.service import ProviderService
 from .chat.turns import TurnService
 from .handlers.notify import Notifier
 from .mcp_host.servers import McpServers
+from .secrets.store import SecretStore
 from .settings import Settings
 from .store import Database
 from .store.chats import ChatRepo
@@ -41,6 +42,7 @@ class Services:
     settings: Settings
     started_at: float
     db: Database
+    secrets: SecretStore
     workspace: WorkspaceService
     chats: ChatService
     providers: ProviderService
@@ -55,6 +57,9 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
                 started_at: float) -> Services:
     """Services that run in ``tg``; each one's teardown is handed to ``on_close`` as it is made."""
     data_dir: Path = settings.data_dir
+    secrets = SecretStore(data_dir, settings.secrets_backend)
+    if secrets.chosen and secrets.backend == "keystore":
+        tg.start_soon(secrets.warm)  # finds a locked or missing keystore now, not at the first tool call
     workspace = WorkspaceService(db, data_dir, on_change=notifier.workspace_changed)
     on_close("workspace watchers", workspace.aclose)
     workspace.bind(tg)
@@ -92,7 +97,7 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     await local.bind(tg)
     turns = TurnService(chats, tool_calls, providers)
     await servers.sync()  # returns at once: the servers connect in the background
-    return Services(settings=settings, started_at=started_at, db=db, workspace=workspace, chats=chats,
+    return Services(settings=settings, started_at=started_at, db=db, secrets=secrets, workspace=workspace, chats=chats,
                     providers=providers, mcp_servers=servers, catalog=catalog, tool_calls=tool_calls,
                     toolsets=toolsets, turns=turns)
 

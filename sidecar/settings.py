@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import Literal
 
 import msgspec
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
+SECRETS_BACKENDS = ("auto", "keystore", "file")
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
@@ -18,6 +20,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     max_line_bytes: int = 64 << 20
     shutdown_timeout: float = 5.0  # seconds for the whole shutdown path before we exit anyway
     parent_poll_interval: float = 1.0
+    # Where secrets go: "auto" (the OS keystore, else a 0600 file), "keystore" (never the file) or "file".
+    secrets_backend: Literal["auto", "keystore", "file"] = "auto"
 
     @property
     def db_path(self) -> Path:
@@ -59,7 +63,13 @@ def parse(argv: list[str] | None = None, environ: dict[str, str] | None = None) 
     parser.add_argument("--max-line-bytes", type=_positive_int,
                         default=env.get("SIDECAR_MAX_LINE_BYTES") or 64 << 20,
                         help="longest accepted message line (default 64 MiB)")
+    parser.add_argument("--secrets-backend", choices=SECRETS_BACKENDS,
+                        default=env.get("SIDECAR_SECRETS_BACKEND", "auto").lower(),
+                        help="where secrets are stored: auto (the OS keystore, else a 0600 file in the data "
+                             "directory), keystore (never the file) or file (env SIDECAR_SECRETS_BACKEND)")
     args = parser.parse_args(argv)
+    if args.secrets_backend not in SECRETS_BACKENDS:
+        parser.error(f"--secrets-backend must be one of {', '.join(SECRETS_BACKENDS)}")
     if args.log_level not in LOG_LEVELS:
         parser.error(f"--log-level must be one of {', '.join(LOG_LEVELS)}")
     data_dir = Path(args.data_dir).expanduser() if args.data_dir else default_data_dir()
@@ -68,4 +78,5 @@ def parse(argv: list[str] | None = None, environ: dict[str, str] | None = None) 
         log_level=args.log_level,
         parent_pid=int(args.parent_pid) if args.parent_pid else None,
         max_line_bytes=int(args.max_line_bytes),
+        secrets_backend=args.secrets_backend,
     )

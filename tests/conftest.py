@@ -1,11 +1,17 @@
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from sidecar.client import SidecarClient
+
+# No test reaches the desktop's own keystore: without a session bus, keyring finds no keystore and
+# the sidecars the tests start keep their secrets in the 0600 file. The tests of the keystore itself
+# bring their own bus (tests/keystore.py) and point their sidecars at it.
+os.environ["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=/nonexistent/covalt-tests-no-session-bus"
 
 
 @pytest.fixture
