@@ -108,16 +108,66 @@ export interface ToolCall {
   result?: unknown;
   error?: string | null;
   errorKind?: string | null;
-  renderPlan?: RenderPlan | null;
+  renderPlan?: CodePlan | DocumentPlan | HtmlPlan | FramePlan | CardPlan | null;
   preManifestId?: string | null;
   postManifestId?: string | null;
   finishedAt?: string | null;
 }
 
-export interface RenderPlan {
-  renderer: "code" | "document" | "frame" | "html";
+/** Show a workspace file or content as code. */
+export interface CodePlan {
+  renderer: "code";
+  /** The renderer config with $-expressions filled. */
   config: Record<string, unknown>;
+  /** Expressions of the renderer config that resolved to nothing (left null or empty in config). */
   missing?: string[];
+}
+
+/** Show a workspace file or content as a document (markdown). */
+export interface DocumentPlan {
+  renderer: "document";
+  /** The renderer config with $-expressions filled. */
+  config: Record<string, unknown>;
+  /** Expressions of the renderer config that resolved to nothing (left null or empty in config). */
+  missing?: string[];
+}
+
+/** Show the toolset's HTML artifact (tools/htmlPage) in a sandboxed frame. */
+export interface HtmlPlan {
+  renderer: "html";
+  /** The renderer config with $-expressions filled. */
+  config: Record<string, unknown>;
+  /** Expressions of the renderer config that resolved to nothing (left null or empty in config). */
+  missing?: string[];
+}
+
+/** Show a page a local server serves, in a frame. */
+export interface FramePlan {
+  renderer: "frame";
+  /** The renderer config with $-expressions filled. */
+  config: Record<string, unknown>;
+  /** Expressions of the renderer config that resolved to nothing (left null or empty in config). */
+  missing?: string[];
+}
+
+/** Show the tool's card: the tool declared output.card and returned {text?, html?, title?}. */
+export interface CardPlan {
+  renderer: "card";
+  config: CardConfig;
+  /** {{arg}} holes of the title template whose argument was not given (left empty). */
+  missing?: string[];
+}
+
+/** A card (seed 004 output contract): a title, sanitised HTML and the manifest's colours. */
+export interface CardConfig {
+  /** Plain text, one line: the manifest's title template filled from the call's arguments, or the title the tool returned. Show it as text, never as HTML. */
+  title: string;
+  /** An HTML fragment already sanitised (no script, event handler, style element, form, frame, object, embed, base, meta, link, svg or math; inline styles from an allow-list; only http(s) and mailto URLs). It may go into an element's innerHTML as it is. */
+  html: string;
+  /** A CSS colour (#rgb, #rrggbb, #rrggbbaa, rgb(), rgba(), hsl(), hsla() or a named colour) for the card's accent. */
+  accentColor?: string | null;
+  /** A CSS colour, of the same forms, for the card's background. */
+  backgroundColor?: string | null;
 }
 
 export interface TokenUsage {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 
@@ -236,11 +236,66 @@ class ToolCallParams(Model):
     work_done_token: int | str | None = None
 
 
-class RenderPlan(Model):
-    renderer: Renderer
-    config: dict[str, Any]
-    # $-expressions of the renderer config that resolved to nothing (left null in config).
-    missing: list[str] = []
+_MISSING_DOC = "Expressions of the renderer config that resolved to nothing (left null or empty in config)."
+_PlanMissing = Annotated[list[str], msgspec.Meta(description=_MISSING_DOC)]
+_PlanConfig = Annotated[dict[str, Any], msgspec.Meta(description="The renderer config with $-expressions filled.")]
+
+
+class CodePlan(Model, tag="code", tag_field="renderer"):
+    """Show a workspace file or content as code."""
+
+    config: _PlanConfig
+    missing: _PlanMissing = []
+
+
+class DocumentPlan(Model, tag="document", tag_field="renderer"):
+    """Show a workspace file or content as a document (markdown)."""
+
+    config: _PlanConfig
+    missing: _PlanMissing = []
+
+
+class HtmlPlan(Model, tag="html", tag_field="renderer"):
+    """Show the toolset's HTML artifact (tools/htmlPage) in a sandboxed frame."""
+
+    config: _PlanConfig
+    missing: _PlanMissing = []
+
+
+class FramePlan(Model, tag="frame", tag_field="renderer"):
+    """Show a page a local server serves, in a frame."""
+
+    config: _PlanConfig
+    missing: _PlanMissing = []
+
+
+class CardConfig(Model):
+    """A card (seed 004 output contract): a title, sanitised HTML and the manifest's colours."""
+
+    title: Annotated[str, msgspec.Meta(description=(
+        "Plain text, one line: the manifest's title template filled from the call's arguments, or the "
+        "title the tool returned. Show it as text, never as HTML."))]
+    html: Annotated[str, msgspec.Meta(description=(
+        "An HTML fragment already sanitised (no script, event handler, style element, form, frame, "
+        "object, embed, base, meta, link, svg or math; inline styles from an allow-list; only http(s) "
+        "and mailto URLs). It may go into an element's innerHTML as it is."))]
+    accent_color: Annotated[str | None, msgspec.Meta(description=(
+        "A CSS colour (#rgb, #rrggbb, #rrggbbaa, rgb(), rgba(), hsl(), hsla() or a named colour) for "
+        "the card's accent."))] = None
+    background_color: Annotated[str | None, msgspec.Meta(description=(
+        "A CSS colour, of the same forms, for the card's background."))] = None
+
+
+class CardPlan(Model, tag="card", tag_field="renderer"):
+    """Show the tool's card: the tool declared output.card and returned {text?, html?, title?}."""
+
+    config: CardConfig
+    missing: Annotated[list[str], msgspec.Meta(description=(
+        "{{arg}} holes of the title template whose argument was not given (left empty)."))] = []
+
+
+# How a call's result is shown, told apart by its renderer.
+RenderPlan = CodePlan | DocumentPlan | HtmlPlan | FramePlan | CardPlan
 
 
 class ToolCall(Model):

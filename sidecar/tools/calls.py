@@ -25,6 +25,8 @@ from ..mcp_host.state import CallOrigin
 from ..store import Database
 from ..store.rows import new_id, now
 from ..store.tool_calls import ToolCallRepo, ToolCallRow
+from . import cards
+from . import output as tool_output
 from .catalog import Catalog
 from .providers.builtin import BUILTINS, BuiltinCall, BuiltinError
 from .providers.python.worker import ToolFailure, decode_result
@@ -37,6 +39,8 @@ if TYPE_CHECKING:
     from .providers.python.workers import WorkerHost
 
 log = logging.getLogger("sidecar.tools")
+
+BIG_CARD = 64 * 1024  # characters of card HTML sanitised off the event loop
 
 # Called once the call is recorded as running (a chat turn tells the UI at that point).
 OnStarted = Callable[[ToolCallRow], Awaitable[None]]
@@ -79,6 +83,7 @@ class ToolCallService:
                                             "or toolsets/setEnabled) to run it")
         check_args(tool.input_schema, args)
         needs_workspace = bool(target.config.get("needs_workspace"))
+        output = tool_output.of_config(target.config)
         if chat_id is None and needs_workspace:
             raise InvalidParams("params.chatId", f"{tool_id} works on a chat's workspace files; pass the chatId")
         record = ToolCallRow(id=call_id or new_id(), tool_id=tool_id, chat_id=chat_id, message_id=message_id,
@@ -97,10 +102,13 @@ class ToolCallService:
                     await on_started(record)
                 try:
                     result = await self._run(target, args, workspace, chat_id, record.id, on_progress, raw_result)
-                    if isinstance(result, msgspec.Raw):
-                        result = await _settle(result, needed=tool.renderer is not None)  # $return
+                    if isinstance(result, msgspec.Raw):  # read for $return, or for a card
+                        result = await _settle(result, needed=tool.renderer is not None or output.shows_card)
                     record.result = result
                     record.status = "success"
+                    if (reported := cards.error_of(output, result)) is not None:
+                        # Seed 004: a card tool says it failed with {"error": ...}; the call is an error.
+                        record.status, record.error, record.error_kind = "error", reported, "raised"
                 except _Failed as failure:
                     record.status, record.error, record.error_kind = "error", failure.message, failure.kind
                     record.result = failure.result
@@ -186,7 +194,14 @@ class ToolCallService:
 
     async def _finish(self, target: Resolved, record: ToolCallRow, workspace: Path | None, *,
                       inserted: bool) -> None:
-        record.render_plan = self._plan(target, record, workspace)
+        output = tool_output.of_config(target.config)
+        card = None
+        if output.shows_card and record.status == "success":
+            # The sanitiser takes about 1 ms per 100 KB of ordinary HTML: a big card goes to a thread.
+            big = len((cards.fields(record.result) or {}).get("html") or "") > BIG_CARD
+            card = (await anyio.to_thread.run_sync(cards.plan, output, record.args, record.result) if big
+                    else cards.plan(output, record.args, record.result))
+        record.render_plan = card or self._plan(target, record, workspace)
         # Outside a chat, nothing waits on the record: it is written after the reply.
         await self.repo.finish(record, inserted=inserted, later=record.chat_id is None)
 

@@ -13,6 +13,7 @@ from ..api.base import Id
 from ..api.toolsets import RENDERERS, Renderer
 from ..errors import ManifestError
 from ..store.mcp_servers import McpServerRow
+from ..tools.output import COLOUR_HINT, OutputDecl, check_colours
 
 ENTRYPOINT_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
 MAX_MANIFEST_BYTES = 1 << 20
@@ -31,6 +32,7 @@ class ToolDecl(_Decl):
     renderer: dict[str, Any] | None = None  # legacy alias of a renderer override
     requires_confirmation: bool = False
     timeout: Annotated[float, msgspec.Meta(gt=0, le=3600)] | None = None  # seconds
+    output: OutputDecl | None = None  # card, synthesize, ephemeral, what the model is given (seed 004)
 
 
 class OverrideDecl(_Decl):
@@ -55,6 +57,8 @@ class McpServerDecl(_Decl):
     requires_confirmation: bool = False
     connect_timeout: Annotated[float, msgspec.Meta(gt=0, le=600)] | None = None
     call_timeout: Annotated[float, msgspec.Meta(gt=0, le=3600)] | None = None
+    # The output declaration of this server's tools, by MCP tool name (a card only when declared).
+    tool_output: dict[str, OutputDecl] = {}
 
     def row(self, toolset_id: str) -> McpServerRow:
         """The one way a declared server becomes a stored one."""
@@ -63,7 +67,8 @@ class McpServerDecl(_Decl):
             cwd=self.cwd, url=self.url, headers=self.headers, env=self.env,
             requires_confirmation=self.requires_confirmation,
             options={k: v for k, v in (("connect_timeout", self.connect_timeout),
-                                       ("call_timeout", self.call_timeout)) if v})
+                                       ("call_timeout", self.call_timeout),
+                                       ("tool_output", msgspec.to_builtins(self.tool_output))) if v})
 
 
 class Manifest(_Decl):
@@ -164,6 +169,11 @@ def _check(m: Manifest) -> Parsed:
     servers = _unique_ids("mcp_servers", [s.id for s in m.mcp_servers])
     for i, s in enumerate(m.mcp_servers):
         _check_server(f"mcp_servers[{i}]", s)
+        for name, output in s.tool_output.items():
+            _check_output(f"mcp_servers[{i}].tool_output.{name}", output)
+    for i, t in enumerate(m.tools):
+        if t.output is not None:
+            _check_output(f"tools[{i}].output", t.output)
     warnings: list[str] = []
     overrides = _with_legacy_renderers(m, warnings)
     for i, o in enumerate(m.tool_overrides):
@@ -173,6 +183,12 @@ def _check(m: Manifest) -> Parsed:
         elif not sep and o.tool_id not in seen:
             warnings.append(f"tool_overrides[{i}].tool_id: no tool {o.tool_id!r} is declared here")
     return Parsed(m, overrides, warnings)
+
+
+def _check_output(where: str, output: OutputDecl) -> None:
+    bad = check_colours(output)
+    if bad is not None:
+        raise ManifestError(f"{where}.{bad}", COLOUR_HINT)
 
 
 def _unique_ids(section: str, ids: list[str]) -> dict[str, int]:

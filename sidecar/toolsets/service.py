@@ -28,6 +28,7 @@ from ..store import Database
 from ..store.mcp_servers import McpServerRepo, McpServerRow
 from ..store.rows import now
 from ..store.toolsets import Install, OverrideRow, StoredTool, ToolsetFile, ToolsetRepo, ToolsetRow
+from ..tools import output as tool_output
 from ..tools.providers.python.entrypoints import importable
 from ..tools.providers.python.worker import ToolFailure
 from ..tools.providers.python.workers import ToolsetWorkers
@@ -209,7 +210,7 @@ class ToolsetService:
             "id": t.tool_id.partition(":")[2], "name": t.name, "description": t.description,
             "entrypoint": t.entrypoint, "input_schema": t.input_schema,
             "requires_confirmation": t.requires_confirmation or None,
-            "timeout": t.config.get("timeout")}) for t in tools]
+            "timeout": t.config.get("timeout"), "output": t.config.get("output")}) for t in tools]
         out["tool_overrides"] = [_drop_empty({
             "tool_id": o.tool_id.removeprefix(f"{tid}:"), "renderer": o.renderer,
             "renderer_config": o.renderer_config, "name_override": o.name_override,
@@ -240,6 +241,8 @@ def _stored_tool(toolset_id: str, t: ToolDecl, code: dict[str, Any]) -> StoredTo
     config: dict[str, Any] = {}
     if t.timeout or code.get("timeout"):
         config["timeout"] = t.timeout or code.get("timeout")
+    if (output := tool_output.stored(t.output)) is not None:
+        config["output"] = output
     if code.get("legacy"):
         config["needs_workspace"] = True  # plain f(workspace, ...) functions are handed the folder
     return StoredTool(tool_id=f"{toolset_id}:{t.id}", name=t.name or code.get("name") or t.id,

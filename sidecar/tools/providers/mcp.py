@@ -3,7 +3,7 @@ with the toolset's overrides (keyed ``server:tool``, seed 000 §1.4) applied on 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...api.toolsets import Tool
 from ...errors import NotFound
@@ -71,7 +71,10 @@ async def resolve(db: Database, host: McpHost | None, ref_id: str) -> Resolved:
         raise NotFound("tool", ref_id, f"the MCP server {row.key} ({_status(host, row)}) has no tool {name!r} "
                                        "right now")
     tool = _view(row, found, override)
-    return Resolved(tool, None, {"server_key": row.key, "tool_name": name}, None, switched_on=switched_on(override))
+    config: dict[str, Any] = {"server_key": row.key, "tool_name": name}
+    if output := (row.options.get("tool_output") or {}).get(name):
+        config["output"] = output  # declared by the toolset for this tool (toolset.yaml tool_output)
+    return Resolved(tool, None, config, None, switched_on=switched_on(override))
 
 
 def _status(host: McpHost | None, row: McpServerRow) -> str:
