@@ -1,5 +1,6 @@
 """What a model is shown: the branch from the root to the new message, tool calls and their
-results in the order they happened, rebuilt from the stored messages and tool calls."""
+results in the order they happened, rebuilt from the stored messages and tool calls. Each result
+is given as ``framing`` says (bounded, cleaned, framed), the way the turn that ran it gave it."""
 
 from __future__ import annotations
 
@@ -8,11 +9,10 @@ from typing import Any
 
 from ..store.chats import MessageRow
 from ..store.tool_calls import ToolCallRow
+from ..tools import cards
+from . import framing
+from .framing import View
 from .providers.base import ChatMessage, ToolCallRequest
-
-# A result longer than this goes to a file in the workspace; the model gets a preview and the path.
-RESULT_BUDGET = 16 * 1024
-PREVIEW = 2 * 1024
 
 
 def branch(messages: list[MessageRow], leaf_id: str | None) -> list[MessageRow]:
@@ -56,9 +56,45 @@ def result_text(call: ToolCallRow) -> str:
     return json.dumps(result, ensure_ascii=False)
 
 
-def spilled_text(text: str, path: str) -> str:
-    return (f"{text[:PREVIEW]}\n[... {len(text)} characters in all; the whole result is in the workspace "
-            f"file {path}]")
+def model_text(call: ToolCallRow, view: View) -> str:
+    """The result as the model may read it, before any cut: a card's text rather than its markup,
+    or only a note that the card was shown."""
+    plan = call.render_plan
+    if call.status == "success" and plan and plan.get("renderer") == "card":
+        if view.card_only:
+            return framing.card_note(str(plan.get("config", {}).get("title") or ""))
+        text = cards.model_text(call.result)
+        if text is not None:
+            return framing.prepare(text, view)
+    return framing.prepare(result_text(call), view)
+
+
+def spilled_text(text: str, path: str, max_chars: int) -> str:
+    return (f"{text[:max_chars]}\n[... {len(text)} characters in all; the whole result is in the workspace "
+            f"file {path}: read it with read_file, a part at a time (offset and limit)]")
+
+
+def cut_text(text: str, max_chars: int) -> str:
+    if len(text) <= max_chars:
+        return text
+    return f"{text[:max_chars]}\n[... {len(text)} characters in all; the rest is not shown]"
+
+
+def tool_message(step: dict[str, Any], call: ToolCallRow | None) -> ChatMessage:
+    """A past call's result as its turn gave it to the model (``step["view"]``), except that an
+    ephemeral one is only named: later turns do not see it again."""
+    view = View.load(step.get("view"))
+    if call is None:
+        body = "Error: the result of this call was lost"
+    elif view.ephemeral:
+        body = framing.EPHEMERAL
+    else:
+        body = model_text(call, view)
+        spill = step.get("spill")
+        body = spilled_text(body, spill, view.max_chars) if spill else cut_text(body, view.max_chars)
+    failed = call is None or call.status != "success"
+    return ChatMessage("tool", framing.frame(step.get("name") or "", body, error=failed),
+                       tool_call_id=step["callId"], is_error=failed)
 
 
 def build(path: list[MessageRow], calls: dict[str, ToolCallRow]) -> list[ChatMessage]:
@@ -71,8 +107,8 @@ def build(path: list[MessageRow], calls: dict[str, ToolCallRow]) -> list[ChatMes
             out += _steps(parts_of(msg).get("steps") or [], calls)
         elif msg.role == "tool":  # run from the "+" palette: the model hears of it as the user's doing
             ran = by_message.get(msg.id, [])
-            text = "\n".join(f"[The user ran the tool {c.tool_id} with {json.dumps(c.args, ensure_ascii=False)}. "
-                             f"Result: {result_text(c)[:RESULT_BUDGET]}]" for c in ran)
+            views = (parts_of(msg) or {}).get("views") or {}
+            text = "\n".join(_palette_run(c, View.load(views.get(c.id))) for c in ran)
             out.append(ChatMessage("user", text or msg.content))
         elif msg.role in ("user", "assistant", "system"):
             out.append(ChatMessage(msg.role, msg.content))
@@ -92,12 +128,7 @@ def _steps(steps: list[dict[str, Any]], calls: dict[str, ToolCallRow]) -> list[C
                     for s in pending]
         out.append(ChatMessage("assistant", "".join(text), tool_calls=requests))
         for step in pending:
-            call = calls.get(step["id"])
-            body = result_text(call) if call else "Error: the result of this call was lost"
-            if step.get("spill"):
-                body = spilled_text(body, step["spill"])
-            out.append(ChatMessage("tool", body, tool_call_id=step["callId"],
-                                   is_error=call is None or call.status != "success"))
+            out.append(tool_message(step, calls.get(step["id"])))
         text.clear()
         pending.clear()
 
@@ -110,3 +141,9 @@ def _steps(steps: list[dict[str, Any]], calls: dict[str, ToolCallRow]) -> list[C
             pending.append(step)
     close()
     return out
+
+
+def _palette_run(call: ToolCallRow, view: View) -> str:
+    body = framing.EPHEMERAL if view.ephemeral else cut_text(model_text(call, view), view.max_chars)
+    return (f"[The user ran the tool {call.tool_id} with {json.dumps(call.args, ensure_ascii=False)}.]\n"
+            + framing.frame(call.tool_id, body, error=call.status != "success"))

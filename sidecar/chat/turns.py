@@ -40,9 +40,10 @@ from ..errors import InvalidParams, ProviderError, SidecarError
 from ..store.chats import MessageRow, MessageStatus
 from ..store.rows import new_id, now
 from ..store.tool_calls import ToolCallRow
+from ..tools import output as tool_output
 from ..tools import permissions
 from ..tools.validate import check_args
-from . import context, toolbox
+from . import context, framing, toolbox
 from .events import Emit, EventStream
 from .providers.base import (
     ChatMessage,
@@ -68,6 +69,7 @@ WaitCancel = Callable[[], Awaitable[None]]
 CHECKPOINT_EVERY = 2.0  # seconds between writes of a running turn's message
 MAX_TURNS = 100
 SPILL_DIR = ".tool-results"
+_NEVER_RAN = {"unknown_tool", "arguments", "denied", "cancelled", "unavailable"}
 _STATUS_AFTER: dict[StopReason, MessageStatus] = {
     "endTurn": "complete", "maxTurns": "complete", "cancelled": "cancelled", "error": "error"}
 
@@ -201,6 +203,8 @@ class TurnService:
             row: ToolCallRow | None = None
             try:
                 row = await self.tool_calls.call(tool.id, args, chat_id, message_id=msg.id)
+                # How later turns are given this result, decided now as for a model's call.
+                msg.parts = json.dumps({"views": {row.id: (await self._view(row)).stored()}})
             finally:
                 # The message is the active leaf: the call's snapshot already recorded its manifest.
                 msg.status = "complete" if row is not None else "cancelled"
@@ -316,13 +320,30 @@ class TurnService:
         return record
 
     async def _answer(self, turn: _Turn, call: ToolCallRequest, row: ToolCallRow, step: dict[str, Any]) -> ChatMessage:
-        text = context.result_text(row)
-        if len(text) > context.RESULT_BUDGET:
+        """The model's view of the result (``framing``): this turn sees it even when it is
+        ephemeral; the step keeps how it was given, for the turns after."""
+        view = await self._view(row)
+        step["view"] = view.stored()
+        text = context.model_text(row, view)
+        if len(text) > view.max_chars:
             # Too much for the context: the whole result goes to a workspace file the model can read.
             step["spill"] = path = str(PurePosixPath(SPILL_DIR) / f"{row.id}.txt")
             await self.workspace.write_file(turn.chat_id, path, text.encode("utf-8"))
-            text = context.spilled_text(text, path)
-        return ChatMessage("tool", text, tool_call_id=call.id, is_error=row.status != "success")
+            text = context.spilled_text(text, path, view.max_chars)
+        failed = row.status != "success"
+        return ChatMessage("tool", framing.frame(call.name, text, error=failed), tool_call_id=call.id,
+                           is_error=failed)
+
+    async def _view(self, row: ToolCallRow) -> framing.View:
+        """How the tool's manifest (``output``) wants its result given; the defaults for a call
+        that never ran or a tool that is gone."""
+        if row.error_kind in _NEVER_RAN:
+            return framing.View()
+        try:
+            target = await self.tool_calls.catalog.resolve(row.tool_id)
+        except SidecarError:
+            return framing.View()
+        return framing.View.of(tool_output.of_config(target.config), row.render_plan)
 
     # -- the end -------------------------------------------------------------------------------
 

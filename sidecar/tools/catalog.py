@@ -13,6 +13,7 @@ from ..store import CATALOG, Database
 from ..store.tool_catalog import BuiltinRow, CatalogRow, ToolCatalogRepo
 from ..store.toolsets import ToolsetRepo
 from . import overrides
+from .output import BUILTIN_MAX_CHARS
 from .providers import mcp as mcp_tools
 from .providers.builtin import BUILTINS
 from .providers.python.entrypoints import importable
@@ -89,7 +90,7 @@ class Catalog:
         wanted = [BuiltinRow(tool_id=b.name, name=b.title, description=b.description, input_schema=b.input_schema,
                              requires_confirmation=b.requires_confirmation,
                              config={"renderer": b.renderer, "renderer_config": b.renderer_config,
-                                     "needs_workspace": True})
+                                     "needs_workspace": True, "output": {"max_chars": BUILTIN_MAX_CHARS}})
                   for b in BUILTINS.values()]
         repo = ToolCatalogRepo(self.db)
         stored = {b.tool_id: b for b in await repo.builtins()}

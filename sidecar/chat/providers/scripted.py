@@ -9,6 +9,7 @@ what the "model" says:
     {"text": "...", "toolCalls": [{"tool": "write_file", "args": {...}}], "delayMs": 5,
      "chunk": 3, "error": "cut", "usage": {"inputTokens": 1, "outputTokens": 2}, "stamp": false}
 
+``echoContext`` replies with the messages it was given, as JSON (``[{role, content}, ...]``);
 ``chunk`` is words per delta (default 1); ``delayMs`` waits before each delta; ``error`` fails the
 stream after the text; ``stamp`` prefixes each delta with ``@<CLOCK_MONOTONIC ns>@`` so a client on
 the same machine can measure how long a delta took to reach it.
@@ -57,6 +58,10 @@ class ScriptedProvider:
             self._next += 1
         else:
             reply = _default_reply(request.messages)
+        if reply.get("echoContext"):
+            # What the "model" was given, as its reply: tests read exactly what a model would see.
+            given = [{"role": m.role, "content": m.content} for m in request.messages]
+            reply = {**reply, "text": json.dumps(given, ensure_ascii=False)}
         async for event in self._play(reply, request.tools):
             yield event
 
@@ -125,7 +130,10 @@ def _summary(after_user: list[ChatMessage]) -> str:
         if m.role != "tool":
             continue
         name = names.get(m.tool_call_id or "", "a tool")
-        first = (m.content.strip().splitlines() or [""])[0]
+        lines = m.content.strip().splitlines()
+        if lines and lines[0].startswith("<tool_output"):  # the frame around the result (chat/framing.py)
+            lines = lines[1:-1]
+        first = (lines or [""])[0]
         if len(first) > 120:
             first = first[:117] + "..."
         lines.append(f"- {name}: {'failed' if m.is_error else 'done'}{f' ({first})' if first else ''}")
