@@ -29,25 +29,33 @@ HOSTILE = {
 }
 
 
-def probe(page_html: str, tmp_path: Path) -> tuple[Any, str]:
-    """(window.__TOOL_DATA__, window.pwned as text) after Chromium ran a PROBE_PAGE-based page."""
+def dump_dom(page_html: str, tmp_path: Path, *, virtual_time_ms: int | None = None,
+             name: str = "page") -> tuple[str, str]:
+    """(the DOM as Chromium serialises it after loading the page, its stderr). With
+    ``virtual_time_ms``, timers and pending loads get that much (virtual) time to run first."""
     chromium = shutil.which("chromium")
     if chromium is None:
         pytest.fail("chromium is not installed: run scripts/test, which installs it (Debian package 'chromium')")
-    page = tmp_path / "page.html"
+    page = tmp_path / f"{name}.html"
     page.write_text(page_html, "utf-8")
-    profile = tmp_path / "profile"
+    profile = tmp_path / f"{name}-profile"
     profile.mkdir()
+    budget = [f"--virtual-time-budget={virtual_time_ms}"] if virtual_time_ms else []
     proc = subprocess.run(
         [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         f"--user-data-dir={profile}", "--dump-dom", page.as_uri()],
+         f"--user-data-dir={profile}", *budget, "--dump-dom", page.as_uri()],
         capture_output=True, text=True, timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
-    dom = proc.stdout
+    return proc.stdout, proc.stderr
+
+
+def probe(page_html: str, tmp_path: Path) -> tuple[Any, str]:
+    """(window.__TOOL_DATA__, window.pwned as text) after Chromium ran a PROBE_PAGE-based page."""
+    dom, stderr = dump_dom(page_html, tmp_path)
     out = re.search(r'<div id="out">(.*?)</div>', dom, re.DOTALL)
     # An element id would become a global of that name, hence "status" rather than "pwned".
     status = re.search(r'<div id="status">(.*?)</div>', dom, re.DOTALL)
-    assert out and status, f"the page did not run its script:\n{dom}\n{proc.stderr}"
+    assert out and status, f"the page did not run its script:\n{dom}\n{stderr}"
     return json.loads(htmllib.unescape(out[1])), status[1]
