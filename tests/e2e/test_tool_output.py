@@ -207,3 +207,19 @@ async def test_output_settings_are_checked_and_exported(app: SidecarClient, tmp_
                                   "synthesize": False}
     assert outputs["noisy"] == {"max_chars": 500, "strip_actions": True}
     assert outputs["loud"] is None
+
+
+async def test_a_palette_run_is_given_to_later_turns_the_same_way(app: SidecarClient, tmp_path: Path):
+    await install(app, tmp_path)
+    chat_id = await new_chat(app)
+    await app.request("chat/invokeTool", {"chatId": chat_id, "toolId": "cards:loud", "args": {}})
+    await app.request("chat/invokeTool", {"chatId": chat_id, "toolId": "cards:forecast", "args": {"place": "Oslo"}})
+    done = await turn(app, chat_id, "after", {"echoContext": True})
+    sent = await given(app, chat_id, done["messageId"])
+    ran = [m["content"] for m in sent if m["content"].startswith("[The user ran")]
+    loud, forecast = ran
+    _, _, data = unframe(loud.partition("\n")[2])
+    _assert_clean(data)
+    assert len(data.rpartition("\n[... ")[0].replace("&lt;", "<")) == 3000
+    _, _, data = unframe(forecast.partition("\n")[2])
+    assert "Oslo" not in data and "ephemeral" in data
