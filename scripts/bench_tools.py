@@ -5,6 +5,7 @@
     .venv/bin/python scripts/bench_tools.py --quick     smaller run (a smoke test)
     .venv/bin/python scripts/bench_tools.py --calls N   N measured calls per warm series (default 500)
     .venv/bin/python scripts/bench_tools.py --stalls    only section 6 (the longest pings)
+    .venv/bin/python scripts/bench_tools.py --cards     only section 7 (card sanitising)
 
 Budgets from ARCHITECTURE.md: a Python tool call through the sidecar, warm worker, small
 workspace: p50 <= 15 ms including the snapshot; an idle toolset worker <= 40 MB RSS.
@@ -36,6 +37,14 @@ workspace: p50 <= 15 ms including the snapshot; an idle toolset worker <= 40 MB 
    Reference for (c): the time this client takes to receive a 15 MB line from a process that
    does nothing else (a ping answered just after the big one starts out waits that long: NDJSON
    lines cannot interleave).
+
+7. Card sanitising (seed 004 output contract): ``cards.sanitize`` (nh3 on the card allow-list, with
+   the inline-style check) on a 100 KB card of the kind a tool returns (a styled header, a
+   100-row table with styled cells and links, then paragraphs of text), p50 of interleaved
+   rounds. References in the same rounds: nh3 with its default settings on the same card, and
+   nh3 on a 100 KB plain paragraph.                                   budget: p50 <= 5 ms
+   Also (info): a 100 KB card that is nothing but a dense styled table (one tag per ~17 bytes).
+   ``--cards`` runs only this section.
 
 Times use ``time.perf_counter``; MB = 2^20 bytes (as /proc reports kB = 2^10). Temp folders are
 removed at the end. The script exits 0 even when a budget is missed: it is a report; misses are
@@ -73,6 +82,8 @@ MIB = 1 << 20
 BUDGET_CALL_P50_MS = 15.0
 BUDGET_WORKER_RSS_MIB = 40.0
 BUDGET_STALL_MS = 20.0
+BUDGET_CARD_MS = 5.0
+CARD_BYTES = 100_000
 
 TOOLSET_ID = "bench"
 TOOL_ID = f"{TOOLSET_ID}:touch"
@@ -572,6 +583,68 @@ async def run_all(args: argparse.Namespace, tmp: Path) -> tuple[dict, list[float
     return side, inproc, workers, stalls
 
 
+def make_card(kind: str) -> str:
+    """A card of about CARD_BYTES characters: ``mixed`` as a tool writes one, ``dense`` all table."""
+    row = ('<tr><td style="padding:4px 8px;color:#333">Monday</td><td style="text-align:right;'
+           'font-weight:600">21&deg;C</td><td><a href="https://example.com/d">details</a></td></tr>')
+    if kind == "dense":
+        body = row * (CARD_BYTES // len(row))
+        return f'<div style="padding:16px"><table style="width:100%">{body}</table></div>'
+    head = ('<div style="padding:16px;font-family:sans-serif;background:#f4f8fc;border-radius:8px">'
+            '<h2 style="margin:0 0 8px;color:#123">Valletta, the week ahead</h2>')
+    table = f'<table style="width:100%;border-collapse:collapse">{row * 100}</table>'
+    para = ('<p style="margin:0 0 8px;line-height:1.5">' + "Mild with light winds and occasional showers "
+            "in the afternoon; the sea stays calm and the evenings are cool. " * 4 + "</p>")
+    paras = para * max(1, (CARD_BYTES - len(head) - len(table)) // len(para))
+    return head + table + paras + "</div>"
+
+
+def bench_cards(rounds: int, per_round: int) -> dict[str, list[float]]:
+    import nh3
+
+    from sidecar.tools import cards
+
+    mixed, dense = make_card("mixed"), make_card("dense")
+    plain = "<p>" + "lorem ipsum " * (CARD_BYTES // 12) + "</p>"
+    series = {"card": (cards.sanitize, mixed), "nh3": (nh3.clean, mixed), "plain": (nh3.clean, plain),
+              "dense": (cards.sanitize, dense), "dense_nh3": (nh3.clean, dense)}
+    times: dict[str, list[float]] = {k: [] for k in series}
+    for fn, html in series.values():
+        fn(html)  # warm: the cleaner is built once
+    for _ in range(rounds):
+        for key, (fn, html) in series.items():
+            for _ in range(per_round):
+                t0 = time.perf_counter()
+                fn(html)
+                times[key].append((time.perf_counter() - t0) * 1000)
+    times["sizes"] = [len(mixed), len(dense), len(plain)]
+    return times
+
+
+def card_rows(rows: Rows, c: dict[str, list[float]]) -> None:
+    p50 = pct(c["card"], 50)
+    kb = c["sizes"][0] / 1000
+    rows.add(f"sanitise a {kb:.0f} KB card (mixed), p50 (n={len(c['card'])})", f"{p50:.2f} ms",
+             f"{pct(c['nh3'], 50):.2f} ms nh3 defaults; {pct(c['plain'], 50):.2f} ms nh3 plain paragraph",
+             f"<= {BUDGET_CARD_MS:.0f} ms", p50 <= BUDGET_CARD_MS)
+    rows.add("sanitise a 100 KB card (mixed), p99", f"{pct(c['card'], 99):.2f} ms",
+             f"{pct(c['nh3'], 99):.2f} ms nh3 defaults", "-", None)
+    rows.add(f"sanitise a {c['sizes'][1] / 1000:.0f} KB dense-table card, p50", f"{pct(c['dense'], 50):.2f} ms",
+             f"{pct(c['dense_nh3'], 50):.2f} ms nh3 defaults", "-", None)
+
+
+def main_cards(rounds: int) -> int:
+    rows = Rows()
+    card_rows(rows, bench_cards(rounds, 20))
+    print_header(PYTHON)
+    print(f"mode     --cards  {rounds} interleaved rounds of 20")
+    print()
+    print_table(rows)
+    misses = [r[0].strip() for r in rows if r[4].startswith("FAIL")]
+    print("budget misses: " + ("; ".join(misses) if misses else "none"))
+    return 0
+
+
 def stall_rows(rows: Rows, stalls: dict[str, list[float]]) -> None:
     rest = f"{pct(stalls['rest'], 50):.3f} ms ping p50 at rest"
     for key, what in (("cold", "a worker's cold start (toolsets/import, first call after a crash)"),
@@ -608,7 +681,10 @@ def main() -> int:
     ap.add_argument("--calls", type=int, default=None, help="measured calls per warm series (default 500)")
     ap.add_argument("--stalls", dest="stalls_only", action="store_true",
                     help="only the longest pings around workers (section 6)")
+    ap.add_argument("--cards", dest="cards_only", action="store_true", help="only card sanitising (section 7)")
     args = ap.parse_args()
+    if args.cards_only:
+        return main_cards(3 if args.quick else 10)
     if args.quick:
         args.calls = args.calls or 100
         args.warmup, args.rounds, args.cold, args.imports, args.stalls = 10, 2, 3, 1, 2
@@ -674,6 +750,7 @@ def main() -> int:
         f"{med(b['zip']):.0f} ms", f"{med(b['inspect_zip']):.0f} ms inspect", "-", None)
 
     stall_rows(rows, stalls)
+    card_rows(rows, bench_cards(3 if args.quick else 10, 20))
 
     print_header(PYTHON)
     print(f"mode     {'--quick' if args.quick else 'full'}  calls={args.calls} per series, "
