@@ -1,7 +1,7 @@
 """A whole session against a fresh sidecar, narrated: what a desktop app sees over stdio.
 
-Lifecycle, ping, a chat whose files branch, the App Builder toolset, then a chat turn on the offline
-scripted model (streamed text printed as it arrives, tool calls with their render plans, a
+Lifecycle, ping, a chat whose files branch, the App Builder toolset, a card, then a chat turn on the
+offline scripted model (streamed text printed as it arrives, tool calls with their render plans, a
 ``ui/confirmToolCall`` answered ``allowChat``), a retry on a new branch and a switch back.
 
 Runs offline on a temporary data directory (pass --data-dir to keep it, -v to see the raw traffic).
@@ -141,6 +141,16 @@ async def run(data_dir: Path, verbose: bool) -> int:
             await sc.request("tools/call", {"toolId": "app-builder:word_stats", "args": {"path": 3}, "chatId": cid})
         except RemoteError as exc:
             show("bad arguments", f"{exc.code} {exc.message}")
+
+        step("a card: a tool answers with {text, html, title?} and the user sees a sanitised card")
+        await sc.request("toolsets/import", {"path": str(ROOT / "tests" / "fixtures" / "toolsets" / "cards")})
+        weather = await run_tool("cards:weather", {"location": "Valletta"})
+        card = weather["renderPlan"]["config"]
+        show("  card", f"{card['title']!r}, accent {card['accentColor']}, background {card['backgroundColor']}")
+        show("  html from the tool", weather["result"]["html"])
+        show("  html in the plan", f"{card['html']}  (script, handlers and position:fixed gone)")
+        broken = await run_tool("cards:broken", {})
+        show("  {error} in a result", f"status {broken['status']}: {broken['error']}")
 
         await chat_session(sc)
 
