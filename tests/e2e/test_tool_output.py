@@ -184,6 +184,12 @@ async def test_an_mcp_tool_gets_a_card_only_when_its_toolset_declares_one(app: S
     assert plan["config"]["html"] == "<p>About <i>owls</i></p>"
     plain = await app.request("tools/call", {"toolId": "mcp:cards~helper:structured", "args": {}})
     assert "renderPlan" not in plain["toolCall"]  # same shape rules, but nothing declared for it
+    target = tmp_path / "out.zip"
+    await app.request("toolsets/export", {"id": "cards", "path": str(target)})
+    with zipfile.ZipFile(io.BytesIO(target.read_bytes())) as z:
+        exported = yaml.safe_load(z.read("toolset.yaml"))
+    assert exported["mcp_servers"][0]["tool_output"] == {
+        "card": {"card": {"title": "About {{topic}}", "accent_color": "hsl(210, 50%, 40%)"}}}
 
 
 async def test_output_settings_are_checked_and_exported(app: SidecarClient, tmp_path: Path):
