@@ -325,7 +325,9 @@ class TurnService:
         view = await self._view(row)
         step["view"] = view.stored()
         text = context.model_text(row, view)
-        if len(text) > view.max_chars:
+        if view.ephemeral:
+            text = context.cut_text(text, view.max_chars)  # not kept: no file of it either
+        elif len(text) > view.max_chars:
             # Too much for the context: the whole result goes to a workspace file the model can read.
             step["spill"] = path = str(PurePosixPath(SPILL_DIR) / f"{row.id}.txt")
             await self.workspace.write_file(turn.chat_id, path, text.encode("utf-8"))

@@ -100,6 +100,14 @@ async def test_an_ephemeral_result_is_seen_by_its_turn_only(app: SidecarClient, 
     later = await turn(app, chat_id, "later", {"echoContext": True})
     _, _, data = unframe(tool_results(await given(app, chat_id, later["messageId"]))[0])
     assert "Rain" not in data and "ephemeral" in data
+    # A long one is cut for its turn, and leaves no file behind to be read later.
+    long = await turn(app, chat_id, "long", {"toolCalls": [{"tool": "cards:forecast",
+                                                            "args": {"place": "Rome", "detail": 5000}}]},
+                      {"echoContext": True})
+    _, _, data = unframe(tool_results(await given(app, chat_id, long["messageId"]))[-1])
+    assert data.startswith("Rain for 3 days in Rome...") and data.endswith("the rest is not shown]")
+    files = (await app.request("workspace/files", {"chatId": chat_id}))["files"]
+    assert not [f for f in files if f["path"].startswith(".tool-results/")]
 
 
 async def test_an_error_in_a_card_result_fails_the_call(app: SidecarClient, tmp_path: Path):
