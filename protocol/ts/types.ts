@@ -162,7 +162,7 @@ export interface CardPlan {
 export interface CardConfig {
   /** Plain text, one line: the manifest's title template filled from the call's arguments, or the title the tool returned. Show it as text, never as HTML. */
   title: string;
-  /** An HTML fragment already sanitised (no script, event handler, style element, form, frame, object, embed, base, meta, link, svg or math; inline styles from an allow-list; only http(s) and mailto URLs). It may go into an element's innerHTML as it is. */
+  /** An HTML fragment already sanitised (no script, event handler, style element, form, frame, object, embed, base, meta, link, svg or math; inline styles from an allow-list; only http(s) and mailto URLs; no position, z-index or transform). It may go into an element's innerHTML as it is; give that element overflow: hidden, as margins and sizes may still reach past the card. */
   html: string;
   /** A CSS colour (#rgb, #rrggbb, #rrggbbaa, rgb(), rgba(), hsl(), hsla() or a named colour) for the card's accent. */
   accentColor?: string | null;

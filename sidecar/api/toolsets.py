@@ -278,7 +278,8 @@ class CardConfig(Model):
     html: Annotated[str, msgspec.Meta(description=(
         "An HTML fragment already sanitised (no script, event handler, style element, form, frame, "
         "object, embed, base, meta, link, svg or math; inline styles from an allow-list; only http(s) "
-        "and mailto URLs). It may go into an element's innerHTML as it is."))]
+        "and mailto URLs; no position, z-index or transform). It may go into an element's innerHTML as it "
+        "is; give that element overflow: hidden, as margins and sizes may still reach past the card."))]
     accent_color: Annotated[str | None, msgspec.Meta(description=(
         "A CSS colour (#rgb, #rrggbb, #rrggbbaa, rgb(), rgba(), hsl(), hsla() or a named colour) for "
         "the card's accent."))] = None
