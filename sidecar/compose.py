@@ -18,6 +18,7 @@ from . import process
 from .chat.chats import ChatService
 from .chat.providers.service import ProviderService
 from .chat.turns import TurnService
+from .errors import StorageError
 from .handlers.notify import Notifier
 from .mcp_host.servers import McpServers
 from .secrets.store import SecretStore
@@ -57,15 +58,21 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
                 started_at: float) -> Services:
     """Services that run in ``tg``; each one's teardown is handed to ``on_close`` as it is made."""
     data_dir: Path = settings.data_dir
-    secrets = SecretStore(data_dir, settings.secrets_backend)
+
+    async def secret_changed(name: str) -> None:
+        providers.variable_changed(name)
+        await servers.variable_changed(name)  # a server waiting on a missing variable connects now
+
+    secrets = SecretStore(data_dir, settings.secrets_backend, on_change=secret_changed)
     if secrets.chosen and secrets.backend == "keystore":
         tg.start_soon(secrets.warm)  # finds a locked or missing keystore now, not at the first tool call
     workspace = WorkspaceService(db, data_dir, on_change=notifier.workspace_changed)
     on_close("workspace watchers", workspace.aclose)
     workspace.bind(tg)
     chats = ChatService(workspace)
-    providers = ProviderService(db)
+    providers = ProviderService(db, secrets)
     on_close("model providers", providers.aclose)
+    tg.start_soon(_move_provider_keys, providers)
     workers = WorkerHost()
     on_close("tool workers", workers.aclose)
 
@@ -80,7 +87,8 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
             await notifier.toolset_reload_failed(toolset_id, *error)
 
     toolsets = ToolsetService(db, data_dir, workers, on_change=toolset_changed)
-    servers = McpServers(db, toolsets, on_status=notifier.mcp_server_changed, elicit=notifier.elicit)
+    servers = McpServers(db, toolsets, on_status=notifier.mcp_server_changed, elicit=notifier.elicit,
+                         variables=secrets.environ)
     servers.bind(tg)
     catalog = Catalog(db, servers.host)
     await _recover(db, catalog, data_dir)
@@ -100,6 +108,15 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     return Services(settings=settings, started_at=started_at, db=db, secrets=secrets, workspace=workspace, chats=chats,
                     providers=providers, mcp_servers=servers, catalog=catalog, tool_calls=tool_calls,
                     toolsets=toolsets, turns=turns)
+
+
+async def _move_provider_keys(providers: ProviderService) -> None:
+    """Keys an earlier version kept in the database go to the secret store (in the background: the
+    keystore may take a while; until then a row's literal key still works)."""
+    try:
+        await providers.move_keys_to_store()
+    except StorageError as exc:
+        log.warning("provider API keys stay in the database until the next start: %s", exc.message)
 
 
 async def _recover(db: Database, catalog: Catalog, data_dir: Path) -> None:

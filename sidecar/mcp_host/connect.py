@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import anyio
 import anyio.to_thread
 
 from ..children import scrubbed_env
-from ..secrets import MissingVariable, resolve, resolve_mapping, secret_values
+from ..errors import StorageError
+from ..secrets import MissingVariable, references_in, resolve, resolve_mapping, secret_values
 from ..secrets.known import remember_all
 from .commands import CommandNotFound, resolve_command
 from .config import ServerConfig
@@ -26,6 +27,20 @@ from .state import Conn, LiveServer
 log = logging.getLogger("sidecar.mcp_host")
 
 OnToolsChanged = Callable[[str], Awaitable[None]]
+# What `${VAR}` resolves against, given the names a config refers to: the sidecar passes its secret
+# store's (the user's secrets, then the process environment).
+Variables = Callable[[Iterable[str]], Awaitable[Mapping[str, str]]]
+
+
+async def process_environment(_names: Iterable[str]) -> Mapping[str, str]:
+    """Variables for a host without a secret store (tests, benches): the process environment."""
+    return os.environ
+
+
+def config_references(config: ServerConfig) -> set[str]:
+    """Every variable a server's config refers to (command, args, env, cwd, url, headers)."""
+    return references_in([config.command, *config.args, *config.env.values(), config.cwd, config.url,
+                          *config.headers.values()])
 
 _sdk_loaded = False
 
@@ -52,17 +67,21 @@ class Spec:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-async def prepare(config: ServerConfig) -> Spec:
+async def prepare(config: ServerConfig, variables: Variables = process_environment) -> Spec:
+    try:
+        found_vars = await variables(config_references(config))
+    except StorageError as exc:  # the keystore is locked or gone: retried with backoff, and when a secret is set
+        raise Failure(exc.message) from None
     try:
         if config.type == "stdio":
             if not config.command:
                 raise Failure("no command is set for this stdio server", permanent=True)
-            command = resolve(config.command)
-            args = [resolve(a) for a in config.args]
-            resolved_env = resolve_mapping(config.env)
+            command = resolve(config.command, found_vars)
+            args = [resolve(a, found_vars) for a in config.args]
+            resolved_env = resolve_mapping(config.env, found_vars)
             remember_all(secret_values(env=resolved_env, args=args))
             env = scrubbed_env(resolved_env)
-            cwd = resolve(config.cwd) if config.cwd else None
+            cwd = resolve(config.cwd, found_vars) if config.cwd else None
             if cwd is not None and not await anyio.Path(cwd).is_dir():
                 raise Failure(f"the working directory {cwd} does not exist", permanent=True)
             try:
@@ -73,10 +92,10 @@ async def prepare(config: ServerConfig) -> Spec:
             return Spec(argv=[found.path, *args], env=env, cwd=cwd)
         if not config.url:
             raise Failure(f"no URL is set for this {config.type} server", permanent=True)
-        url = resolve(config.url)
+        url = resolve(config.url, found_vars)
         if not url.lower().startswith(("http://", "https://")):
             raise Failure("the URL must start with http:// or https://", permanent=True)
-        headers = resolve_mapping(config.headers)
+        headers = resolve_mapping(config.headers, found_vars)
         remember_all(secret_values(headers=headers, url=url))
         return Spec(url=url, headers=headers)
     except MissingVariable as exc:
@@ -87,8 +106,9 @@ class Connector:
     """Makes connection attempts for the supervisor, with what every connection shares."""
 
     def __init__(self, *, max_result_bytes: int, on_tools_changed: OnToolsChanged | None,
-                 elicit: Elicit | None) -> None:
+                 elicit: Elicit | None, variables: Variables = process_environment) -> None:
         self.max_result_bytes = max_result_bytes
+        self.variables = variables
         self.on_tools_changed = on_tools_changed
         self.elicit = elicit
         self._sdk_lock: anyio.Lock | None = None
@@ -119,7 +139,7 @@ class Connector:
         try:
             with conn.scope:
                 await self.load_sdk()
-                spec = await prepare(config)
+                spec = await prepare(config, self.variables)
                 from . import session  # mcp SDK: loaded by load_sdk above
 
                 await session.connect_and_serve(self, srv, conn, spec)

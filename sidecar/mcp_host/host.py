@@ -16,7 +16,7 @@ from anyio.abc import TaskGroup
 
 from ..errors import McpError
 from .config import ServerConfig
-from .connect import Connector, OnToolsChanged
+from .connect import Connector, OnToolsChanged, Variables, config_references, process_environment
 from .elicitation import Elicit
 from .failures import not_connected
 from .state import CallOrigin, Conn, LiveServer, McpTool, OnStatus, ServerState
@@ -37,10 +37,11 @@ class McpHost:
     """Holds the MCP connections of the sidecar. See the package docstring."""
 
     def __init__(self, *, on_status: OnStatus | None = None, on_tools_changed: OnToolsChanged | None = None,
-                 elicit: Elicit | None = None, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> None:
+                 elicit: Elicit | None = None, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+                 variables: Variables = process_environment) -> None:
         self._on_status = on_status
         self._connector = Connector(max_result_bytes=max_result_bytes, on_tools_changed=on_tools_changed,
-                                    elicit=elicit)
+                                    elicit=elicit, variables=variables)
         self._tg: TaskGroup | None = None
         self._servers: dict[str, LiveServer] = {}
         self._live: set[LiveServer] = set()  # every server whose supervisor has not finished, removed ones too
@@ -107,6 +108,15 @@ class McpHost:
             srv.conn.scope.cancel()
         srv.wake.set()
         await srv.set_status("connecting")
+
+    async def variable_changed(self, name: str) -> None:
+        """A variable was set or removed: every server that refers to it and is not connected (a
+        missing variable is an error that waits for this) tries again now. A connected one keeps
+        the value it started with until it reconnects."""
+        for key, srv in list(self._servers.items()):
+            if srv.status == "error" and name in config_references(srv.config):
+                log.info("MCP server %s: %s changed; connecting again", key, name)
+                await self.reconnect(key)
 
     async def settle(self, key: str) -> None:
         """Return once the server is not (re)connecting, or its connect timeout has passed: a

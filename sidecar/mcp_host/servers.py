@@ -23,6 +23,7 @@ from ..store import Database
 from ..store.mcp_servers import AmbiguousServer, McpServerRepo, McpServerRow
 from . import app_configs
 from .config import ServerConfig
+from .connect import Variables, config_references, process_environment
 from .elicitation import Elicit
 from .host import DEFAULT_MAX_RESULT_BYTES, McpHost
 from .state import ServerState
@@ -56,12 +57,14 @@ async def find(repo: McpServerRepo, ref: str) -> McpServerRow:
 
 class McpServers:
     def __init__(self, db: Database, toolsets: ToolsetService, *, on_status: OnServerStatus | None = None,
-                 elicit: Elicit | None = None, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> None:
+                 elicit: Elicit | None = None, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+                 variables: Variables = process_environment) -> None:
         self.repo = McpServerRepo(db)
         self.toolsets = toolsets
         self._on_status = on_status
         # One mcpServers/status per change: a re-listing of tools comes through on_status too.
-        self.host = McpHost(on_status=self._host_status, elicit=elicit, max_result_bytes=max_result_bytes)
+        self.host = McpHost(on_status=self._host_status, elicit=elicit, max_result_bytes=max_result_bytes,
+                            variables=variables)
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
@@ -75,6 +78,18 @@ class McpServers:
 
     async def aclose(self) -> None:
         await self.host.aclose()
+
+    async def variable_changed(self, name: str) -> None:
+        """A secret was set or deleted: servers waiting on it connect now."""
+        await self.host.variable_changed(name)
+
+    async def references(self) -> dict[str, list[str]]:
+        """Variable name -> the servers (``mcpServer:<key>``) whose stored config refers to it."""
+        found: dict[str, list[str]] = {}
+        for row in await self.repo.all():
+            for name in config_references(config_of(row)):
+                found.setdefault(name, []).append(f"mcpServer:{row.key}")
+        return found
 
     # -- reading ---------------------------------------------------------------------------------------
 

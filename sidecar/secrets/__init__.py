@@ -15,10 +15,10 @@ from .masking import (
     scrub,
     secret_values,
 )
-from .variables import MissingVariable, is_reference, references, resolve, resolve_mapping
+from .variables import MissingVariable, is_reference, references, references_in, resolve, resolve_mapping
 
 __all__ = [
     "MASK", "MissingVariable", "is_reference", "mask", "mask_args", "mask_map", "mask_url", "masked_command",
-    "masked_key", "placeholder_args", "placeholder_map", "placeholder_url", "references", "resolve",
-    "resolve_mapping", "scrub", "secret_values",
+    "masked_key", "placeholder_args", "placeholder_map", "placeholder_url", "references", "references_in",
+    "resolve", "resolve_mapping", "scrub", "secret_values",
 ]

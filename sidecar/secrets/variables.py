@@ -1,11 +1,14 @@
 """``${VAR}`` references: what a value refers to, and its resolution when the value is used (never
-to store it)."""
+to store it).
+
+Resolution reads a lookup its caller gives: the sidecar's is ``SecretStore.environ`` (the user's
+secrets first, then the process environment), so nothing here reads ``os.environ`` by itself.
+"""
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from .known import remember
 from .shapes import looks_like_credential, looks_secret_name
@@ -26,8 +29,8 @@ class MissingVariable(Exception):
         self.name = name
 
     def __str__(self) -> str:
-        return (f"{self.name} is not set: set it in the environment the app starts from, "
-                f"or edit the server")
+        return (f"{self.name} is not set: store it as a secret (secrets/set, in the app's secret settings) "
+                f"or set it in the environment the app starts from")
 
 
 def references(text: str) -> list[str]:
@@ -35,19 +38,23 @@ def references(text: str) -> list[str]:
     return _VAR.findall(text)
 
 
-def resolve(text: str, environ: Mapping[str, str] | None = None) -> str:
-    """Replace every `${VAR}` in `text` from `environ` (default `os.environ`).
+def references_in(texts: Iterable[str | None]) -> set[str]:
+    """Every variable name any of `texts` refers to."""
+    return {name for text in texts if text and "${" in text for name in _VAR.findall(text)}
+
+
+def resolve(text: str, variables: Mapping[str, str]) -> str:
+    """Replace every `${VAR}` in `text` from `variables`.
 
     Raises:
         MissingVariable: a referenced variable is not set (an empty value counts as set).
     """
     if "${" not in text:
         return text
-    env = os.environ if environ is None else environ
 
     def sub(match: re.Match[str]) -> str:
         name = match.group(1)
-        value = env.get(name)
+        value = variables.get(name)
         if value is None:
             raise MissingVariable(name)
         if looks_secret_name(name) or looks_like_credential(value):
@@ -59,5 +66,5 @@ def resolve(text: str, environ: Mapping[str, str] | None = None) -> str:
     return _VAR.sub(sub, text)
 
 
-def resolve_mapping(values: Mapping[str, str], environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    return {k: resolve(v, environ) for k, v in values.items()}
+def resolve_mapping(values: Mapping[str, str], variables: Mapping[str, str]) -> dict[str, str]:
+    return {k: resolve(v, variables) for k, v in values.items()}

@@ -153,6 +153,15 @@ class Database:
 
     # -- writes ------------------------------------------------------------------------------
 
+    async def checkpoint(self) -> None:
+        """Copy the WAL into the database file and empty it: after a write that overwrote a secret,
+        no copy of the old page is left in the WAL."""
+        async with self._write_lock:
+            try:
+                await self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error as exc:
+                raise StorageError(f"database checkpoint failed: {exc}") from exc
+
     @asynccontextmanager
     async def write(self, changes: str | None = None) -> AsyncIterator[aiosqlite.Connection]:
         """One transaction; writers queue here so exactly one is open at a time. ``changes``

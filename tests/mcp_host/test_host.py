@@ -272,8 +272,8 @@ async def test_a_missing_var_is_a_clear_error_state(monkeypatch: pytest.MonkeyPa
     async with running(*configs) as (host, rec):
         for key in ("ts~needs", "ts~url"):
             state = await wait_status(host, key, "error", timeout=5)
-            assert state.error == ("COVALT_TEST_MISSING is not set: set it in the environment the app starts "
-                                   "from, or edit the server")
+            assert state.error == ("COVALT_TEST_MISSING is not set: store it as a secret (secrets/set, in the "
+                                   "app's secret settings) or set it in the environment the app starts from")
 
 
 async def test_command_not_found_names_the_command_and_the_path(monkeypatch: pytest.MonkeyPatch,

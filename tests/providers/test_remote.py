@@ -201,16 +201,14 @@ async def test_an_unreachable_server_says_where_it_looked(api: Api, built: Build
     assert error is not None and error.retryable and f"cannot reach http://127.0.0.1:{port}" in error.message
 
 
-async def test_settings_missing_before_any_request(api: Api, server: StreamServer, built: Build,
-                                                   monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.delenv("COVALT_TEST_NO_SUCH_KEY", raising=False)
+async def test_settings_missing_before_any_request(api: Api, server: StreamServer, built: Build):
     missing = provider_for(api, server, built, api_key="${COVALT_TEST_NO_SUCH_KEY}")
     _, error = await run(missing, ask())
-    assert error is not None and "COVALT_TEST_NO_SUCH_KEY is not set" in error.message
+    assert error is not None and "COVALT_TEST_NO_SUCH_KEY is not set: store it as a secret" in error.message
 
-    monkeypatch.setenv("COVALT_TEST_KEY", KEY)
+    # Variables come from the lookup the provider is given (the secret store, then the environment).
     server.queue(Reply(events=events(stream_name(api, "text"))))
-    from_env = provider_for(api, server, built, api_key="${COVALT_TEST_KEY}")
+    from_env = provider_for(api, server, built, api_key="${COVALT_TEST_KEY}", variables={"COVALT_TEST_KEY": KEY})
     got, error = await run(from_env, ask())
     assert error is None and text_of(got) == TEXT
     assert sent_key(server.requests[0].headers) == KEY

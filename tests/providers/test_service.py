@@ -14,6 +14,7 @@ from sidecar.chat.providers.openai_compat import OpenAIProvider
 from sidecar.chat.providers.service import KEEP, ProviderService
 from sidecar.errors import InvalidParams, NotFound, PermissionDenied
 from sidecar.secrets import masked_key
+from sidecar.secrets.store import SecretStore
 from sidecar.store import Database
 from tests.providers.support import KEY, run, text_of
 
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 async def service(tmp_path: Path) -> AsyncIterator[ProviderService]:
     db = await Database.open(tmp_path / "sidecar.db")
-    svc = ProviderService(db)
+    svc = ProviderService(db, SecretStore(tmp_path, "file"))
     yield svc
     await svc.aclose()
     await db.close()
@@ -71,16 +72,40 @@ async def test_configured_providers_are_built_once_per_version_of_their_row(serv
 
 
 async def test_the_stored_key_is_kept_unless_replaced_or_removed(service: ProviderService):
+    store = service.secrets
     await service.set("gpt", "openai", api_key=KEY, config={"headers": {"X-Secret": "header-secret-value"}})
     row = await service.set("gpt", "openai", api_key=KEEP, config={"headers": {"X-Secret": "****"}})
-    assert row.api_key == KEY and row.config == {"headers": {"X-Secret": "header-secret-value"}}
+    # The row names the store's entry; the key itself is in the store only.
+    assert (row.api_key, row.api_key_secret) == (None, "provider:gpt") and await store.get("provider:gpt") == KEY
+    assert row.config == {"headers": {"X-Secret": "header-secret-value"}}
+    assert await service.shown_key(row) == masked_key(KEY)
     row = await service.set("gpt", "openai", api_key=masked_key(KEY))  # the UI sent back what it was shown
-    assert row.api_key == KEY
-    row = await service.set("gpt", "openai", api_key="sk-new-0000000000000000000")
-    assert row.api_key == "sk-new-0000000000000000000"
+    assert row.api_key_secret == "provider:gpt" and await store.get("provider:gpt") == KEY
+    row = await service.set("gpt", "openai", api_key="sk-new-0000000000000000000\n")  # pasted with its newline
+    assert await store.get("provider:gpt") == "sk-new-0000000000000000000"
+    row = await service.set("gpt", "openai", api_key="${GPT_KEY}")  # a reference stays in the row
+    assert (row.api_key, row.api_key_secret) == ("${GPT_KEY}", None) and await store.get("provider:gpt") is None
+    assert await service.shown_key(row) == "${GPT_KEY}"
+    await service.set("gpt", "openai", api_key=KEY)
     row = await service.set("gpt", "openai", api_key=None)
-    assert row.api_key is None
+    assert (row.api_key, row.api_key_secret) == (None, None) and await store.names() == []
     assert (await service.find("gpt")).api_key is None
+
+
+async def test_a_key_reference_is_read_from_the_secret_store_first(service: ProviderService,
+                                                                    monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("GPT_KEY", "sk-from-the-environment-0000")
+    await service.set("gpt", "openai", api_key="${GPT_KEY}", base_url="${GPT_BASE}/v1")
+    await service.secrets.set("GPT_BASE", "http://127.0.0.1:9")
+    await service.secrets.set("GPT_KEY", "sk-from-the-store-00000000")
+    gpt = await service.get("gpt")
+    options = gpt.endpoint.client_options("OPENAI_API_KEY")  # type: ignore[attr-defined]
+    assert (options["api_key"], options["base_url"]) == ("sk-from-the-store-00000000", "http://127.0.0.1:9/v1")
+    service.variable_changed("GPT_KEY")  # what a secrets/set announces: the next turn builds anew
+    await service.secrets.delete("GPT_KEY")
+    again = await service.get("gpt")
+    assert again is not gpt
+    assert again.endpoint.client_options("OPENAI_API_KEY")["api_key"] == "sk-from-the-environment-0000"  # type: ignore[attr-defined]
 
 
 async def test_the_default_follows_set_default_and_remove(service: ProviderService):

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Protocol
@@ -30,34 +29,39 @@ UNUSED_KEY = "unused"
 
 @dataclass(frozen=True)
 class Endpoint:
-    """One configured provider as its stored settings say; ``${VAR}`` references unresolved."""
+    """One configured provider as its stored settings say; ``${VAR}`` references unresolved until
+    the client is made, then read from ``variables`` (the user's secrets, then the environment)."""
 
     provider_id: str
     base_url: str | None = None
-    api_key: str | None = None
+    api_key: str | None = None  # a literal key (from the secret store) or a ${VAR} reference
     default_model: str | None = None
     timeout: float | None = None  # seconds; None: the SDK's default
     max_retries: int = DEFAULT_MAX_RETRIES
     headers: dict[str, str] = field(default_factory=dict)
+    variables: Mapping[str, str] = field(default_factory=dict[str, str], repr=False)
 
     @classmethod
     def of(cls, provider_id: str, base_url: str | None, api_key: str | None, default_model: str | None,
-           config: dict[str, Any]) -> Endpoint:
+           config: dict[str, Any], variables: Mapping[str, str]) -> Endpoint:
         timeout = config.get("timeout")
         return cls(provider_id, base_url, api_key, default_model,
                    float(timeout) if timeout is not None else None,
-                   int(config.get("maxRetries", DEFAULT_MAX_RETRIES)), dict(config.get("headers") or {}))
+                   int(config.get("maxRetries", DEFAULT_MAX_RETRIES)), dict(config.get("headers") or {}),
+                   variables)
 
     def resolved(self, env_key: str) -> tuple[str | None, str | None, dict[str, str]]:
-        """(base_url, api_key, headers) with ``${VAR}`` read from the environment now. Without a
-        stored key the SDK's own variable (``env_key``) is the fallback, as the SDK would do."""
+        """(base_url, api_key, headers) with ``${VAR}`` resolved now. Without a stored key the SDK's
+        own variable (``env_key``, as a secret or in the environment) is the fallback, as the SDK
+        would do."""
         try:
-            base_url = resolve(self.base_url) if self.base_url else None
-            key = resolve(self.api_key) if self.api_key else os.environ.get(env_key)
-            headers = resolve_mapping(self.headers)
+            base_url = resolve(self.base_url, self.variables) if self.base_url else None
+            key = resolve(self.api_key, self.variables) if self.api_key else self.variables.get(env_key)
+            headers = resolve_mapping(self.headers, self.variables)
         except MissingVariable as exc:
-            raise ProviderError(f"{exc.name} is not set: set it in the environment the app starts from, "
-                                f"or change the provider {self.provider_id!r} with providers/set") from None
+            raise ProviderError(f"{exc.name} is not set: store it as a secret (secrets/set) or set it in the "
+                                f"environment the app starts from, or change the provider {self.provider_id!r} "
+                                "with providers/set") from None
         if not key:
             if not base_url:
                 raise ProviderError(f"the provider {self.provider_id!r} has no API key: set apiKey with "

@@ -2,8 +2,9 @@
 
 Rows live in ``store/providers.py``, with which one is the default. The built-in ``scripted``
 provider needs no row (a row may still give it a script) and cannot be removed, so there is always
-a provider to talk to. API keys are stored as given: a ``${VAR}`` reference is resolved from the
-environment only when a provider connects, and nothing here logs a key.
+a provider to talk to. A literal API key goes to the secret store (entry ``provider:<id>``; the row
+keeps that name); a ``${VAR}`` reference stays in the row and is resolved (the user's secrets, then
+the environment) only when the provider is built. Nothing here logs a key.
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ from __future__ import annotations
 import enum
 import logging
 import re
+from collections.abc import Mapping
 from typing import Any, Final, get_args
 
 from ...api.base import is_id
-from ...errors import InvalidParams, NotFound, PermissionDenied
-from ...secrets import MASK, masked_key
+from ...errors import InvalidParams, NotFound, PermissionDenied, StorageError
+from ...secrets import MASK, masked_key, references_in
+from ...secrets.store import SecretStore
 from ...store import Database
 from ...store.providers import BUILTIN_ID, ProviderKind, ProviderRepo, ProviderRow
 from ...store.rows import now
@@ -28,6 +31,8 @@ __all__ = ["BUILTIN_ID", "KEEP", "ProviderRow", "ProviderService"]
 KINDS: Final[tuple[ProviderKind, ...]] = get_args(ProviderKind)
 # config keys of the providers that call an API; a scripted provider's config is its own business.
 REMOTE_CONFIG: Final = ("timeout", "maxRetries", "headers")
+# The variables the SDKs read a key from when none is configured: a secret of that name works too.
+_ENV_KEYS: Final = ("${OPENAI_API_KEY}", "${ANTHROPIC_API_KEY}")
 
 
 class Keep(enum.Enum):
@@ -39,9 +44,15 @@ KEEP: Final = Keep.KEEP  # ``set(api_key=KEEP)``: leave the stored key as it is
 _BUILTIN = ProviderRow(id=BUILTIN_ID, kind="scripted")
 
 
+def key_secret(provider_id: str) -> str:
+    """The secret store's entry for a provider's literal key (not a name ``${VAR}`` can refer to)."""
+    return f"provider:{provider_id}"
+
+
 class ProviderService:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, secrets: SecretStore) -> None:
         self.repo = ProviderRepo(db)
+        self.secrets = secrets
         # id -> (updated_at of the row it was built from, instance): a provider keeps its client
         # (and a scripted one its place in the script) until its row changes.
         self._instances: dict[str, tuple[str | None, Provider]] = {}
@@ -71,24 +82,36 @@ class ProviderService:
         if provider_id == BUILTIN_ID and kind != "scripted":
             raise InvalidParams("params.kind", f"the built-in provider {BUILTIN_ID!r} is always scripted")
         old = await self.repo.get(provider_id)
-        if isinstance(api_key, Keep) or (old is not None and old.api_key and api_key == masked_key(old.api_key)):
-            api_key = old.api_key if old is not None and kind != "scripted" else None
+        old_key = await self._key(old) if old is not None else None
+        if isinstance(api_key, Keep) or (old_key and api_key == masked_key(old_key)):
+            api_key = old_key if kind != "scripted" else None
         config = dict(config or {})
         _check(kind, base_url, api_key, default_model, config)
         _keep_masked_headers(config, (old.config or {}) if old is not None else {})
+        secret = None
+        if api_key and "${" not in api_key:  # a literal key: into the store, the row keeps its name
+            secret = key_secret(provider_id)
+            await self.secrets.set(secret, api_key)
+            api_key = None
         row = ProviderRow(id=provider_id, kind=checked_kind, base_url=base_url, api_key=api_key or None,
-                          default_model=default_model or None, config=config, updated_at=now())
+                          api_key_secret=secret, default_model=default_model or None, config=config,
+                          updated_at=now())
         await self.repo.put(row)
         self._instances.pop(provider_id, None)
+        if secret is None and old is not None and old.api_key_secret:
+            await self._forget_key(old.api_key_secret)
         log.info("provider %s set (kind %s)", provider_id, kind)
         return row
 
     async def remove(self, provider_id: str) -> None:
         if provider_id == BUILTIN_ID:
             raise PermissionDenied(f"the built-in provider {BUILTIN_ID!r} cannot be removed")
-        if not await self.repo.delete(provider_id):
+        old = await self.repo.get(provider_id)
+        if old is None or not await self.repo.delete(provider_id):
             raise NotFound("provider", provider_id)
         self._instances.pop(provider_id, None)
+        if old.api_key_secret:
+            await self._forget_key(old.api_key_secret)
         log.info("provider %s removed", provider_id)
 
     async def set_default(self, provider_id: str) -> ProviderRow:
@@ -106,9 +129,61 @@ class ProviderService:
         cached = self._instances.get(row.id)
         if cached is not None and cached[0] == row.updated_at:
             return cached[1]
-        provider = _build(row)
+        headers = (row.config or {}).get("headers") or {}
+        variables = await self.secrets.environ(references_in([row.base_url, row.api_key, *headers.values(),
+                                                              *_ENV_KEYS]))
+        provider = _build(row, await self._key(row), variables)
         self._instances[row.id] = (row.updated_at, provider)
         return provider
+
+    async def shown_key(self, row: ProviderRow) -> str | None:
+        """The key as responses show it (``sk-…abcd``, a ${VAR} reference as is); ``****`` when the
+        keystore holding it cannot be read right now."""
+        try:
+            key = await self._key(row)
+        except StorageError:
+            return MASK
+        return masked_key(key) if key else None
+
+    def variable_changed(self, name: str) -> None:
+        """A secret was set or deleted: providers are built again, with it, at their next use (a
+        turn already streaming keeps the client it has)."""
+        self._instances.clear()
+
+    async def references(self) -> dict[str, list[str]]:
+        """Variable name -> the providers (``provider:<id>``) whose key, base URL or headers refer to it."""
+        found: dict[str, list[str]] = {}
+        for row in await self.repo.all_rows():
+            headers = (row.config or {}).get("headers") or {}
+            for name in references_in([row.base_url, row.api_key, *headers.values()]):
+                found.setdefault(name, []).append(f"provider:{row.id}")
+        return found
+
+    async def move_keys_to_store(self) -> int:
+        """Move the literal keys stored in the database by earlier versions into the secret store; the
+        row keeps the entry's name. Idempotent: a move cut short is done again at the next start."""
+        moved = 0
+        for provider_id, literal in await self.repo.literal_keys():
+            name = key_secret(provider_id)
+            await self.secrets.set(name, literal)
+            await self.repo.key_moved(provider_id, literal, name)
+            moved += 1
+        if moved:
+            log.info("moved %d provider API keys from the database to the secret store (%s)", moved,
+                     self.secrets.backend)
+        return moved
+
+    async def _key(self, row: ProviderRow) -> str | None:
+        """The key as given: a literal (read from the secret store) or a ${VAR} reference."""
+        if row.api_key_secret:
+            return await self.secrets.get(row.api_key_secret)
+        return row.api_key
+
+    async def _forget_key(self, name: str) -> None:
+        try:
+            await self.secrets.delete(name)
+        except StorageError as exc:  # the row no longer names it: an unused entry, not a failure
+            log.warning("the old key of a provider stays in the secret store: %s", exc.message)
 
     async def aclose(self) -> None:
         """Close the HTTP clients of the providers built so far."""
@@ -119,7 +194,7 @@ class ProviderService:
         self._instances.clear()
 
 
-def _build(row: ProviderRow) -> Provider:
+def _build(row: ProviderRow, key: str | None, variables: Mapping[str, str]) -> Provider:
     # Each kind's module (and its SDK) is imported only once a provider of that kind is used.
     config = row.config or {}
     if row.kind == "scripted":
@@ -128,7 +203,7 @@ def _build(row: ProviderRow) -> Provider:
         return ScriptedProvider(row.id, config)
     from .remote import Endpoint
 
-    endpoint = Endpoint.of(row.id, row.base_url, row.api_key, row.default_model, config)
+    endpoint = Endpoint.of(row.id, row.base_url, key, row.default_model, config, variables)
     if row.kind == "openai":
         from .openai_compat import OpenAIProvider
 
