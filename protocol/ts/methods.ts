@@ -93,6 +93,12 @@ export interface ClientRequests {
   "providers/remove": { params: T.ProviderIdParams; result: T.Empty };
   /** Make a provider the one that answers turns that name none. */
   "providers/setDefault": { params: T.ProviderIdParams; result: T.ProviderResult };
+  /** Store a secret (replacing one of that name). Takes effect at once, without a restart: an MCP server in error because ${NAME} was missing connects again, and providers use it from their next turn. StorageError when the keystore is locked or not running (the old value is kept). */
+  "secrets/set": { params: T.SetSecretParams; result: T.Empty };
+  /** The user's secrets, masked, with what refers to each, and which backend holds them. */
+  "secrets/list": { params: undefined; result: T.SecretsResult };
+  /** Remove a secret. Servers and providers that refer to it keep what they connected with; at their next connect ${NAME} comes from the environment, or is reported missing. */
+  "secrets/delete": { params: T.SecretNameParams; result: T.Empty };
   /** Process facts: pid, memory, uptime, which heavy modules are loaded. */
   "debug/info": { params: undefined; result: T.DebugInfo };
   /** Wait ms milliseconds (reporting $/progress when given a workDoneToken); cancellable. For exercising cancellation and progress. */

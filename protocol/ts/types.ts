@@ -29,6 +29,8 @@ export interface ServerCapabilities {
   progress?: boolean;
   serverRequests?: string[];
   experimental?: Record<string, unknown>;
+  /** Where this data directory keeps secrets (see secrets/list): 'keystore' or 'file'; absent while the choice is not made yet (no secret was ever stored here and no backend is forced: the first secrets/set or secrets/list makes it). */
+  secretsBackend?: "file" | "keystore" | null;
 }
 
 /** An empty object: the result of methods that only acknowledge. */
@@ -735,6 +737,38 @@ export interface ProviderIdParams {
   id: string;
 }
 
+export interface SetSecretParams {
+  /** What ${NAME} refers to: 1-128 upper-case letters, digits and '_', not starting with a digit (^[A-Z_][A-Z0-9_]{0,127}$). */
+  name: string;
+  /** The secret. Trailing whitespace and newlines are stripped (a pasted key often ends with one); it may not be empty (use secrets/delete), hold NUL, or pass 65536 characters. Never shown again: responses, logs and errors only ever show it masked. */
+  value: string;
+}
+
+export interface SecretsResult {
+  /** Every secret the user set, by name. */
+  secrets: Secret[];
+  /** Where the values are: 'keystore' (macOS Keychain, Windows Credential Locker, the Secret Service on Linux) or 'file' (secrets.json in the data directory, mode 0600, used when no keystore was usable the first time a secret was stored, or when --secrets-backend file forces it). Chosen once per data directory and recorded: a keystore that is locked or gone later is an error, never a silent switch to the file. */
+  backend: "file" | "keystore";
+  /** Why the keystore cannot be used right now (locked, not running), and what to do. */
+  error?: string | null;
+  /** The file backend's file. */
+  path?: string | null;
+}
+
+export interface Secret {
+  /** The name ${NAME} refers to. */
+  name: string;
+  /** '****' and the last 4 characters of a value of 12 or more characters, else '****'; '****' too while the keystore cannot be read (see error). */
+  masked: string;
+  /** What refers to it: 'mcpServer:<server key>' (its env, args, command, cwd, url or headers) and 'provider:<id>' (its apiKey, baseUrl or headers). */
+  usedBy: string[];
+}
+
+export interface SecretNameParams {
+  /** The secret's name, as secrets/list shows it. */
+  name: string;
+}
+
 export interface DebugInfo {
   pid: number;
   version: string;
@@ -745,6 +779,8 @@ export interface DebugInfo {
   inflightRequests: number;
   heavyModulesLoaded: string[];
   dbTransactions?: number;
+  secretsBackend?: string | null;
+  secretsError?: string | null;
 }
 
 export interface SleepParams {

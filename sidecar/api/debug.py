@@ -19,6 +19,11 @@ class DebugInfo(Model):
     heavy_modules_loaded: list[str]
     # Database write transactions committed since start (benchmarks count what a turn costs).
     db_transactions: int = 0
+    # Where secrets are kept ("keystore" | "file"); absent while none was ever stored in this data
+    # directory (the choice is made with the first one).
+    secrets_backend: str | None = None
+    # Why the keystore cannot be used right now, when it cannot.
+    secrets_error: str | None = None
 
 
 class SleepParams(Model):

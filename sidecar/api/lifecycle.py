@@ -37,6 +37,10 @@ class ServerCapabilities(Model):
     progress: bool = True
     server_requests: list[str] = []
     experimental: dict[str, Any] = {}
+    secrets_backend: Annotated[Literal["keystore", "file"] | None, msgspec.Meta(
+        description="Where this data directory keeps secrets (see secrets/list): 'keystore' or 'file'; "
+                    "absent while the choice is not made yet (no secret was ever stored here and no backend "
+                    "is forced: the first secrets/set or secrets/list makes it).")] = None
 
 
 class InitializeResult(Model):

@@ -9,22 +9,25 @@ from .debug import DebugHandlers
 from .mcp import McpHandlers
 from .providers import ProviderHandlers
 from .routes import routes
+from .secrets import SecretHandlers
 from .toolsets import ToolsetHandlers
 from .workspace import WorkspaceHandlers
 
 if TYPE_CHECKING:
     from ..compose import Services
 
-AREAS = (ChatHandlers, DebugHandlers, McpHandlers, ProviderHandlers, ToolsetHandlers, WorkspaceHandlers)
+AREAS = (ChatHandlers, DebugHandlers, McpHandlers, ProviderHandlers, SecretHandlers, ToolsetHandlers,
+         WorkspaceHandlers)
 
 
 def service_routes(s: Services) -> dict[str, Any]:
     found: dict[str, Any] = {}
     for area in (
         ChatHandlers(s.chats, s.turns, s.workspace, s.tool_calls.repo),
-        DebugHandlers(s.settings, s.db, s.started_at),
+        DebugHandlers(s.settings, s.db, s.started_at, s.secrets),
         McpHandlers(s.mcp_servers),
         ProviderHandlers(s.providers),
+        SecretHandlers(s.secrets, s.mcp_servers, s.providers),
         ToolsetHandlers(s.toolsets, s.tool_calls, s.catalog, s.chats),
         WorkspaceHandlers(s.workspace, s.chats),
     ):

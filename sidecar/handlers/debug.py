@@ -20,6 +20,7 @@ from ..api.debug import (
 from ..errors import InvalidParams
 from ..process import rss_bytes
 from ..rpc import RequestContext
+from ..secrets.store import SecretStore
 from ..settings import Settings
 from ..store import Database
 from .routes import method
@@ -32,10 +33,11 @@ class DebugRaised(RuntimeError):
 
 
 class DebugHandlers:
-    def __init__(self, settings: Settings, db: Database, started_at: float) -> None:
+    def __init__(self, settings: Settings, db: Database, started_at: float, secrets: SecretStore) -> None:
         self.settings = settings
         self.db = db
         self.started_at = started_at
+        self.secrets = secrets
 
     @method("debug/info")
     async def info(self, params: None, ctx: RequestContext) -> DebugInfo:
@@ -49,6 +51,8 @@ class DebugHandlers:
             inflight_requests=ctx.connection.inflight_count,
             heavy_modules_loaded=[m for m in HEAVY_MODULES if m in sys.modules],
             db_transactions=self.db.transactions,
+            secrets_backend=self.secrets.backend if self.secrets.chosen else None,
+            secrets_error=self.secrets.error,
         )
 
     @method("debug/sleep")

@@ -161,6 +161,12 @@ def secret_values(*, args: list[str] | None = None, env: dict[str, str] | None =
     return found
 
 
+def masked_tail(value: str) -> str:
+    """How ``secrets/list`` shows a stored secret: the last 4 characters of a long value (enough to
+    tell two apart), nothing of a short one."""
+    return MASK + value[-4:] if len(value) >= 12 else MASK
+
+
 def masked_key(key: str) -> str:
     """How responses show an API key: enough to tell keys apart (``sk-…abcd``), never enough to use."""
     if is_reference(key):

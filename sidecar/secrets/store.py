@@ -34,7 +34,7 @@ from typing import Any, Literal, TypeVar
 
 import anyio
 
-from ..errors import StorageError
+from ..errors import InvalidParams, StorageError
 from .keystore import Keystore, KeystoreUnavailable
 
 log = logging.getLogger("sidecar.secrets")
@@ -54,9 +54,30 @@ T = TypeVar("T")
 OnChange = Callable[[str], Awaitable[None]]
 
 
+MAX_VALUE = 65536  # characters: far beyond any key or token, well within every keystore
+
+
 def is_user_name(name: str) -> bool:
     """A name the user gives, that ``${VAR}`` can refer to and ``secrets/list`` shows."""
-    return USER_NAME.match(name) is not None
+    return USER_NAME.fullmatch(name) is not None  # fullmatch: '$' alone lets a final newline through
+
+
+def check_user_name(name: str, path: str = "params.name") -> str:
+    if not is_user_name(name):
+        raise InvalidParams(path, f"{USER_NAME_RULE} (^[A-Z_][A-Z0-9_]{{0,127}}$)")
+    return name
+
+
+def check_value(value: str, path: str = "params.value") -> str:
+    """A value as it will be stored (trailing whitespace stripped), or InvalidParams saying what is wrong."""
+    value = value.rstrip()
+    if not value:
+        raise InvalidParams(path, "is empty; to remove a secret use secrets/delete")
+    if "\x00" in value:
+        raise InvalidParams(path, "holds a NUL character, which no keystore can store")
+    if len(value) > MAX_VALUE:
+        raise InvalidParams(path, f"is longer than {MAX_VALUE} characters")
+    return value
 
 
 def recorded_backend(data_dir: Path, prefer: Preference = "auto") -> Backend | None:
