@@ -87,7 +87,7 @@ export interface ClientRequests {
   "mcpServers/import": { params: T.McpImportParams; result: T.McpImportResult };
   /** Every model provider (the built-in scripted one first) and which one is the default. */
   "providers/list": { params: undefined; result: T.ProvidersResult };
-  /** Create or replace a model provider; keys are stored as given and only ever shown masked. */
+  /** Create or replace a model provider; a literal key goes to the secret store, and keys are only ever shown masked. StorageError when the keystore is locked or not running. */
   "providers/set": { params: T.SetProviderParams; result: T.ProviderResult };
   /** Remove a provider (the built-in scripted one cannot be); if it was the default, scripted becomes the default again. */
   "providers/remove": { params: T.ProviderIdParams; result: T.Empty };

@@ -33,7 +33,7 @@ class AddParams(Model):
     type: ServerType = "stdio"
     command: str | None = None
     args: list[str] = []
-    # Values may be ${VAR} references, resolved from the environment at connect time.
+    # Values may be ${VAR} references, resolved at connect time: the secrets (secrets/set), then the environment.
     env: dict[str, str] = {}
     cwd: str | None = None
     url: str | None = None

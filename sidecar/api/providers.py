@@ -36,8 +36,9 @@ class SetProviderParams(Model):
     id: Id
     kind: ProviderKind
     base_url: str | None = None  # an OpenAI- or Anthropic-compatible server; may hold ${VAR}
-    # Absent: keep the stored key; null: remove it. A literal key or a ${VAR} reference, read from
-    # the environment when the provider connects.
+    # Absent: keep the stored key; null: remove it. A literal key goes to the secret store (the OS
+    # keystore, or the 0600 file), trailing whitespace stripped; a ${VAR} reference is resolved when
+    # the provider connects (the secrets, then the environment).
     api_key: str | None | msgspec.UnsetType = msgspec.UNSET
     default_model: str | None = None
     # timeout (seconds > 0), maxRetries (0-10, default 2), headers (values may hold ${VAR});
@@ -60,7 +61,8 @@ SPECS = (
                "Every model provider (the built-in scripted one first) and which one is the default.",
                result=ProvidersResult, errors=(_ST,)),
     MethodSpec("providers/set", "clientToServer", "request",
-               "Create or replace a model provider; keys are stored as given and only ever shown masked.",
+               "Create or replace a model provider; a literal key goes to the secret store, and keys are only "
+               "ever shown masked. StorageError when the keystore is locked or not running.",
                params=SetProviderParams, result=ProviderResult, errors=(_IP, _ST)),
     MethodSpec("providers/remove", "clientToServer", "request",
                "Remove a provider (the built-in scripted one cannot be); if it was the default, scripted "

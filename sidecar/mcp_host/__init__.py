@@ -46,8 +46,10 @@ Behaviour:
   ``disabled``. `on_status` fires only when a snapshot actually changes, and once after every
   re-listing of tools. `error` says what went wrong, for stdio servers with the last lines of the
   child's stderr.
-- `${VAR}` in env values, args, command, cwd, url and header values are resolved from `os.environ`
-  at each connect; a missing one is an `error` state naming it (no retry until `sync`/`reconnect`).
+- `${VAR}` in env values, args, command, cwd, url and header values are resolved at each connect
+  from the `variables` lookup the host is given (the sidecar's: the user's secrets, then the process
+  environment); a missing one is an `error` state naming it, retried when `variable_changed` says
+  that variable was set (or on `sync`/`reconnect`).
 - Supervision: every failure (first connect or a lost connection) is retried with exponential backoff
   from 0.5 s doubling to 30 s (reset after a connection that lasted a minute); during the wait the
   state stays `error` with the message. Pending requests on a lost connection fail ``disconnected``.

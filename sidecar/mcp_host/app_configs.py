@@ -4,7 +4,7 @@ Users move here from those apps; reading their files spares them typing every se
 Claude Desktop and Cursor keep ``{"mcpServers": {name: {command, args, env} | {url, headers}}}``;
 VS Code keeps ``{"servers": {name: {type, command, args, env, url, headers}}, "inputs": [...]}``
 (JSON with comments), whose ``${input:x}`` prompts and ``${env:X}`` references become our
-``${VAR}`` placeholders, resolved from the environment at connect time.
+``${VAR}`` placeholders, resolved at connect time (the secret store, then the environment).
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """What the sidecar hands the host for one MCP server.
 
 A `ServerConfig` is plain data taken from `toolset_mcp_servers`. Its `env` values, `args`, `url` and
-`headers` values may hold `${VAR}` references; `secrets.resolve` reads them from `os.environ` when the
-host connects (never stored resolved), so a secret lives in the user's environment and an export keeps
-the placeholder. A reference to a variable that is not set is a `secrets.MissingVariable`, which the
-host turns into an `error` state on that server.
+`headers` values may hold `${VAR}` references; they are resolved when the host connects (the user's
+secrets first, then the process environment; never stored resolved), so a secret lives in the secret
+store or the user's environment and an export keeps the placeholder. A reference to a variable that
+is not set is a `secrets.MissingVariable`, which the host turns into an `error` state on that server.
 """
 
 from __future__ import annotations

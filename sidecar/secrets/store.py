@@ -14,7 +14,8 @@ The store accepts any name. Names the user gives (``^[A-Z_][A-Z0-9_]{0,127}$``) 
 refers to and what ``secrets/list`` shows; other parts of the sidecar keep entries under names that
 cannot collide with those (they hold ``:`` or lower case, e.g. ``provider:<id>``).
 
-Cache: every value read or stored this session stays in memory, and which names exist is known from
+Every value read or stored is registered with ``known`` (log lines and error texts are scrubbed of
+it). Cache: every value read or stored this session stays in memory, and which names exist is known from
 the record, so a warm read and a lookup of a name the store does not hold (``${HOME}``) touch neither
 the keystore nor the disk. That is safe because the sidecar is the only writer of its entries, through
 this class; an entry changed behind its back (in the system's keychain app) is seen after a restart.
@@ -36,6 +37,7 @@ import anyio
 
 from ..errors import InvalidParams, StorageError
 from .keystore import Keystore, KeystoreUnavailable
+from .known import remember, remember_all
 
 log = logging.getLogger("sidecar.secrets")
 
@@ -153,6 +155,7 @@ class SecretStore:
             assert keystore is not None  # names without a loaded value are the keystore's
             value = await self._run(keystore.get, name)
             if value is not None:
+                remember(value)  # scrubbed from every log line and error text from now on
                 self._values[name] = value
             return value
 
@@ -182,6 +185,7 @@ class SecretStore:
                 value stored before (if any) is kept.
         """
         value = value.rstrip()
+        remember(value)  # before anything could fail with it in a message
         async with self._lock:
             backend = await self._choose()
             if backend == "file":
@@ -253,6 +257,7 @@ class SecretStore:
                             "unused until the backend is no longer forced", index_path)
             if file_path.exists():
                 values = self._read_file(file_path)
+                remember_all(values.values())
                 self._values.update(values)
                 self._names.update(values)
             return

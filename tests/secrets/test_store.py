@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from sidecar.errors import StorageError
-from sidecar.secrets.store import FILE_NAME, INDEX_NAME, SecretStore, recorded_backend
+from sidecar.secrets import known
+from sidecar.secrets.store import FILE_NAME, INDEX_NAME, SecretStore, recorded_backend, write_private
 from tests.keystore import SecretService, secret_service
 
 pytestmark = pytest.mark.anyio
@@ -197,3 +198,15 @@ def test_a_locked_keystore_is_a_clear_error_with_nothing_lost_and_no_fallback(
     assert not (data / FILE_NAME).exists()
     keystore.start_keyring()
     assert drive(keystore, data, ["get", "KEPT_TOKEN"], ["names"]) == ["kept-value-1", ["KEPT_TOKEN"]]
+
+
+async def test_every_value_read_or_stored_is_scrubbed_from_logs_and_errors(tmp_path: Path) -> None:
+    known.clear()
+    store = SecretStore(tmp_path, "file")
+    await store.set("PASTED", "stored-value-0001\n")
+    assert known.scrub_known("x stored-value-0001 y") == "x **** y"
+    (tmp_path / "other").mkdir()
+    write_private(tmp_path / "other" / FILE_NAME, {"version": 1, "secrets": {"READ": "read-value-0002"}})
+    known.clear()
+    SecretStore(tmp_path / "other")
+    assert known.scrub_known("read-value-0002") == "****"
