@@ -152,6 +152,8 @@ async def run(data_dir: Path, verbose: bool) -> int:
         broken = await run_tool("cards:broken", {})
         show("  {error} in a result", f"status {broken['status']}: {broken['error']}")
 
+        await secret_for_a_server(sc)
+
         await chat_session(sc)
 
         step("a long request reports progress")
@@ -301,6 +303,38 @@ def _plan_detail(plan: dict[str, Any]) -> str:
     if "artifact" in config:
         return f" (…/{Path(config['artifact']).name})"
     return ""
+
+
+async def secret_for_a_server(sc: SidecarClient) -> None:
+    step("a secret for an MCP server: set it, and the waiting server connects (no restart)")
+
+    async def settled(start: int, *wanted: str) -> dict:
+        """The server's first status among `wanted` in the notifications from index `start` on."""
+
+        def found() -> dict | None:
+            return next((n["params"]["server"] for n in sc.notifications[start:] if n["method"] == "mcpServers/status"
+                         and n["params"]["server"]["id"] == "greeter~greeter"
+                         and n["params"]["server"]["status"] in wanted), None)
+
+        return await sc.wait_for(found, timeout=30)
+
+    fixture = ROOT / "tests" / "fixtures" / "mcp" / "basic.py"
+    mark = len(sc.notifications)
+    await sc.request("mcpServers/add", {"id": "greeter", "command": sys.executable, "args": [str(fixture)],
+                                        "env": {"FIXTURE_ECHO_PREFIX": "${DEMO_GREETING}"}})
+    waiting = await settled(mark, "error", "connected")
+    show("mcpServers/add", f"{waiting['status']}: {waiting.get('error')}")
+    mark = len(sc.notifications)
+    await sc.request("secrets/set", {"name": "DEMO_GREETING", "value": "a secret says hello to"})
+    listed = await sc.request("secrets/list")
+    show("secrets/list", f"backend {listed['backend']}: " + ", ".join(
+        f"{x['name']} {x['masked']} used by {x['usedBy']}" for x in listed["secrets"]))
+    connected = await settled(mark, "connected", "error")
+    show("the server", connected["status"])
+    done = (await sc.request("tools/call", {"toolId": "mcp:greeter~greeter:echo", "args": {"text": " the world"}}))
+    show("its echo tool", done["toolCall"]["result"]["content"][0]["text"])
+    await sc.request("secrets/delete", {"name": "DEMO_GREETING"})  # a keystore keeps entries beyond the demo
+    await sc.request("mcpServers/remove", {"id": "greeter~greeter"})
 
 
 async def chat_session(sc: SidecarClient) -> None:

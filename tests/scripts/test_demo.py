@@ -15,5 +15,6 @@ def test_the_demo_runs_a_whole_session_and_stops_cleanly(tmp_path: Path):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     out = done.stdout
     for seen in ("chat/send answered     stopReason endTurn", "tools/list {chatId}", "still serving          {}",
+                 "its echo tool          a secret says hello to the world",
                  "exit code              0"):
         assert seen in out, out[-3000:]
