@@ -11,6 +11,10 @@ import msgspec
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 SECRETS_BACKENDS = ("auto", "keystore", "file")
+# What the secret store records in the data directory (sidecar/secrets/store.py): the file backend's
+# values (mode 0600), or the keystore backend's service name and entry names (never a value).
+SECRETS_FILE = "secrets.json"
+SECRETS_INDEX = "secrets-keystore.json"
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
@@ -30,6 +34,16 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def lock_path(self) -> Path:
         return self.data_dir / "sidecar.lock"
+
+    def recorded_secrets_backend(self) -> Literal["keystore", "file"] | None:
+        """Where this data directory keeps secrets, without touching the keystore (``initialize``
+        says it; importing the secret store would cost its first answer milliseconds): what is
+        forced or recorded, or None while no secret was ever stored here."""
+        if self.secrets_backend != "auto":
+            return self.secrets_backend
+        if (self.data_dir / SECRETS_FILE).exists():
+            return "file"
+        return "keystore" if (self.data_dir / SECRETS_INDEX).exists() else None
 
 
 def default_data_dir() -> Path:

@@ -17,7 +17,6 @@ from ..api.lifecycle import (
 from ..errors import Conflict
 from ..process import EXIT_OK, EXIT_WITHOUT_SHUTDOWN
 from ..rpc import RequestContext
-from ..secrets.store import recorded_backend
 from ..settings import Settings
 from .routes import method
 
@@ -54,7 +53,7 @@ class LifecycleHandlers:
                 max_line_bytes=self.app.settings.max_line_bytes,
                 cancellation=["$/cancelRequest"],
                 server_requests=_SERVER_REQUESTS,
-                secrets_backend=recorded_backend(self.app.settings.data_dir, self.app.settings.secrets_backend),
+                secrets_backend=self.app.settings.recorded_secrets_backend(),
             ),
             data_dir=str(self.app.settings.data_dir),
         )

@@ -36,6 +36,7 @@ from typing import Any, Literal, TypeVar
 import anyio
 
 from ..errors import InvalidParams, StorageError
+from ..settings import SECRETS_FILE, SECRETS_INDEX, Settings
 from .keystore import Keystore, KeystoreUnavailable
 from .known import remember, remember_all
 
@@ -45,8 +46,8 @@ Backend = Literal["keystore", "file"]
 Preference = Literal["auto", "keystore", "file"]
 PREFERENCES: tuple[Preference, ...] = ("auto", "keystore", "file")
 
-FILE_NAME = "secrets.json"
-INDEX_NAME = "secrets-keystore.json"
+FILE_NAME = SECRETS_FILE
+INDEX_NAME = SECRETS_INDEX
 SERVICE = "covalt-sidecar"
 KEYSTORE_TIMEOUT = 20.0  # seconds: a keystore showing an unlock prompt may take a while, not forever
 USER_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,127}$")
@@ -85,11 +86,7 @@ def check_value(value: str, path: str = "params.value") -> str:
 def recorded_backend(data_dir: Path, prefer: Preference = "auto") -> Backend | None:
     """The backend `data_dir` uses, without touching the keystore: what is forced or recorded, or
     None while nothing was ever stored there (the choice is made when the first secret is)."""
-    if prefer != "auto":
-        return prefer
-    if (data_dir / FILE_NAME).exists():
-        return "file"
-    return "keystore" if (data_dir / INDEX_NAME).exists() else None
+    return Settings(data_dir=data_dir, secrets_backend=prefer).recorded_secrets_backend()
 
 
 class SecretStore:
