@@ -132,7 +132,9 @@ def old_database(path: Path, rows: list[tuple[str, str, str | None, str | None]]
     """A database as the previous schema (before the secret store) left it, providers and all."""
     path.parent.mkdir(parents=True, exist_ok=True)
     db = sqlite3.connect(path)
-    for number, _, sql in migrations()[:3]:
+    steps = migrations()
+    mine = next(i for i, (_, name, _) in enumerate(steps) if name.endswith("_provider_key_secret.sql"))
+    for number, _, sql in steps[:mine]:
         db.executescript(sql)
         db.execute(f"PRAGMA user_version={number}")
     db.executemany("INSERT INTO providers (id, kind, base_url, api_key, config, updated_at) "
