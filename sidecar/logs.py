@@ -11,12 +11,7 @@ import logging.handlers
 import queue
 import sys
 
-from .secrets.known import scrub_known
-from .secrets.masking import mask_text
-
-
-def clean(text: str) -> str:
-    return mask_text(scrub_known(text))
+from .secrets.masking import clean
 
 
 class ScrubFilter(logging.Filter):

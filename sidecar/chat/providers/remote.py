@@ -19,7 +19,7 @@ import anyio
 import anyio.to_thread
 
 from ...errors import ProviderError
-from ...secrets import MissingVariable, mask_url, resolve, resolve_mapping, scrub
+from ...secrets import MissingVariable, clean, mask_url, resolve, resolve_mapping, scrub
 from ...secrets.known import remember_all
 from .base import ProviderEvent, ToolCallRequest, TurnRequest
 
@@ -54,6 +54,7 @@ class Endpoint:
         try:
             base_url = resolve(self.base_url) if self.base_url else None
             key = resolve(self.api_key) if self.api_key else os.environ.get(env_key)
+            key = key.strip() if key else key  # a pasted newline is not part of a key
             headers = resolve_mapping(self.headers)
         except MissingVariable as exc:
             raise ProviderError(f"{exc.name} is not set: set it in the environment the app starts from, "
@@ -169,19 +170,19 @@ def provider_error(exc: BaseException, sdk: ModuleType, endpoint: Endpoint, secr
         return exc
     err: Any = exc  # the SDK's classes are only known at run time: so are their fields
     if isinstance(exc, sdk.APIStatusError) and err.status_code != 200:  # 200: an error event, below
-        return _status_error(err.status_code, scrub(_detail(err.body, err.message), secrets), endpoint)
+        return _status_error(err.status_code, clean(scrub(_detail(err.body, err.message), secrets)), endpoint)
     if isinstance(exc, sdk.APITimeoutError):
         limit = f"{endpoint.timeout:g}s" if endpoint.timeout is not None else "the time limit"
         return ProviderError(f"the provider gave no answer within {limit}: try again, or raise config.timeout "
                              "with providers/set", retryable=True)
     if isinstance(exc, sdk.APIConnectionError | httpx2.TransportError):
-        cause = scrub(str(exc.__cause__ or exc), secrets)
+        cause = clean(scrub(str(exc.__cause__ or exc), secrets))
         if streaming:
             return ProviderError(f"the connection was cut mid-answer ({cause}): try again", retryable=True)
         return ProviderError(f"cannot reach {_where(endpoint)} ({cause}): check baseUrl and the network",
                              retryable=True)
     if isinstance(exc, sdk.APIError):  # an error event in a stream that had begun well (e.g. overloaded)
-        return ProviderError(f"the provider failed mid-answer: {scrub(_detail(err.body, err.message), secrets)}",
+        return ProviderError(f"the provider failed mid-answer: {clean(scrub(_detail(err.body, err.message), secrets))}",
                              retryable=True)
     return None
 
