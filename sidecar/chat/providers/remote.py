@@ -19,7 +19,7 @@ import anyio
 import anyio.to_thread
 
 from ...errors import ProviderError
-from ...secrets import MissingVariable, clean, mask_url, resolve, resolve_mapping, scrub
+from ...secrets import MissingVariable, clean, mask_url, resolve, resolve_mapping, scrub, secret_values
 from ...secrets.known import remember_all
 from .base import ProviderEvent, ToolCallRequest, TurnRequest
 
@@ -136,6 +136,7 @@ class RemoteProvider:
             options = self.endpoint.client_options(self.env_key)
             # A server may echo what it was sent: these never reach a message (UNUSED_KEY is no secret).
             self._secrets = [v for v in (options["api_key"], *options["default_headers"].values()) if v != UNUSED_KEY]
+            self._secrets += secret_values(url=options.get("base_url"))  # a token in the path or query
             remember_all(self._secrets)  # ... nor a log line, whichever library writes it
             self._client = self._new_client(options)
         return self._client
