@@ -61,6 +61,7 @@ def captured() -> Iterator[io.StringIO]:
     finally:
         listener.stop()
         logging.getLogger().handlers[:] = []
+        logging.raiseExceptions = True
 
 
 def test_every_logger_at_every_level_is_scrubbed(captured: io.StringIO) -> None:
@@ -92,6 +93,7 @@ def test_httpx_is_capped_at_warning_unless_debug_is_asked_for() -> None:
     finally:
         listener.stop()
         logging.getLogger().handlers[:] = []
+        logging.raiseExceptions = True
         for name in ("httpx", "httpcore"):
             logging.getLogger(name).setLevel(logging.NOTSET)
 
@@ -101,6 +103,24 @@ def _drain(out: io.StringIO) -> str:
 
     for _ in range(200):  # the queue listener writes from its own thread
         if "request failed" in out.getvalue() and "stack" in out.getvalue():
+            break
+        time.sleep(0.01)
+    return out.getvalue()
+
+
+def test_a_log_call_with_a_bad_format_string_prints_nothing_raw(captured: io.StringIO,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    logging.getLogger("some.library").warning("token %d", "sk-bad-format-9z8y")  # %d of a str: a logging error
+    logging.getLogger("sidecar").warning("stack done")
+    text = _drain_until(captured, "stack done") + "".join(capsys.readouterr())
+    assert "sk-bad-format-9z8y" not in text
+
+
+def _drain_until(out: io.StringIO, marker: str) -> str:
+    import time
+
+    for _ in range(200):
+        if marker in out.getvalue():
             break
         time.sleep(0.01)
     return out.getvalue()
