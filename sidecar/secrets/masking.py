@@ -331,7 +331,7 @@ _AUTH_HEADER_IN_TEXT = re.compile(
 # Not a challenge's parameters (``WWW-Authenticate: Bearer realm="x"``): those are no secret.
 _BEARER_IN_TEXT = re.compile(r"(?i)\b(bearer|basic)(\s+)([A-Za-z0-9._~+/-]{6,}=*)(?![\w\"=])")
 _FLAG_IN_TEXT = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)(=|[ \t]+)(\"[^\"]*\"|'[^']*'|[^\s\"',;\]\[)(\\]+)")
-_PAIR_IN_TEXT = re.compile(r"(?<![\w-])([A-Za-z_][A-Za-z0-9_.-]*)=(\"[^\"]*\"|'[^']*'|[^\s&,;'\"\\]+)")
+_PAIR_IN_TEXT = re.compile(r"(?<![\w-])([A-Za-z_][A-Za-z0-9_.-]*)([ \t]*=[ \t]*)(\"[^\"]*\"|'[^']*'|[^\s&,;'\"\\]+)")
 _QUOTED_PAIR_IN_TEXT = re.compile(r"([\"'])([A-Za-z_][\w.-]*)\1(\s*:\s*)([\"'])([^\"'\\]*)\4")
 _WORD_IN_TEXT = re.compile(r"[A-Za-z0-9._~+/=-]{8,}")
 
@@ -352,13 +352,13 @@ def _flag_in_text(m: re.Match[str]) -> str:
 
 
 def _pair_in_text(m: re.Match[str]) -> str:
-    name, value = m.groups()
+    name, sep, value = m.groups()
     plain = value.strip("\"'")
     if MASK in plain or refers(plain) or (plain.isdigit() and len(plain) < 6):  # a count (tokens=1200)
         return m.group(0)
     if not (looks_secret_name(name) or looks_like_credential(plain, hex_ids=False)):
         return m.group(0)
-    return f"{name}={MASK}"
+    return f"{name}{sep}{MASK}"
 
 
 def _quoted_pair_in_text(m: re.Match[str]) -> str:

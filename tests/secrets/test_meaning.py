@@ -102,6 +102,7 @@ def test_exports_give_two_different_secrets_two_names_and_leave_harmless_values(
     ("{'Authorization': 'Bearer abcd-9999', 'x-team': 'core', 'api_key': 'zz-1234'}",
      "{'Authorization': 'Bearer ****', 'x-team': 'core', 'api_key': '****'}"),
     ("sent sk-abcdef1234567 and eyJhbGciOiJI.eyJzdWIiOiIx.sig123.", "sent **** and ****."),
+    ('    API_KEY = "plainvalue1"  # a source line in a traceback', '    API_KEY = ****  # a source line in a traceback'),
 ])
 def test_free_text_is_masked_by_shape(text: str, shown: str) -> None:
     assert mask_text(text) == shown
@@ -111,7 +112,7 @@ def test_free_text_is_masked_by_shape(text: str, shown: str) -> None:
     'WWW-Authenticate: Bearer realm="mcp", error="invalid_token"',
     "chat 550e8400e29b41d4a716446655440000 done in 12 ms; tool a-b-c --verbose --port 80",
     "MCP server ts~web: connecting to http://127.0.0.1:8080/mcp?mode=fast",
-    "LOG_LEVEL=debug tokens=1200 key_count=3",
+    "LOG_LEVEL=debug tokens=1200 key_count=3 total = 5",
 ])
 def test_free_text_without_secrets_is_left_alone(text: str) -> None:
     assert mask_text(text) == text
