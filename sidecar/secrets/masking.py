@@ -76,8 +76,10 @@ def _masked(name: str, value: str) -> str:
 class Placeholders:
     """``${NAME}`` placeholders for one export: named after their key, one name per distinct value."""
 
-    def __init__(self) -> None:
-        self._values: dict[str, str] = {}  # placeholder name -> the value it stands for
+    def __init__(self, reserved: Iterable[str] = ()) -> None:
+        # placeholder name -> the value it stands for; `reserved`: names the export already refers to
+        # (``${SEARCH_API_KEY}``), which a literal must not take over, as they mean another value.
+        self._values: dict[str, str | None] = dict.fromkeys(reserved)
 
     def __call__(self, name: str, value: str) -> str:
         if refers(value):

@@ -204,7 +204,10 @@ class ToolsetService:
         tools = await self.repo.tools(tid)
         overrides = await self.repo.overrides(tid)
         servers = await self.server_rows(tid)
-        names = secrets.Placeholders()  # one per export: two different secrets never share a name
+        # One per export: two different secrets never share a name, nor take one the manifest uses.
+        names = secrets.Placeholders(secrets.references(" ".join(
+            [*(a for r in servers for a in r.args), *(r.url or "" for r in servers),
+             *(v for r in servers for v in (*r.headers.values(), *r.env.values()))])))
         out: dict[str, Any] = {"manifest_version": "1", "id": tid, "name": toolset.name,
                                "version": toolset.version, "description": toolset.description}
         out["tools"] = [_drop_empty({

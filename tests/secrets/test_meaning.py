@@ -88,6 +88,8 @@ def test_exports_give_two_different_secrets_two_names_and_leave_harmless_values(
     assert placeholder_args(["--token", "bbbb2222"], names) == ["--token", "${TOKEN_2}"]
     assert placeholder_args(["--token", "aaaa1111"], names) == ["--token", "${TOKEN}"]  # the same value, the same name
     assert placeholder_map({"Authorization": "Bearer cccc3333"}, names) == {"Authorization": "Bearer ${AUTHORIZATION}"}
+    taken = Placeholders(reserved=["SEARCH_API_KEY"])  # the manifest refers to it elsewhere
+    assert placeholder_map({"SEARCH_API_KEY": "dddd4444"}, taken) == {"SEARCH_API_KEY": "${SEARCH_API_KEY_2}"}
 
 
 @pytest.mark.parametrize(("text", "shown"), [
@@ -102,7 +104,7 @@ def test_exports_give_two_different_secrets_two_names_and_leave_harmless_values(
     ("{'Authorization': 'Bearer abcd-9999', 'x-team': 'core', 'api_key': 'zz-1234'}",
      "{'Authorization': 'Bearer ****', 'x-team': 'core', 'api_key': '****'}"),
     ("sent sk-abcdef1234567 and eyJhbGciOiJI.eyJzdWIiOiIx.sig123.", "sent **** and ****."),
-    ('    API_KEY = "plainvalue1"  # a source line in a traceback', '    API_KEY = ****  # a source line in a traceback'),
+    ('    API_KEY = "plainvalue1"  # in a traceback', '    API_KEY = ****  # in a traceback'),
 ])
 def test_free_text_is_masked_by_shape(text: str, shown: str) -> None:
     assert mask_text(text) == shown
