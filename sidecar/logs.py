@@ -14,6 +14,9 @@ import sys
 
 from .secrets.masking import clean
 
+# The HTTP clients under the SDKs, by their logger names (the SDKs pinned here ship httpx2/httpcore2).
+HTTP_LOGGERS = ("httpx", "httpcore", "httpx2", "httpcore2")
+
 
 class ScrubFilter(logging.Filter):
     """Renders a record's message once, scrubbed, so no formatter downstream sees the raw args.
@@ -60,7 +63,7 @@ def setup(level: str) -> logging.handlers.QueueListener:
     # The HTTP clients log every request URL at INFO and headers at DEBUG: only warnings unless the
     # user asked for debug, and even then every line is scrubbed above.
     if level.lower() != "debug":
-        for name in ("httpx", "httpcore"):
+        for name in HTTP_LOGGERS:
             logging.getLogger(name).setLevel(logging.WARNING)
     listener.start()
     return listener

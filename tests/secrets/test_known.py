@@ -66,7 +66,7 @@ def captured() -> Iterator[io.StringIO]:
 
 def test_every_logger_at_every_level_is_scrubbed(captured: io.StringIO) -> None:
     known.remember("sk-known-A-5d1e")
-    for name in ("sidecar", "httpx", "httpcore", "mcp.client", "openai", "anthropic", "urllib3"):
+    for name in ("sidecar", "httpx2", "httpcore2.http11", "mcp.client", "openai", "anthropic", "urllib3"):
         lg = logging.getLogger(name)
         lg.debug("debug %s", "sk-known-A-5d1e")
         lg.info("HTTP Request: GET http://user:pw-basic-C-77@h/x?token=tok-D-4410 %s", "ok")
@@ -88,13 +88,14 @@ def test_every_logger_at_every_level_is_scrubbed(captured: io.StringIO) -> None:
 def test_httpx_is_capped_at_warning_unless_debug_is_asked_for() -> None:
     listener = logs.setup("info")
     try:
-        assert logging.getLogger("httpx").getEffectiveLevel() == logging.WARNING
-        assert logging.getLogger("httpcore").getEffectiveLevel() == logging.WARNING
+        for name in ("httpx", "httpcore", "httpx2", "httpcore2.http11"):
+            assert logging.getLogger(name).getEffectiveLevel() == logging.WARNING, name
+        assert logging.getLogger("openai").getEffectiveLevel() == logging.INFO
     finally:
         listener.stop()
         logging.getLogger().handlers[:] = []
         logging.raiseExceptions = True
-        for name in ("httpx", "httpcore"):
+        for name in logs.HTTP_LOGGERS:
             logging.getLogger(name).setLevel(logging.NOTSET)
 
 
