@@ -348,7 +348,8 @@ def _trim_url(match: re.Match[str]) -> str:
 
 def _flag_in_text(m: re.Match[str]) -> str:
     flag, sep, value = m.groups()
-    if value.startswith("-") or value == MASK or not _secret_flag(flag):
+    # Shorter than a secret can be told from a word (known.MIN_LENGTH): prose ("--token to set it").
+    if len(value.strip("\"'")) < 4 or value.startswith("-") or MASK in value or not _secret_flag(flag):
         return m.group(0)
     return f"{flag}{sep}{MASK}"
 
@@ -356,7 +357,7 @@ def _flag_in_text(m: re.Match[str]) -> str:
 def _pair_in_text(m: re.Match[str]) -> str:
     name, sep, value = m.groups()
     plain = value.strip("\"'")
-    if MASK in plain or refers(plain) or (plain.isdigit() and len(plain) < 6):  # a count (tokens=1200)
+    if len(plain) < 4 or MASK in plain or refers(plain) or (plain.isdigit() and len(plain) < 6):  # a count
         return m.group(0)
     if not (looks_secret_name(name) or looks_like_credential(plain, hex_ids=False)):
         return m.group(0)

@@ -115,6 +115,7 @@ def test_free_text_is_masked_by_shape(text: str, shown: str) -> None:
     "chat 550e8400e29b41d4a716446655440000 done in 12 ms; tool a-b-c --verbose --port 80",
     "MCP server ts~web: connecting to http://127.0.0.1:8080/mcp?mode=fast",
     "LOG_LEVEL=debug tokens=1200 key_count=3 total = 5",
+    "pass --api-key or set OPENAI_API_KEY; use --token to name it",
 ])
 def test_free_text_without_secrets_is_left_alone(text: str) -> None:
     assert mask_text(text) == text
