@@ -156,6 +156,17 @@ async def run(data_dir: Path, verbose: bool) -> int:
 
         await chat_session(sc)
 
+        step("secrets are masked by meaning (a careless MCP server prints what it was given)")
+        careless = "import os, sys; print(*sys.argv[1:], os.environ['API_TOKEN'], file=sys.stderr); sys.exit(2)"
+        added = (await sc.request("mcpServers/add", {
+            "id": "careless", "command": sys.executable,
+            "args": ["-c", careless, "--token", "tok-demo-41f7", "--region=eu"],
+            "env": {"API_TOKEN": "env-demo-93c2", "LOG_LEVEL": "debug"}}))["server"]
+        show("command shown", " ".join(added["command"][3:]))
+        failed = await sc.wait_notification("mcpServers/status", lambda p: p["server"]["status"] == "error")
+        show("its stderr, relayed", failed["params"]["server"]["error"].splitlines()[-1])
+        await sc.request("mcpServers/remove", {"id": "careless"})
+
         step("a long request reports progress")
         await sc.request("debug/sleep", {"ms": 300, "workDoneToken": "demo"})
         progress = [n["params"]["value"] for n in sc.notifications if n["method"] == "$/progress"]

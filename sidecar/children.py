@@ -38,6 +38,8 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 
+from .secrets import clean
+
 log = logging.getLogger("sidecar.children")
 
 PIPE = subprocess.PIPE
@@ -108,8 +110,10 @@ class StderrTail:
         self._thread.start()
 
     def text(self, lines: int | None = None, max_chars: int | None = None) -> str:
+        """The last lines, for an error message: a child prints what it was given (a usage line with
+        its ``--token``, an env dump), so secrets are masked (the debug log is scrubbed by its filter)."""
         kept = list(self.lines)
-        text = "\n".join(kept if lines is None else kept[-lines:])
+        text = clean("\n".join(kept if lines is None else kept[-lines:]))
         return text if max_chars is None else text[-max_chars:]
 
     async def settle(self, within: float) -> bool:

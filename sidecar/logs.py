@@ -1,7 +1,8 @@
 """Logging to stderr through a queue: a handler never blocks the event loop on a slow pipe.
 
 Every record passes `ScrubFilter` on the handlers (not on loggers, so third-party loggers' records
-pass it too): a log line never holds a known secret value or a URL's credentials, at any level.
+pass it too): a log line never holds a value known to be secret, nor a secret recognised by its shape (a URL's
+credentials, a ``--token`` value, ``Authorization: Bearer ...``), at any level.
 """
 
 from __future__ import annotations
@@ -11,12 +12,10 @@ import logging.handlers
 import queue
 import sys
 
-from .secrets.known import scrub_known
-from .secrets.masking import mask_text
+from .secrets.masking import clean
 
-
-def clean(text: str) -> str:
-    return mask_text(scrub_known(text))
+# The HTTP clients under the SDKs, by their logger names (the SDKs pinned here ship httpx2/httpcore2).
+HTTP_LOGGERS = ("httpx", "httpcore", "httpx2", "httpcore2")
 
 
 class ScrubFilter(logging.Filter):
@@ -49,20 +48,22 @@ def setup(level: str) -> logging.handlers.QueueListener:
     stream.setFormatter(
         logging.Formatter("%(asctime)s.%(msecs)03d %(levelname)s %(name)s: %(message)s", "%H:%M:%S")
     )
+    # On the handler the listener thread runs, not the QueueHandler: scrubbing (tens of µs a line)
+    # stays off the event loop. The QueueHandler has already folded args and traceback into msg.
     stream.addFilter(scrubber)
     q: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
     listener = logging.handlers.QueueListener(q, stream)
-    front = logging.handlers.QueueHandler(q)
-    front.addFilter(scrubber)
     root = logging.getLogger()
-    root.handlers[:] = [front]
+    root.handlers[:] = [logging.handlers.QueueHandler(q)]
+    # A log call with a bad format string would have logging print its raw args to stderr, unscrubbed.
+    logging.raiseExceptions = False
     root.setLevel(level.upper())
     # aiosqlite's debug lines print every statement's parameters, stored API keys included.
     logging.getLogger("aiosqlite").setLevel(logging.INFO)
     # The HTTP clients log every request URL at INFO and headers at DEBUG: only warnings unless the
     # user asked for debug, and even then every line is scrubbed above.
     if level.lower() != "debug":
-        for name in ("httpx", "httpcore"):
+        for name in HTTP_LOGGERS:
             logging.getLogger(name).setLevel(logging.WARNING)
     listener.start()
     return listener

@@ -37,6 +37,7 @@ from ..api.chats import (
 from ..api.errors import ErrorCode
 from ..api.toolsets import ToolCall
 from ..errors import InvalidParams, ProviderError, SidecarError
+from ..secrets import clean
 from ..store.chats import MessageRow, MessageStatus
 from ..store.rows import new_id, now
 from ..store.tool_calls import ToolCallRow
@@ -169,15 +170,16 @@ class TurnService:
             with anyio.CancelScope() as work:
                 try:
                     stop = await self._loop(turn, provider, p, history, confirm)
+                # Error texts may quote what a library saw (a header, a URL): scrubbed before they leave.
                 except ProviderError as exc:
-                    stop, error = "error", exc.message
-                    await turn.events.send(ErrorEvent(exc.message, int(ErrorCode.UPSTREAM_ERROR), exc.retryable))
+                    stop, error = "error", clean(exc.message)
+                    await turn.events.send(ErrorEvent(error, int(ErrorCode.UPSTREAM_ERROR), exc.retryable))
                 except SidecarError as exc:
-                    stop, error = "error", exc.message
-                    await turn.events.send(ErrorEvent(exc.message, int(exc.code)))
+                    stop, error = "error", clean(exc.message)
+                    await turn.events.send(ErrorEvent(error, int(exc.code)))
                 except Exception as exc:  # a bug must end the turn, not the sidecar; the partial reply stays
                     log.exception("chat turn %s failed", reply.id)
-                    stop, error = "error", f"the turn failed: {type(exc).__name__}: {exc}"
+                    stop, error = "error", clean(f"the turn failed: {type(exc).__name__}: {exc}")
                     await turn.events.send(ErrorEvent(error, int(ErrorCode.INTERNAL_ERROR)))
             if work.cancelled_caught:
                 stop = "cancelled"

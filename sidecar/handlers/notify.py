@@ -13,6 +13,7 @@ from ..api.toolsets import ToolsetChangedParams
 from ..api.workspace import ChangedParams, Changes
 from ..mcp_host.elicitation import ElicitAnswer, Elicitation, InvalidAnswer
 from ..rpc.errors import InvalidResponse
+from ..secrets import clean
 from ..store.toolsets import ToolsetRow
 from .toolsets import toolset_out
 
@@ -42,6 +43,7 @@ class Notifier:
         await self._peer.notify("toolsets/changed", ToolsetChangedParams(toolset.id, "reloaded", toolset_out(toolset)))
 
     async def toolset_reload_failed(self, toolset_id: str, path: str, reason: str) -> None:
+        reason = clean(reason)  # it may quote the edited manifest or a module's error, secrets and all
         await self._peer.notify("toolsets/changed", ToolsetChangedParams(
             toolset_id, "reloadFailed", error=f"{path}: {reason}" if path else reason, error_path=path or None))
 

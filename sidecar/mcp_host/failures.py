@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from ..children import exit_reason
-from ..secrets import mask_url, scrub
+from ..secrets import clean, mask_url, scrub
 from .config import ServerConfig
 from .state import Conn
 
@@ -47,7 +47,7 @@ def garbage_note(transport: StdioTransport | None) -> str:
     if transport is None or not transport.garbage:
         return ""
     return (f"; it wrote something other than JSON-RPC to stdout (is this an MCP stdio server?): "
-            f"{transport.garbage[0]!r}")
+            f"{clean(repr(transport.garbage[0]))}")
 
 
 async def handshake_failure(config: ServerConfig, conn: Conn, exc: BaseException | None,
@@ -101,12 +101,12 @@ def describe(config: ServerConfig, url: str | None, exc: BaseException) -> str:
         if isinstance(e, httpx2.HTTPError):
             return f"HTTP request to {masked} failed: {type(e).__name__}"
         if isinstance(e, MCPError):
-            return f"the server answered the MCP handshake with an error: {e.error.message}"
+            return f"the server answered the MCP handshake with an error: {clean(e.error.message)}"
         if isinstance(e, TimeoutError):
             return f"no answer within {config.connect_timeout:g} s"
     e = leaves[0]
     # never the token-bearing URL
-    return scrub(f"{type(e).__name__}: {e}", [url or "", config.url or ""], mask_url)
+    return clean(scrub(f"{type(e).__name__}: {e}", [url or "", config.url or ""], mask_url))
 
 
 def not_connected(server_id: str, status: str, error: str | None) -> str:

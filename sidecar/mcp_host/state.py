@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
+from ..secrets import clean
 from .config import ServerConfig
 
 if TYPE_CHECKING:  # the SDK is imported in a worker thread on first connect, never at start-up
@@ -159,7 +160,9 @@ class LiveServer:
         await self._changed.wait()
 
     async def set_status(self, status: Status, error: str | None = None) -> None:
-        self.status, self.error = status, error
+        # Every error shown in lists and mcpServers/status passes here: it may quote what the server
+        # printed or what a library saw, so it is masked once, at the source.
+        self.status, self.error = status, clean(error) if error else error
         if status != "connected":
             self.tools = []
         self.changed()

@@ -1,11 +1,15 @@
-"""Secrets: how they are shown (``masking``) and how a ``${VAR}`` reference is resolved when its value
-is used (``variables``)."""
+"""Secrets: how they are shown (``masking``, by meaning: ``shapes``), which values this process knows
+to be secret (``known``), and how a ``${VAR}`` reference is resolved when its value is used
+(``variables``)."""
 
 from .masking import (
     MASK,
+    Placeholders,
+    clean,
     mask,
     mask_args,
     mask_map,
+    mask_text,
     mask_url,
     masked_command,
     masked_key,
@@ -18,7 +22,7 @@ from .masking import (
 from .variables import MissingVariable, is_reference, references, references_in, resolve, resolve_mapping
 
 __all__ = [
-    "MASK", "MissingVariable", "is_reference", "mask", "mask_args", "mask_map", "mask_url", "masked_command",
-    "masked_key", "placeholder_args", "placeholder_map", "placeholder_url", "references", "references_in",
-    "resolve", "resolve_mapping", "scrub", "secret_values",
+    "MASK", "MissingVariable", "Placeholders", "clean", "is_reference", "mask", "mask_args", "mask_map",
+    "mask_text", "mask_url", "masked_command", "masked_key", "placeholder_args", "placeholder_map",
+    "placeholder_url", "references", "references_in", "resolve", "resolve_mapping", "scrub", "secret_values",
 ]

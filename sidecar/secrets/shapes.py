@@ -14,7 +14,7 @@ import re
 from collections import Counter
 
 SECRET_NAME = re.compile(
-    r"(token|secret|passw|pwd|api[-_]?key|apikey|auth(?!or)|credential|signature|cookie|session|jwt|bearer|"
+    r"(token|secret|passw|pwd|api[-_]?key|apikey|auth(?!ors?(?![a-z]))|credential|signature|cookie|session|jwt|bearer|"
     r"private|access[-_]?key|client[-_]?secret|^sig$|^code$|^key$|[-_.]key$|^k$|^p$)",
     re.I,
 )
@@ -47,17 +47,22 @@ def _is_words(value: str) -> bool:
                (len(p) <= 4 and p.isalnum()) for p in pieces)
 
 
-def looks_like_credential(value: str) -> bool:
-    """A value shaped like a key or a token, whatever it is called."""
+def looks_like_credential(value: str, *, random: bool = True, hex_ids: bool = True) -> bool:
+    """A value shaped like a key or a token, whatever it is called.
+
+    A vendor prefix or a JWT always counts. `random`: so does a long high-entropy run that is not
+    made of words; `hex_ids`: so does a long hex run or a UUID (in a URL or a config an id is no loss
+    to mask; in a log line it is what a reader needs, so free text asks without it).
+    """
     value = value.strip()
     if len(value) < 8 or not _TOKEN_CHARS.match(value):
         return False
     if _PREFIX.match(value) or _JWT.match(value):
         return True
-    if len(value) < 20 or _is_words(value):
+    if not random or len(value) < 20 or _is_words(value):
         return False
-    if _HEX.match(value):  # a hex digest or a UUID: an id or a key, and nothing a reader needs
-        return True
+    if _HEX.match(value):
+        return hex_ids
     letters = sum(ch.isalpha() for ch in value)
     digits = sum(ch.isdigit() for ch in value)
     return letters >= 4 and digits >= 2 and _entropy(value) >= 3.5

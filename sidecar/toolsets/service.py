@@ -204,6 +204,10 @@ class ToolsetService:
         tools = await self.repo.tools(tid)
         overrides = await self.repo.overrides(tid)
         servers = await self.server_rows(tid)
+        # One per export: two different secrets never share a name, nor take one the manifest uses.
+        names = secrets.Placeholders(secrets.references(" ".join(
+            [*(a for r in servers for a in r.args), *(r.url or "" for r in servers),
+             *(v for r in servers for v in (*r.headers.values(), *r.env.values()))])))
         out: dict[str, Any] = {"manifest_version": "1", "id": tid, "name": toolset.name,
                                "version": toolset.version, "description": toolset.description}
         out["tools"] = [_drop_empty({
@@ -218,10 +222,10 @@ class ToolsetService:
             "enabled": o.enabled}) for o in overrides]
         out["mcp_servers"] = [_drop_empty({
             "id": r.server_id, "type": r.type, "command": r.command,
-            "args": secrets.placeholder_args(r.args), "cwd": r.cwd,
-            "url": secrets.placeholder_url(r.url) if r.url else None,
-            "headers": secrets.placeholder_map(r.headers),
-            "env": secrets.placeholder_map(r.env),
+            "args": secrets.placeholder_args(r.args, names), "cwd": r.cwd,
+            "url": secrets.placeholder_url(r.url, names) if r.url else None,
+            "headers": secrets.placeholder_map(r.headers, names),
+            "env": secrets.placeholder_map(r.env, names),
             "requires_confirmation": r.requires_confirmation or None, **r.options}) for r in servers]
         return {k: v for k, v in out.items() if v != []}
 

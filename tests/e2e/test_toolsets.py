@@ -43,8 +43,8 @@ async def test_inspect_shows_what_would_be_installed_with_secrets_masked(sidecar
     search, remote = got["mcpServers"]
     assert search["command"] == ["npx", "-y", "search-server", "--api-key", "****", "--region=eu"]
     assert search["env"] == {"API_KEY": "${SEARCH_API_KEY}", "LITERAL_TOKEN": "****"}
-    assert remote["url"] == "https://****@example.com/mcp?token=****&mode=****"
-    assert remote["headers"] == {"Authorization": "****"}
+    assert remote["url"] == "https://****@example.com/mcp?token=****&mode=fast"  # mode is no secret
+    assert remote["headers"] == {"Authorization": "Bearer ****"}
     text = str(got)
     for secret in ("sk-live-123", "abc123", "hunter2", "secret", "pw@"):
         assert secret not in text
@@ -147,7 +147,7 @@ async def test_export_then_import_gives_the_same_toolset_without_secrets(sidecar
     servers = {s["id"]: s for s in yaml.safe_load(manifest)["mcp_servers"]}
     assert servers["search"]["env"] == {"API_KEY": "${SEARCH_API_KEY}", "LITERAL_TOKEN": "${LITERAL_TOKEN}"}
     assert servers["search"]["args"][3] == "${API_KEY}"
-    assert servers["remote"]["headers"] == {"Authorization": "${AUTHORIZATION}"}
+    assert servers["remote"]["headers"] == {"Authorization": "Bearer ${AUTHORIZATION}"}
     assert "token=${TOKEN}" in servers["remote"]["url"]
 
     await sidecar.request("toolsets/uninstall", {"id": "app-builder"})

@@ -13,7 +13,7 @@ from sidecar.chat.providers.base import ChatMessage, TurnRequest
 from sidecar.chat.providers.openai_compat import OpenAIProvider
 from sidecar.chat.providers.service import KEEP, ProviderService
 from sidecar.errors import InvalidParams, NotFound, PermissionDenied
-from sidecar.secrets import masked_key
+from sidecar.secrets import mask_map, mask_url, masked_key
 from sidecar.secrets.store import SecretStore
 from sidecar.store import Database
 from tests.providers.support import KEY, run, text_of
@@ -146,3 +146,19 @@ def test_keys_are_shown_masked_but_references_as_they_are():
     assert masked_key(KEY) == "sk-…9a7d"
     assert masked_key("short-key") == "****"
     assert masked_key("${OPENAI_API_KEY}") == "${OPENAI_API_KEY}"
+
+
+async def test_a_pasted_key_loses_its_newline_and_what_responses_showed_keeps_the_stored_values(
+        service: ProviderService):
+    base = "https://proxy.example/v1/Zr5Tb8Yc2Hm6Jq9Lw4Ks?token=t0k3n"
+    row = await service.set("gpt", "openai", base_url=base, api_key=f"  {KEY}\n",
+                            config={"headers": {"Authorization": "Bearer hdr-secret-1", "X-Team": "core"}})
+    assert await service.secrets.get("provider:gpt") == KEY
+    shown_url = mask_url(base)
+    shown_headers = mask_map(row.config["headers"])
+    assert shown_url == "https://proxy.example/v1/****?token=****"
+    assert shown_headers == {"Authorization": "Bearer ****", "X-Team": "core"}
+    row = await service.set("gpt", "openai", base_url=shown_url, api_key=KEEP,
+                            config={"headers": shown_headers | {"X-Team": "platform"}})
+    assert row.base_url == base
+    assert row.config["headers"] == {"Authorization": "Bearer hdr-secret-1", "X-Team": "platform"}

@@ -19,23 +19,26 @@ from sidecar.secrets import (
 @pytest.mark.parametrize(("url", "masked"), [
     ("https://h/sse?jwt=eyJabc&session=s3cr3t", "https://h/sse?jwt=****&session=****"),
     ("https://h/mcp?k=sk-live-123", "https://h/mcp?k=****"),
+    ("https://h/mcp?ref=sk-live-123456", "https://h/mcp?ref=****"),  # named harmlessly, shaped like a key
     ("https://h/cb#access_token=abc", "https://h/cb#access_token=****"),
+    ("https://h/cb#state=abc", "https://h/cb#state=****"),  # every fragment value
     ("https://h/mcp?sk-live-123", "https://h/mcp?****"),
     ("https://h/p#eyJabc", "https://h/p#****"),
-    ("https://user:pw@h/mcp?token=t&mode=fast", "https://****@h/mcp?token=****&mode=****"),
+    ("https://user:pw@h/mcp?token=t&mode=fast", "https://****@h/mcp?token=****&mode=fast"),
+    ("https://h/x?sig=abc&code=def&signature=g1&api_key=k1", "https://h/x?sig=****&code=****&signature=****&api_key=****"),
 ])
-def test_every_literal_query_value_and_the_fragment_are_masked(url: str, masked: str) -> None:
+def test_secret_query_values_userinfo_and_the_fragment_are_masked(url: str, masked: str) -> None:
     assert mask_url(url) == masked
 
 
-def test_references_and_empty_values_show_as_they_are() -> None:
-    url = "https://h/mcp?a=${TOKEN}&b=%24%7BOTHER%7D&c=&d=x"
-    assert mask_url(url) == "https://h/mcp?a=${TOKEN}&b=%24%7BOTHER%7D&c=&d=****"
+def test_references_empty_and_harmless_values_show_as_they_are() -> None:
+    url = "https://h/mcp?a=${TOKEN}&b=%24%7BOTHER%7D&c=&d=x&mode=fast&page=2&lang=en-US"
+    assert mask_url(url) == url
 
 
-def test_exports_turn_every_literal_value_into_a_placeholder_named_after_its_key() -> None:
-    assert (placeholder_url("https://u:p@h/sse?jwt=eyJabc&session-id=s3cr3t&ref=${REF}#access_token=abc")
-            == "https://${URL_CREDENTIALS}@h/sse?jwt=${JWT}&session-id=${SESSION_ID}&ref=${REF}"
+def test_exports_turn_every_secret_into_a_placeholder_named_after_its_key() -> None:
+    assert (placeholder_url("https://u:p@h/sse?jwt=eyJabc&session-id=s3cr3t&ref=${REF}&mode=fast#access_token=abc")
+            == "https://${URL_CREDENTIALS}@h/sse?jwt=${JWT}&session-id=${SESSION_ID}&ref=${REF}&mode=fast"
                "#access_token=${ACCESS_TOKEN}")
 
 

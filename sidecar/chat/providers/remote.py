@@ -18,7 +18,7 @@ import anyio
 import anyio.to_thread
 
 from ...errors import ProviderError
-from ...secrets import MissingVariable, mask_url, resolve, resolve_mapping, scrub
+from ...secrets import MissingVariable, clean, mask_url, resolve, resolve_mapping, scrub, secret_values
 from ...secrets.known import remember_all
 from .base import ProviderEvent, ToolCallRequest, TurnRequest
 
@@ -57,6 +57,7 @@ class Endpoint:
         try:
             base_url = resolve(self.base_url, self.variables) if self.base_url else None
             key = resolve(self.api_key, self.variables) if self.api_key else self.variables.get(env_key)
+            key = key.strip() if key else key  # a pasted newline is not part of a key
             headers = resolve_mapping(self.headers, self.variables)
         except MissingVariable as exc:
             raise ProviderError(f"{exc.name} is not set: store it as a secret (secrets/set) or set it in the "
@@ -139,6 +140,7 @@ class RemoteProvider:
             options = self.endpoint.client_options(self.env_key)
             # A server may echo what it was sent: these never reach a message (UNUSED_KEY is no secret).
             self._secrets = [v for v in (options["api_key"], *options["default_headers"].values()) if v != UNUSED_KEY]
+            self._secrets += secret_values(url=options.get("base_url"))  # a token in the path or query
             remember_all(self._secrets)  # ... nor a log line, whichever library writes it
             self._client = self._new_client(options)
         return self._client
@@ -173,19 +175,19 @@ def provider_error(exc: BaseException, sdk: ModuleType, endpoint: Endpoint, secr
         return exc
     err: Any = exc  # the SDK's classes are only known at run time: so are their fields
     if isinstance(exc, sdk.APIStatusError) and err.status_code != 200:  # 200: an error event, below
-        return _status_error(err.status_code, scrub(_detail(err.body, err.message), secrets), endpoint)
+        return _status_error(err.status_code, clean(scrub(_detail(err.body, err.message), secrets)), endpoint)
     if isinstance(exc, sdk.APITimeoutError):
         limit = f"{endpoint.timeout:g}s" if endpoint.timeout is not None else "the time limit"
         return ProviderError(f"the provider gave no answer within {limit}: try again, or raise config.timeout "
                              "with providers/set", retryable=True)
     if isinstance(exc, sdk.APIConnectionError | httpx2.TransportError):
-        cause = scrub(str(exc.__cause__ or exc), secrets)
+        cause = clean(scrub(str(exc.__cause__ or exc), secrets))
         if streaming:
             return ProviderError(f"the connection was cut mid-answer ({cause}): try again", retryable=True)
         return ProviderError(f"cannot reach {_where(endpoint)} ({cause}): check baseUrl and the network",
                              retryable=True)
     if isinstance(exc, sdk.APIError):  # an error event in a stream that had begun well (e.g. overloaded)
-        return ProviderError(f"the provider failed mid-answer: {scrub(_detail(err.body, err.message), secrets)}",
+        return ProviderError(f"the provider failed mid-answer: {clean(scrub(_detail(err.body, err.message), secrets))}",
                              retryable=True)
     return None
 

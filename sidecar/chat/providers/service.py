@@ -17,7 +17,7 @@ from typing import Any, Final, get_args
 
 from ...api.base import is_id
 from ...errors import InvalidParams, NotFound, PermissionDenied, StorageError
-from ...secrets import MASK, masked_key, references_in
+from ...secrets import MASK, mask_map, mask_url, masked_key, references_in
 from ...secrets.store import SecretStore
 from ...store import Database
 from ...store.providers import BUILTIN_ID, ProviderKind, ProviderRepo, ProviderRow
@@ -85,6 +85,11 @@ class ProviderService:
         old_key = await self._key(old) if old is not None else None
         if isinstance(api_key, Keep) or (old_key and api_key == masked_key(old_key)):
             api_key = old_key if kind != "scripted" else None
+        if isinstance(api_key, str):
+            api_key = api_key.strip()  # a key pasted with its newline would leak through httpx's header error
+        if old is not None and old.base_url and base_url and base_url != old.base_url \
+                and base_url == mask_url(old.base_url):
+            base_url = old.base_url  # sent back as responses showed it
         config = dict(config or {})
         _check(kind, base_url, api_key, default_model, config)
         _keep_masked_headers(config, (old.config or {}) if old is not None else {})
@@ -254,7 +259,8 @@ def _keep_masked_headers(config: dict[str, Any], old_config: dict[str, Any]) -> 
 
     headers, old = config.get("headers"), old_config.get("headers") or {}
     if isinstance(headers, dict):
-        config["headers"] = {k: old[k] if v == MASK and k in old else v for k, v in headers.items()}
+        shown = mask_map({k: v for k, v in old.items() if isinstance(v, str)})
+        config["headers"] = {k: old[k] if k in shown and v == shown[k] else v for k, v in headers.items()}
 
 
 def _is_number(value: Any) -> bool:

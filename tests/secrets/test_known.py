@@ -61,11 +61,12 @@ def captured() -> Iterator[io.StringIO]:
     finally:
         listener.stop()
         logging.getLogger().handlers[:] = []
+        logging.raiseExceptions = True
 
 
 def test_every_logger_at_every_level_is_scrubbed(captured: io.StringIO) -> None:
     known.remember("sk-known-A-5d1e")
-    for name in ("sidecar", "httpx", "httpcore", "mcp.client", "openai", "anthropic", "urllib3"):
+    for name in ("sidecar", "httpx2", "httpcore2.http11", "mcp.client", "openai", "anthropic", "urllib3"):
         lg = logging.getLogger(name)
         lg.debug("debug %s", "sk-known-A-5d1e")
         lg.info("HTTP Request: GET http://user:pw-basic-C-77@h/x?token=tok-D-4410 %s", "ok")
@@ -87,12 +88,14 @@ def test_every_logger_at_every_level_is_scrubbed(captured: io.StringIO) -> None:
 def test_httpx_is_capped_at_warning_unless_debug_is_asked_for() -> None:
     listener = logs.setup("info")
     try:
-        assert logging.getLogger("httpx").getEffectiveLevel() == logging.WARNING
-        assert logging.getLogger("httpcore").getEffectiveLevel() == logging.WARNING
+        for name in ("httpx", "httpcore", "httpx2", "httpcore2.http11"):
+            assert logging.getLogger(name).getEffectiveLevel() == logging.WARNING, name
+        assert logging.getLogger("openai").getEffectiveLevel() == logging.INFO
     finally:
         listener.stop()
         logging.getLogger().handlers[:] = []
-        for name in ("httpx", "httpcore"):
+        logging.raiseExceptions = True
+        for name in logs.HTTP_LOGGERS:
             logging.getLogger(name).setLevel(logging.NOTSET)
 
 
@@ -101,6 +104,24 @@ def _drain(out: io.StringIO) -> str:
 
     for _ in range(200):  # the queue listener writes from its own thread
         if "request failed" in out.getvalue() and "stack" in out.getvalue():
+            break
+        time.sleep(0.01)
+    return out.getvalue()
+
+
+def test_a_log_call_with_a_bad_format_string_prints_nothing_raw(captured: io.StringIO,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    logging.getLogger("some.library").warning("token %d", "sk-bad-format-9z8y")  # %d of a str: a logging error
+    logging.getLogger("sidecar").warning("stack done")
+    text = _drain_until(captured, "stack done") + "".join(capsys.readouterr())
+    assert "sk-bad-format-9z8y" not in text
+
+
+def _drain_until(out: io.StringIO, marker: str) -> str:
+    import time
+
+    for _ in range(200):
+        if marker in out.getvalue():
             break
         time.sleep(0.01)
     return out.getvalue()
