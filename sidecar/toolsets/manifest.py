@@ -17,10 +17,30 @@ from ..tools.output import COLOUR_HINT, OutputDecl, check_colours
 
 ENTRYPOINT_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
 MAX_MANIFEST_BYTES = 1 << 20
+# A config field's name: what a tool reads as ``get_context().settings[name]`` and what the secret
+# store's internal names end with, so it stays a plain lower-case identifier.
+CONFIG_KEY_PATTERN = r"^[a-z_][a-z0-9_]{0,63}(?![\s\S])"
+CONFIG_KEY_RULE = "1-64 characters: lower-case letters, digits and '_', not starting with a digit"
+MAX_CONFIG_FIELDS = 64
+ConfigType = Literal["string", "number", "integer", "boolean"]
 
 
 class _Decl(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     pass
+
+
+class ConfigFieldDecl(_Decl):
+    """One field of a ``config_schema`` (seed 004): a value the user gives once, which the tool
+    reads through ``get_context().settings``."""
+
+    description: str = ""
+    type: ConfigType = "string"
+    secret: bool = False  # kept in the secret store, shown masked
+    required: bool = False  # the tool is "available" (not ready) until it has a value
+    default: str | int | float | bool | None = None
+
+
+ConfigSchema = dict[str, ConfigFieldDecl]
 
 
 class ToolDecl(_Decl):
@@ -33,6 +53,7 @@ class ToolDecl(_Decl):
     requires_confirmation: bool = False
     timeout: Annotated[float, msgspec.Meta(gt=0, le=3600)] | None = None  # seconds
     output: OutputDecl | None = None  # card, synthesize, ephemeral, what the model is given (seed 004)
+    config_schema: ConfigSchema = {}  # this tool's own fields, beside the toolset's
 
 
 class OverrideDecl(_Decl):
@@ -77,6 +98,7 @@ class Manifest(_Decl):
     name: str
     version: str = "0.0.0"
     description: str = ""
+    config_schema: ConfigSchema = {}  # fields shared by every tool of the toolset
     tools: list[ToolDecl] = []
     tool_overrides: list[OverrideDecl] = []
     mcp_servers: list[McpServerDecl] = []
@@ -148,6 +170,7 @@ def from_data(data: Any) -> Parsed:
         raise ManifestError("", f"toolset.yaml must be a mapping of keys, not {type(data).__name__}")
     if data.get("manifest_version") == 1:
         data["manifest_version"] = "1"  # the unquoted YAML gotcha; meaning is unambiguous
+    _precheck_config_schemas(data)
     try:
         manifest = msgspec.convert(data, Manifest)
     except msgspec.ValidationError as exc:
@@ -162,11 +185,43 @@ def from_data(data: Any) -> Parsed:
     return _check(manifest)
 
 
+def _precheck_config_schemas(data: dict[str, Any]) -> None:
+    """Each config field on its own first: msgspec names a mapping's value ``[...]``, and the
+    author needs to read which field (``tools[0].config_schema.api_key.type``)."""
+    places = [("config_schema", data.get("config_schema"))]
+    tools = data.get("tools")
+    if isinstance(tools, list):
+        places += [(f"tools[{i}].config_schema", t.get("config_schema")) for i, t in enumerate(tools)
+                   if isinstance(t, dict)]
+    for where, schema in places:
+        if not isinstance(schema, dict):
+            continue  # absent, or not a mapping: the whole-manifest check says so
+        for key, value in schema.items():
+            if not isinstance(key, str):
+                raise ManifestError(f"{where}.{key}", f"not a valid field name: {CONFIG_KEY_RULE}")
+            try:
+                msgspec.convert(value, ConfigFieldDecl)
+            except msgspec.ValidationError as exc:
+                reason, sep, at = str(exc).rpartition(" - at `")
+                inner = _path(at.rstrip("`")) if sep else ""
+                reason = reason if sep else str(exc)
+                raise ManifestError(f"{where}.{key}" + (f".{inner}" if inner else ""),
+                                    reason + (" (a field is a mapping: description, type, secret, "
+                                                            "required, default)" if not inner else "")) from None
+
+
 def _check(m: Manifest) -> Parsed:
     if m.id == "builtin":
         raise ManifestError("id", "'builtin' names the tools that ship with the sidecar; choose another id")
     seen = _unique_ids("tools", [t.id for t in m.tools])
     servers = _unique_ids("mcp_servers", [s.id for s in m.mcp_servers])
+    check_config_schema("config_schema", m.config_schema)
+    for i, t in enumerate(m.tools):
+        check_config_schema(f"tools[{i}].config_schema", t.config_schema)
+        for key in t.config_schema.keys() & m.config_schema.keys():
+            # One name, one value: a tool reading settings[key] must not wonder which level won.
+            raise ManifestError(f"tools[{i}].config_schema.{key}",
+                                f"{key!r} is also a toolset-level field (config_schema.{key}); rename one of them")
     for i, s in enumerate(m.mcp_servers):
         _check_server(f"mcp_servers[{i}]", s)
         for name, output in s.tool_output.items():
@@ -189,6 +244,36 @@ def _check_output(where: str, output: OutputDecl) -> None:
     bad = check_colours(output)
     if bad is not None:
         raise ManifestError(f"{where}.{bad}", COLOUR_HINT)
+
+
+_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "number": (int, float), "integer": (int,),
+                                       "boolean": (bool,)}
+
+
+def fits(type_: str, value: object) -> bool:
+    """Whether ``value`` has the config type ``type_`` (a bool is no number here, as in JSON Schema)."""
+    if isinstance(value, bool):
+        return type_ == "boolean"
+    return isinstance(value, _TYPES[type_])
+
+
+def article(type_: str) -> str:
+    return f"an {type_}" if type_ == "integer" else f"a {type_}"
+
+
+def check_config_schema(where: str, schema: ConfigSchema) -> None:
+    if len(schema) > MAX_CONFIG_FIELDS:
+        raise ManifestError(where, f"{len(schema)} fields; the limit is {MAX_CONFIG_FIELDS}")
+    for key, f in schema.items():
+        if not re.match(CONFIG_KEY_PATTERN, key):
+            raise ManifestError(f"{where}.{key}", f"not a valid field name: {CONFIG_KEY_RULE}")
+        if f.secret and f.type != "string":
+            raise ManifestError(f"{where}.{key}.type", "a secret field holds a string; drop type or secret")
+        if f.secret and f.default is not None:
+            raise ManifestError(f"{where}.{key}.default",
+                                "a secret field has no default: the manifest is shared, its secret would not be")
+        if f.default is not None and not fits(f.type, f.default):
+            raise ManifestError(f"{where}.{key}.default", f"{f.default!r} is not {article(f.type)}")
 
 
 def _unique_ids(section: str, ids: list[str]) -> dict[str, int]:
