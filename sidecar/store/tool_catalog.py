@@ -33,6 +33,7 @@ class CatalogRow(msgspec.Struct, kw_only=True):
     toolset_enabled: bool | None  # None for built-ins
     files_dir: str | None
     override: OverrideRow | None
+    toolset_schema: dict[str, Any] = {}  # the toolset-level config fields (seed 004)
 
 
 class BuiltinRow(msgspec.Struct, kw_only=True):
@@ -47,6 +48,7 @@ class BuiltinRow(msgspec.Struct, kw_only=True):
 _SQL = f"""
 SELECT t.tool_id, t.toolset_id, t.provider, t.name, t.description, t.input_schema, t.requires_confirmation,
        t.enabled, t.entrypoint, t.config, ts.enabled AS toolset_enabled, ts.files_dir,
+       ts.config_schema AS toolset_schema,
        {", ".join(f"o.{c} AS o_{c}" for c in OVERRIDE_COLS)}
 FROM tools t
 LEFT JOIN tool_overrides o ON o.toolset_id = t.toolset_id AND o.tool_id = t.tool_id
@@ -62,7 +64,8 @@ def _row(r: Any) -> CatalogRow:
         requires_confirmation=bool(r["requires_confirmation"]), enabled=bool(r["enabled"]),
         entrypoint=r["entrypoint"], config=_decode(r["config"] or "{}"),
         toolset_enabled=None if r["toolset_enabled"] is None else bool(r["toolset_enabled"]),
-        files_dir=r["files_dir"], override=override)
+        files_dir=r["files_dir"], override=override,
+        toolset_schema=_decode(r["toolset_schema"]) if r["toolset_schema"] else {})
 
 
 class ToolCatalogRepo:

@@ -71,6 +71,7 @@ class Install(msgspec.Struct, kw_only=True):
     tools: list[StoredTool]
     overrides: list[OverrideRow]  # from the manifest: a user's override of the same tool wins
     servers: list[McpServerRow]  # McpServerDecl.row()
+    config_schema: dict[str, Any] = {}  # the toolset-level fields (seed 004), as plain data
 
 
 _COLS = "id, name, version, description, enabled, user_mcp, source_type, source_ref, installed_at, files_dir"
@@ -160,6 +161,11 @@ class ToolsetRepo:
                            requires_confirmation=bool(r["requires_confirmation"]),
                            config=msgspec.json.decode(r["config"] or "{}")) for r in rows]
 
+    async def config_schema(self, toolset_id: str) -> dict[str, Any]:
+        """The toolset-level config_schema, as stored (seed 004)."""
+        row = await self.db.fetchone("SELECT config_schema FROM toolsets WHERE id = ?", (toolset_id,))
+        return msgspec.json.decode(row["config_schema"]) if row is not None and row["config_schema"] else {}
+
     async def overrides(self, toolset_id: str) -> list[OverrideRow]:
         return await read_overrides(self.db, toolset_id)
 
@@ -175,16 +181,17 @@ class ToolsetRepo:
                 await w.execute("DELETE FROM tool_overrides WHERE toolset_id = ? AND origin = 'manifest'", (t.id,))
                 await w.execute(
                     "UPDATE toolsets SET name=?, version=?, description=?, source_type=?, source_ref=?, "
-                    "manifest_version=?, updated_at=?, files_dir=? WHERE id=?",
+                    "manifest_version=?, updated_at=?, files_dir=?, config_schema=? WHERE id=?",
                     (t.name, t.version, t.description, t.source_type, t.source_ref, new.manifest_version,
-                     new.updated_at, t.files_dir, t.id))
+                     new.updated_at, t.files_dir, _json(new.config_schema), t.id))
             else:
                 await w.execute(
                     "INSERT INTO toolsets (id, name, version, description, enabled, user_mcp, installed_at, "
-                    "updated_at, source_type, source_ref, manifest_version, files_dir) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "updated_at, source_type, source_ref, manifest_version, files_dir, config_schema) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (t.id, t.name, t.version, t.description, int(t.enabled), int(t.user_mcp), t.installed_at,
-                     new.updated_at, t.source_type, t.source_ref, new.manifest_version, t.files_dir))
+                     new.updated_at, t.source_type, t.source_ref, new.manifest_version, t.files_dir,
+                     _json(new.config_schema)))
             await w.executemany(
                 "INSERT INTO toolset_files (toolset_id, path, kind, sha256, size, stored_path) "
                 "VALUES (?, ?, ?, ?, ?, ?)",

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
+import msgspec
 
 from .. import secrets
 from ..api.base import wire_name
@@ -34,7 +35,7 @@ from ..tools.providers.python.worker import ToolFailure
 from ..tools.providers.python.workers import ToolsetWorkers
 from .bundle import MANIFEST, Bundle, kind_of
 from .bundle import read as read_bundle
-from .manifest import ManifestError, ToolDecl, from_data
+from .manifest import ConfigSchema, ManifestError, ToolDecl, from_data
 
 if TYPE_CHECKING:
     from ..tools.providers.python.workers import WorkerHost
@@ -168,6 +169,7 @@ class ToolsetService:
                                    requires_confirmation=o.requires_confirmation, enabled=o.enabled,
                                    origin="manifest") for o in b.parsed.overrides],
             servers=[s.row(m.id) for s in m.mcp_servers],
+            config_schema=schema_data(m.config_schema),
         ), replace=replace)
 
     # -- uninstall ---------------------------------------------------------------------------
@@ -210,11 +212,16 @@ class ToolsetService:
              *(v for r in servers for v in (*r.headers.values(), *r.env.values()))])))
         out: dict[str, Any] = {"manifest_version": "1", "id": tid, "name": toolset.name,
                                "version": toolset.version, "description": toolset.description}
+        # The schema only: the values the user set stay on this machine (seed 004).
+        schema = await self.repo.config_schema(tid)
+        if schema:
+            out["config_schema"] = schema
         out["tools"] = [_drop_empty({
             "id": t.tool_id.partition(":")[2], "name": t.name, "description": t.description,
             "entrypoint": t.entrypoint, "input_schema": t.input_schema,
             "requires_confirmation": t.requires_confirmation or None,
-            "timeout": t.config.get("timeout"), "output": t.config.get("output")}) for t in tools]
+            "timeout": t.config.get("timeout"), "output": t.config.get("output"),
+            "config_schema": t.config.get("config_schema")}) for t in tools]
         out["tool_overrides"] = [_drop_empty({
             "tool_id": o.tool_id.removeprefix(f"{tid}:"), "renderer": o.renderer,
             "renderer_config": o.renderer_config, "name_override": o.name_override,
@@ -249,11 +256,18 @@ def _stored_tool(toolset_id: str, t: ToolDecl, code: dict[str, Any]) -> StoredTo
         config["output"] = output
     if code.get("legacy"):
         config["needs_workspace"] = True  # plain f(workspace, ...) functions are handed the folder
+    if t.config_schema:
+        config["config_schema"] = schema_data(t.config_schema)
     return StoredTool(tool_id=f"{toolset_id}:{t.id}", name=t.name or code.get("name") or t.id,
                       description=t.description or code.get("description") or "", entrypoint=t.entrypoint,
                       input_schema=schema,
                       requires_confirmation=t.requires_confirmation or bool(code.get("requiresConfirmation")),
                       config=config)
+
+
+def schema_data(schema: ConfigSchema) -> dict[str, Any]:
+    """A config_schema as stored and exported: each field with what it sets beyond the defaults."""
+    return {key: {k: v for k, v in msgspec.structs.asdict(f).items() if v is not None} for key, f in schema.items()}
 
 
 def _drop_empty(d: dict[str, Any]) -> dict[str, Any]:
