@@ -28,6 +28,7 @@ from .store.chats import ChatRepo
 from .store.tool_calls import ToolCallRepo
 from .tools.calls import ToolCallService
 from .tools.catalog import Catalog
+from .tools.config import NoSecretStore, ToolConfig
 from .tools.providers.python.workers import WorkerHost
 from .toolsets.authoring import LocalToolsets
 from .toolsets.service import ToolsetService
@@ -52,6 +53,7 @@ class Services:
     tool_calls: ToolCallService
     toolsets: ToolsetService
     turns: TurnService
+    config: ToolConfig
 
 
 async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGroup, on_close: OnClose,
@@ -74,9 +76,11 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     on_close("model providers", providers.aclose)
     tg.start_soon(_move_provider_keys, providers)
     workers = WorkerHost()
+    secret_values = NoSecretStore()
     on_close("tool workers", workers.aclose)
 
-    async def toolset_changed(_toolset_id: str) -> None:
+    async def toolset_changed(toolset_id: str) -> None:
+        await config.reconcile(toolset_id)  # an upgrade keeps the values its schema still has
         await servers.sync()
         await local.refresh()
 
@@ -92,7 +96,8 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     servers.bind(tg)
     catalog = Catalog(db, servers.host)
     await _recover(db, catalog, data_dir)
-    tool_calls = ToolCallService(db, workspace, workers, data_dir / "scratch", catalog)
+    config = ToolConfig(db, catalog, secret_values)
+    tool_calls = ToolCallService(db, workspace, workers, data_dir / "scratch", catalog, config)
     on_close("tool call records", tool_calls.aclose)
     on_close("MCP servers", servers.aclose)  # closed first: calls still running end before their records
     tool_calls.bind(tg)
@@ -107,7 +112,7 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     await servers.sync()  # returns at once: the servers connect in the background
     return Services(settings=settings, started_at=started_at, db=db, secrets=secrets, workspace=workspace, chats=chats,
                     providers=providers, mcp_servers=servers, catalog=catalog, tool_calls=tool_calls,
-                    toolsets=toolsets, turns=turns)
+                    toolsets=toolsets, turns=turns, config=config)
 
 
 async def _move_provider_keys(providers: ProviderService) -> None:

@@ -5,6 +5,8 @@
     │   └── PathRejected                 a workspace path that is empty, absolute, has '..', NUL, ...
     ├── NotFound                 -32010  data {kind, id}
     ├── Conflict                 -32011  data {reason}: duplicate id, a turn already running, ...
+    │   └── NotConfigured                a tool whose required config has no value; data also
+    │                                    {toolsetId, toolId, missing}
     ├── PermissionDenied         -32012  the user said no, a path outside its root, a host not allowed
     ├── InvalidBundle            -32013  data {path, reason}: path is inside the bundle
     │   ├── BundleError                  the folder or ZIP (limits, names, entries)
@@ -76,6 +78,17 @@ class Conflict(SidecarError):
 
     def __init__(self, reason: str, message: str | None = None) -> None:
         super().__init__(message or reason, {"reason": reason})
+
+
+class NotConfigured(Conflict):
+    """A tool (status ``available``) was called before its required config keys got a value; the
+    message names them and the ``config/set`` request that sets them."""
+
+    def __init__(self, message: str, *, toolset_id: str, tool_id: str, missing: list[str]) -> None:
+        super().__init__("not configured", message)
+        assert self.data is not None
+        self.data |= {"toolsetId": toolset_id, "toolId": tool_id, "missing": missing}
+        self.missing = missing
 
 
 class PermissionDenied(SidecarError):

@@ -23,7 +23,7 @@ export interface ClientRequests {
   "chats/addMessage": { params: T.AddMessageParams; result: T.MessageResult };
   /** Run a chat turn: the user message joins the branch, the model's reply streams as chat/event notifications, its tool calls run in the chat's workspace (asking ui/confirmToolCall where a tool requires it) until the model stops or maxTurns. $/cancelRequest ends it with stopReason cancelled; what was produced is kept. */
   "chat/send": { params: T.SendParams; result: T.SendResult };
-  /** Run one tool in a chat without a model (the "+" palette): it becomes a message in the branch with its tool call and render plan. */
+  /** Run one tool in a chat without a model (the "+" palette): it becomes a message in the branch with its tool call and render plan. A tool whose required config is missing is Conflict (reason "not configured") before anything joins the branch. */
   "chat/invokeTool": { params: T.InvokeToolParams; result: T.InvokeToolResult };
   /** List the files of a workspace version (default: the current one). */
   "workspace/files": { params: T.FilesParams; result: T.FilesResult };
@@ -59,10 +59,18 @@ export interface ClientRequests {
   "tools/get": { params: T.ToolIdParams; result: T.ToolResult };
   /** Change how a tool appears and behaves (renderer, name, description, confirmation, enabled) without touching its provider; kept across toolset upgrades. Conflict while its toolset is disabled: enable the toolset first. */
   "tools/setOverride": { params: T.SetOverrideParams; result: T.ToolResult };
-  /** Run one tool now, as the user (no confirmation is asked). With chatId it runs in that chat's workspace, which is snapshotted after the call, even a failed one. A tool that runs and fails still answers with its toolCall (status error, errorKind says why); bad arguments are InvalidParams before anything runs. */
+  /** Run one tool now, as the user (no confirmation is asked). With chatId it runs in that chat's workspace, which is snapshotted after the call, even a failed one. A tool that runs and fails still answers with its toolCall (status error, errorKind says why); bad arguments are InvalidParams before anything runs, and a tool whose status is available (required config missing) is Conflict (reason "not configured", data.missing names the keys) before anything runs. */
   "tools/call": { params: T.ToolCallParams; result: T.ToolCallResult };
   /** The page of a tool call whose render plan uses the html renderer. */
   "tools/htmlPage": { params: T.HtmlPageParams; result: T.HtmlPageResult };
+  /** The config fields of a toolset (without toolId) or of one of its tools, each with its value (secret ones masked), and the status they give. */
+  "config/get": { params: T.ConfigScopeParams; result: T.ConfigGetResult };
+  /** Set config values: each key must be a field of the scope and each value of its type (InvalidParams at params.values.<key> otherwise). Secret values go to the secret store, the others to the database. Conflict while the toolset is disabled: enable it first. */
+  "config/set": { params: T.ConfigSetParams; result: T.ConfigStatusResult };
+  /** Remove one config value (the tool gets the field's default again, if it has one). */
+  "config/delete": { params: T.ConfigDeleteParams; result: T.ConfigStatusResult };
+  /** Whether the scope's required fields all have a value; with toolId, the toolset-level fields the tool needs count too. */
+  "config/test": { params: T.ConfigScopeParams; result: T.ConfigTestResult };
   /** Add a standalone MCP server: creates a userMcp toolset whose id is the server id and connects in the background (mcpServers/status reports how it goes). */
   "mcpServers/add": { params: T.AddParams; result: T.ServerResult };
   /** Every configured MCP server with its connection status. */

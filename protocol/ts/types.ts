@@ -209,6 +209,20 @@ export interface SendParams {
   attachments?: Attachment[];
   maxTurns?: number;
   system?: string | null;
+  clientContext?: ClientContext | null;
+}
+
+/** Where and when the user is, as the UI knows it; a Python tool reads it as
+ *     get_context().telemetry (seed 004), every field present there, null when not given. */
+export interface ClientContext {
+  time?: string | null;
+  timezone?: string | null;
+  locale?: string | null;
+  language?: string | null;
+  lat?: number | null;
+  lon?: number | null;
+  city?: string | null;
+  country?: string | null;
 }
 
 export interface SendResult {
@@ -285,6 +299,7 @@ export interface InvokeToolParams {
   toolId: string;
   args: Record<string, unknown>;
   parentId?: string | null;
+  clientContext?: ClientContext | null;
 }
 
 export interface InvokeToolResult {
@@ -486,6 +501,8 @@ export interface Tool {
   toolsetId?: string | null;
   renderer?: string | null;
   rendererConfig?: Record<string, unknown> | null;
+  status?: "available" | "connected" | "system" | "unavailable" | null;
+  missingConfig?: string[];
 }
 
 export interface ConfiguredServer {
@@ -547,6 +564,7 @@ export interface ToolCallParams {
   args?: Record<string, unknown>;
   chatId?: string | null;
   workDoneToken?: number | string | null;
+  clientContext?: ClientContext | null;
 }
 
 export interface ToolCallResult {
@@ -567,6 +585,50 @@ export interface HtmlPageParams {
 
 export interface HtmlPageResult {
   html: string;
+}
+
+export interface ConfigScopeParams {
+  toolsetId: string;
+  toolId?: string | null;
+}
+
+export interface ConfigGetResult {
+  fields: ConfigField[];
+  status: "available" | "connected" | "system" | "unavailable";
+}
+
+/** One field of a config_schema with its current value. */
+export interface ConfigField {
+  key: string;
+  description: string;
+  type: "boolean" | "integer" | "number" | "string";
+  secret: boolean;
+  required: boolean;
+  value?: unknown;
+  default?: unknown;
+  isSet?: boolean;
+}
+
+export interface ConfigSetParams {
+  toolsetId: string;
+  values: Record<string, unknown>;
+  toolId?: string | null;
+}
+
+export interface ConfigStatusResult {
+  status: "available" | "connected" | "system" | "unavailable";
+}
+
+export interface ConfigDeleteParams {
+  toolsetId: string;
+  key: string;
+  toolId?: string | null;
+}
+
+export interface ConfigTestResult {
+  ok: boolean;
+  message: string;
+  missing: string[];
 }
 
 export interface AddParams {

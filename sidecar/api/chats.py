@@ -8,7 +8,7 @@ import msgspec
 
 from .base import Empty, MethodSpec, Model
 from .errors import ErrorCode
-from .toolsets import ToolCall
+from .toolsets import ClientContext, ToolCall
 
 _NF, _ST = ErrorCode.NOT_FOUND, ErrorCode.STORAGE_ERROR
 _IP, _CF, _UP = ErrorCode.INVALID_PARAMS, ErrorCode.CONFLICT, ErrorCode.UPSTREAM_ERROR
@@ -109,6 +109,8 @@ class SendParams(Model):
     # Model calls in this turn at most (each answer with tool calls leads to one more).
     max_turns: int = 10
     system: str | None = None  # a system prompt for this turn
+    # The user's time, place and language: what this turn's Python tools read as telemetry.
+    client_context: ClientContext | None = None
 
 
 StopReason = Literal["endTurn", "maxTurns", "cancelled", "error"]
@@ -186,6 +188,7 @@ class InvokeToolParams(Model):
     tool_id: str
     args: dict[str, Any]
     parent_id: str | None | msgspec.UnsetType = msgspec.UNSET  # as in chat/send
+    client_context: ClientContext | None = None  # as in chat/send
 
 
 class InvokeToolResult(Model):
@@ -229,6 +232,7 @@ SPECS = (
                params=ConfirmToolCallParams, result=ConfirmToolCallResult),
     MethodSpec("chat/invokeTool", "clientToServer", "request",
                "Run one tool in a chat without a model (the \"+\" palette): it becomes a message in "
-               "the branch with its tool call and render plan.",
+               "the branch with its tool call and render plan. A tool whose required config is "
+               "missing is Conflict (reason \"not configured\") before anything joins the branch.",
                params=InvokeToolParams, result=InvokeToolResult, errors=(_NF, _IP, _CF, _ST)),
 )

@@ -86,6 +86,12 @@ class Toolset(Model):
     source_ref: str | None = None
 
 
+# system: built in, nothing to configure; available: installed, a required config key has no
+# value (calls fail fast naming it); connected: ready; unavailable: cannot run now (switched
+# off, its toolset disabled, or its MCP server not connected).
+ToolStatus = Literal["system", "available", "connected", "unavailable"]
+
+
 class Tool(Model):
     id: str  # canonical: builtin name, toolset:tool, or mcp:toolset~server:tool
     name: str
@@ -97,6 +103,9 @@ class Tool(Model):
     toolset_id: str | None = None
     renderer: str | None = None
     renderer_config: dict[str, Any] | None = None
+    status: ToolStatus | None = None  # always set in answers
+    # The required config keys that have no value (status available): set them with config/set.
+    missing_config: list[str] = []
 
 
 class ConfiguredServer(Model):
@@ -227,6 +236,22 @@ _TOOL_SPECS = (
 )
 
 
+class ClientContext(Model):
+    """Where and when the user is, as the UI knows it; a Python tool reads it as
+    get_context().telemetry (seed 004), every field present there, null when not given."""
+
+    # The user's current time (ISO 8601); default: the sidecar's clock, in UTC.
+    time: Annotated[str, msgspec.Meta(max_length=64)] | None = None
+    # IANA name (Europe/Malta); default: the sidecar's own time zone when it can tell.
+    timezone: Annotated[str, msgspec.Meta(max_length=64)] | None = None
+    locale: Annotated[str, msgspec.Meta(max_length=64)] | None = None  # BCP 47, e.g. en-MT
+    language: Annotated[str, msgspec.Meta(max_length=64)] | None = None  # BCP 47, e.g. en-US
+    lat: Annotated[float, msgspec.Meta(ge=-90, le=90)] | None = None
+    lon: Annotated[float, msgspec.Meta(ge=-180, le=180)] | None = None
+    city: Annotated[str, msgspec.Meta(max_length=200)] | None = None
+    country: Annotated[str, msgspec.Meta(max_length=200)] | None = None
+
+
 class ToolCallParams(Model):
     tool_id: str  # canonical id, as tools/list gives it
     args: dict[str, Any] = {}
@@ -234,6 +259,8 @@ class ToolCallParams(Model):
     chat_id: str | None = None
     # Progress the tool reports (MCP tools do) arrives as $/progress with this token.
     work_done_token: int | str | None = None
+    # The user's time, place and language for this call (a Python tool's get_context().telemetry).
+    client_context: ClientContext | None = None
 
 
 _MISSING_DOC = "Expressions of the renderer config that resolved to nothing (left null or empty in config)."
@@ -309,7 +336,8 @@ class ToolCall(Model):
     message_id: str | None = None
     result: Any = None
     error: str | None = None
-    # Why it failed: arguments, raised, timeout, crashed, memory, output, cancelled, load, interrupted.
+    # Why it failed: arguments, raised, timeout, crashed, memory, output, cancelled, load, interrupted;
+    # in a chat turn also unconfigured (required config missing: the model is told which keys).
     error_kind: str | None = None
     render_plan: RenderPlan | None = None
     pre_manifest_id: str | None = None
@@ -326,7 +354,9 @@ _CALL_SPECS = (
                "Run one tool now, as the user (no confirmation is asked). With chatId it runs in "
                "that chat's workspace, which is snapshotted after the call, even a failed one. A "
                "tool that runs and fails still answers with its toolCall (status error, errorKind "
-               "says why); bad arguments are InvalidParams before anything runs.",
+               "says why); bad arguments are InvalidParams before anything runs, and a tool whose "
+               "status is available (required config missing) is Conflict (reason \"not configured\", "
+               "data.missing names the keys) before anything runs.",
                params=ToolCallParams, result=ToolCallResult,
                errors=(_NF, _IP, _CF, _ST), cancel="interrupt"),
 )

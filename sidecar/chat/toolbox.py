@@ -17,6 +17,7 @@ from ..store.mcp_servers import McpServerRepo
 from ..store.toolsets import ToolsetRepo
 from ..tools.aliases import Aliases
 from ..tools.catalog import Catalog
+from ..tools.settings import status_of
 from . import context
 from .providers.base import ToolSpec
 
@@ -43,7 +44,9 @@ class ToolBox:
 
     def shown(self) -> list[Tool]:
         """The tools as the chat shows them: under their display names, and enabled (here they run)."""
-        return [msgspec.structs.replace(t.tool, name=t.display, enabled=True) for t in self.tools]
+        return [msgspec.structs.replace(t.tool, name=t.display, enabled=True,
+                                        status=status_of(t.tool.provider, True, t.tool.missing_config))
+                for t in self.tools]
 
 
 async def check_attachment(db: Database, kind: str, ref: str) -> str:

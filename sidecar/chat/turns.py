@@ -35,8 +35,8 @@ from ..api.chats import (
     ToolCallStartedEvent,
 )
 from ..api.errors import ErrorCode
-from ..api.toolsets import ToolCall
-from ..errors import InvalidParams, ProviderError, SidecarError
+from ..api.toolsets import ClientContext, ToolCall
+from ..errors import InvalidParams, NotConfigured, ProviderError, SidecarError
 from ..secrets import clean
 from ..store.chats import MessageRow, MessageStatus
 from ..store.rows import new_id, now
@@ -85,6 +85,7 @@ class _Turn:
     message: MessageRow
     events: EventStream
     tools: toolbox.ToolBox
+    client_context: ClientContext | None = None  # what the UI said of the user's time and place
     steps: list[dict[str, Any]] = field(default_factory=list)
     input_tokens: int = 0
     output_tokens: int = 0
@@ -159,7 +160,7 @@ class TurnService:
         error: str | None = None
         usage: TokenUsage | None = None
         async with anyio.create_task_group() as tg:
-            turn = _Turn(p.chat_id, reply, EventStream(emit, p.chat_id, reply.id, tg), tools)
+            turn = _Turn(p.chat_id, reply, EventStream(emit, p.chat_id, reply.id, tg), tools, p.client_context)
             await turn.events.send(MessageStartedEvent(user.id, provider.id, user.parent_id, p.model))
 
             async def watch() -> None:
@@ -190,13 +191,16 @@ class TurnService:
         return SendResult(reply.id, user.id, stop, error, usage)
 
     async def invoke(self, chat_id: str, tool_id: str, args: dict[str, Any],
-                     parent_id: str | None | msgspec.UnsetType = msgspec.UNSET) -> tuple[MessageRow, ToolCallRow]:
+                     parent_id: str | None | msgspec.UnsetType = msgspec.UNSET,
+                     client_context: ClientContext | None = None) -> tuple[MessageRow, ToolCallRow]:
         """Run one tool in a chat without a model (the "+" palette, seed 002): it becomes a
         ``tool`` message in the branch (under ``parent_id``; UNSET: the active leaf; None: as a
         new first message), with its call, render plan and the files after it."""
         await self.workspace.require_chat(chat_id)
-        tool = await self.tool_calls.catalog.get_tool(tool_id)
-        check_args(tool.input_schema, args)  # refused before anything joins the branch
+        target = await self.tool_calls.catalog.resolve(tool_id)
+        tool = target.tool
+        self.tool_calls.config.check_ready(tool.id, target.settings)  # refused before anything joins the branch
+        check_args(tool.input_schema, args)
         self.chats.claim(chat_id)
         try:
             msg = MessageRow(id=new_id(), chat_id=chat_id, role="tool", content=f"Ran {tool.name}", status="streaming",
@@ -204,7 +208,8 @@ class TurnService:
             _, start_manifest = await self.chats.append(chat_id, parent_id, msg)
             row: ToolCallRow | None = None
             try:
-                row = await self.tool_calls.call(tool.id, args, chat_id, message_id=msg.id)
+                row = await self.tool_calls.call(tool.id, args, chat_id, message_id=msg.id,
+                                                 client_context=client_context)
                 # How later turns are given this result, decided now as for a model's call.
                 msg.parts = json.dumps({"views": {row.id: (await self._view(row)).stored()}})
             finally:
@@ -307,7 +312,10 @@ class TurnService:
 
         try:
             row = await self.tool_calls.call(tool.id, record.args, turn.chat_id, message_id=turn.message.id,
-                                             on_started=started, call_id=record.id, allow_disabled=chosen.attached)
+                                             on_started=started, call_id=record.id, allow_disabled=chosen.attached,
+                                             client_context=turn.client_context)
+        except NotConfigured as exc:  # the model hears which keys the user has to set first
+            return await self._refuse(turn, record, display, "unconfigured", exc.message)
         except SidecarError as exc:  # the tool went away or was switched off since the turn began
             return await self._refuse(turn, record, display, "unavailable", exc.message)
         await turn.events.send(ToolCallFinishedEvent(call_out(row)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .chats import ChatHandlers
+from .config import ConfigHandlers
 from .debug import DebugHandlers
 from .mcp import McpHandlers
 from .providers import ProviderHandlers
@@ -16,14 +17,15 @@ from .workspace import WorkspaceHandlers
 if TYPE_CHECKING:
     from ..compose import Services
 
-AREAS = (ChatHandlers, DebugHandlers, McpHandlers, ProviderHandlers, SecretHandlers, ToolsetHandlers,
-         WorkspaceHandlers)
+AREAS = (ChatHandlers, ConfigHandlers, DebugHandlers, McpHandlers, ProviderHandlers, SecretHandlers,
+         ToolsetHandlers, WorkspaceHandlers)
 
 
 def service_routes(s: Services) -> dict[str, Any]:
     found: dict[str, Any] = {}
     for area in (
         ChatHandlers(s.chats, s.turns, s.workspace, s.tool_calls.repo),
+        ConfigHandlers(s.config),
         DebugHandlers(s.settings, s.db, s.started_at, s.secrets),
         McpHandlers(s.mcp_servers),
         ProviderHandlers(s.providers),

@@ -100,7 +100,7 @@ class ChatHandlers:
 
     @method("chat/invokeTool")
     async def invoke_tool(self, p: InvokeToolParams, ctx: RequestContext) -> InvokeToolResult:
-        msg, call = await self.turns.invoke(p.chat_id, p.tool_id, p.args, p.parent_id)
+        msg, call = await self.turns.invoke(p.chat_id, p.tool_id, p.args, p.parent_id, p.client_context)
         return InvokeToolResult(self.message_out(msg, [call]), call_out(call),
                                 self.chat_out(await self.workspace.require_chat(p.chat_id)))
 

@@ -113,7 +113,8 @@ class ToolsetHandlers:
     @method("tools/call")
     async def call(self, p: ToolCallParams, ctx: RequestContext) -> ToolCallResult:
         progress = _reporter(ctx, p.work_done_token) if p.work_done_token is not None else None
-        row = await self.tool_calls.call(p.tool_id, p.args, p.chat_id, on_progress=progress, raw_result=True)
+        row = await self.tool_calls.call(p.tool_id, p.args, p.chat_id, on_progress=progress, raw_result=True,
+                                         client_context=p.client_context)
         return ToolCallResult(msgspec.convert(row, ToolCall, from_attributes=True))
 
     @method("tools/htmlPage")

@@ -20,6 +20,8 @@ import anyio.to_thread
 import msgspec
 from anyio.abc import TaskGroup
 
+from .. import secrets
+from ..api.toolsets import ClientContext
 from ..errors import Conflict, InvalidParams, McpError, NotFound, StorageError
 from ..mcp_host.state import CallOrigin
 from ..store import Database
@@ -28,10 +30,12 @@ from ..store.tool_calls import ToolCallRepo, ToolCallRow
 from . import cards
 from . import output as tool_output
 from .catalog import Catalog
+from .config import ToolConfig
 from .providers.builtin import BUILTINS, BuiltinCall, BuiltinError
 from .providers.python.worker import ToolFailure, decode_result
 from .render import RenderError, load_artifact_page, render_plan
 from .resolved import Resolved
+from .telemetry import telemetry
 from .validate import check_args
 
 if TYPE_CHECKING:
@@ -50,13 +54,14 @@ OnProgress = Callable[[float, "float | None", "str | None"], Awaitable[None]]
 
 class ToolCallService:
     def __init__(self, db: Database, workspace: WorkspaceService, workers: WorkerHost, scratch: Path,
-                 catalog: Catalog) -> None:
+                 catalog: Catalog, config: ToolConfig) -> None:
         self.db = db
         self.workspace = workspace
         self.workers = workers
         self.repo = ToolCallRepo(db)
         self.scratch = scratch
         self.catalog = catalog
+        self.config = config
 
     def bind(self, tg: TaskGroup) -> None:
         self.repo.bind(tg)
@@ -68,20 +73,24 @@ class ToolCallService:
         self, tool_id: str, args: dict[str, Any], chat_id: str | None, *,
         message_id: str | None = None, on_started: OnStarted | None = None,
         on_progress: OnProgress | None = None, call_id: str | None = None, allow_disabled: bool = False,
-        raw_result: bool = False,
+        raw_result: bool = False, client_context: ClientContext | None = None,
     ) -> ToolCallRow:
         """``allow_disabled``: a tool a chat got from an attachment runs even when its toolset is
         off globally (seed 003); one the user switched off itself never runs. ``raw_result``: the
         caller only stores and sends the result, so a Python tool's may stay as its JSON
         (``msgspec.Raw``): a big one then never holds the event loop while it is built and
-        encoded again."""
+        encoded again. ``client_context``: what the UI said of the user's time and place (a
+        Python tool's ``telemetry``)."""
         target = await self.catalog.resolve(tool_id)
         tool_id = target.tool.id  # canonical, also when a legacy MCP id was given
         tool = target.tool
         if not tool.enabled and not (allow_disabled and target.switched_on):
             raise Conflict("tool disabled", f"the tool {tool_id!r} is disabled; enable it (tools/setOverride "
                                             "or toolsets/setEnabled) to run it")
+        # A tool still missing its configuration fails here, before any lock, record or worker.
+        self.config.check_ready(tool_id, target.settings)
         check_args(tool.input_schema, args)
+        settings = await self.config.settings(tool_id, target.settings) if target.settings is not None else None
         needs_workspace = bool(target.config.get("needs_workspace"))
         output = tool_output.of_config(target.config)
         if chat_id is None and needs_workspace:
@@ -101,7 +110,8 @@ class ToolCallService:
                 if on_started is not None:
                     await on_started(record)
                 try:
-                    result = await self._run(target, args, workspace, chat_id, record.id, on_progress, raw_result)
+                    call = _Call(args, workspace, chat_id, record.id, settings, client_context)
+                    result = await self._run(target, call, on_progress, raw_result)
                     if isinstance(result, msgspec.Raw):  # read for $return, or for a card
                         result = await _settle(result, needed=tool.renderer is not None or output.shows_card)
                     record.result = result
@@ -158,9 +168,9 @@ class ToolCallService:
         self.scratch.mkdir(parents=True, exist_ok=True)
         return Path(tempfile.mkdtemp(prefix="call-", dir=self.scratch))
 
-    async def _run(self, target: Resolved, args: dict[str, Any], workspace: Path | None,
-                   chat_id: str | None, call_id: str, on_progress: OnProgress | None, raw: bool) -> Any:
+    async def _run(self, target: Resolved, call: _Call, on_progress: OnProgress | None, raw: bool) -> Any:
         tool = target.tool
+        args, workspace, chat_id, call_id = call.args, call.workspace, call.chat_id, call.call_id
         timeout = target.config.get("timeout") or self.workers.limits.default_timeout
         if tool.provider == "builtin":
             try:
@@ -171,14 +181,21 @@ class ToolCallService:
         if tool.provider == "python":
             assert tool.toolset_id is not None and target.toolset_dir is not None
             pool = self.workers.pool(tool.toolset_id, Path(target.toolset_dir))
+            # Settings (secret values included) travel in the call's payload only: never in the
+            # worker's environment or command line, which other processes can read.
             context = {"workspace": str(workspace), "chatId": chat_id, "toolsetId": tool.toolset_id,
-                       "toolsetDir": target.toolset_dir, "toolCallId": call_id}
+                       "toolsetDir": target.toolset_dir, "toolCallId": call_id,
+                       "settings": call.settings or {}, "telemetry": telemetry(call.client_context)}
+            hidden = call.secret_values(target)
             try:
-                return await pool.call(tool.id, target.entrypoint or "", args, context=context,
-                                       input_schema=tool.input_schema, timeout=timeout, raw=raw)
+                result = await pool.call(tool.id, target.entrypoint or "", args, context=context,
+                                         input_schema=tool.input_schema, timeout=timeout, raw=raw)
             except ToolFailure as exc:
                 message = f"{exc.path}: {exc.message}" if exc.path else exc.message
-                raise _Failed(message, exc.kind) from None
+                # A tool's error often quotes what it was given (an HTTP library's "Illegal header
+                # value b'Bearer sk-...'"): a secret from its settings is masked in it.
+                raise _Failed(secrets.scrub(message, hidden), exc.kind) from None
+            return _scrub_result(result, hidden) if hidden else result
         if tool.provider == "mcp":
             try:
                 result = await self.catalog.host.call_tool(
@@ -250,6 +267,33 @@ class ToolCallService:
 
 
 _NULL = msgspec.Raw(b"null")
+
+
+class _Call(msgspec.Struct):
+    """One call's inputs beyond the tool itself."""
+
+    args: dict[str, Any]
+    workspace: Path | None
+    chat_id: str | None
+    call_id: str
+    settings: dict[str, Any] | None
+    client_context: ClientContext | None
+
+    def secret_values(self, target: Resolved) -> list[str]:
+        keys = target.settings.secrets if target.settings is not None else {}
+        return [v for k, v in (self.settings or {}).items() if k in keys and isinstance(v, str)]
+
+
+def _scrub_result(result: Any, hidden: list[str]) -> Any:
+    """A result with the secret values of the call's settings masked (a tool echoing its key)."""
+    data = bytes(result) if isinstance(result, msgspec.Raw) else msgspec.json.encode(result)
+    masked = data
+    for value in sorted(hidden, key=len, reverse=True):
+        if len(value) >= 4:  # as secrets.scrub: shorter ones would mask ordinary words
+            masked = masked.replace(msgspec.json.encode(value)[1:-1], secrets.MASK.encode())
+    if masked is data or masked == data:
+        return result
+    return msgspec.Raw(masked) if isinstance(result, msgspec.Raw) else msgspec.json.decode(masked)
 
 
 async def _settle(result: msgspec.Raw, *, needed: bool) -> Any:

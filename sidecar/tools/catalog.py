@@ -6,18 +6,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from ..api.base import wire_name
 from ..api.toolsets import Tool
 from ..errors import Conflict, NotFound, PermissionDenied
 from ..store import CATALOG, Database
 from ..store.tool_catalog import BuiltinRow, CatalogRow, ToolCatalogRepo
+from ..store.tool_config import ConfigValue, ToolConfigRepo
 from ..store.toolsets import ToolsetRepo
-from . import overrides
+from . import overrides, settings
 from .output import BUILTIN_MAX_CHARS
 from .providers import mcp as mcp_tools
 from .providers.builtin import BUILTINS
 from .providers.python.entrypoints import importable
 from .resolved import Resolved
+from .settings import Plan, status_of
 
 if TYPE_CHECKING:
     from ..mcp_host.host import McpHost
@@ -30,15 +34,26 @@ def _switched_on(row: CatalogRow) -> bool:
     return row.enabled and overrides.switched_on(row.override)
 
 
-def view(row: CatalogRow) -> Tool:
-    """The stored tool with its override applied (`overrides.apply`)."""
-    return overrides.apply(Tool(
+def view(row: CatalogRow, values: list[ConfigValue]) -> Tool:
+    """The stored tool with its override applied (`overrides.apply`) and its status, given the
+    config ``values`` set in its toolset."""
+    tool = overrides.apply(Tool(
         id=row.tool_id, toolset_id=row.toolset_id, provider=row.provider, name=row.name,
         description=row.description, input_schema=row.input_schema,
         requires_confirmation=row.requires_confirmation,
         enabled=row.enabled and row.toolset_enabled is not False,
         renderer=row.config.get("renderer"), renderer_config=row.config.get("renderer_config"),
     ), row.override)
+    missing = plan_of(row, values).missing if row.toolset_id is not None else []
+    return msgspec.structs.replace(tool, status=status_of(row.provider, tool.enabled, missing),
+                                   missing_config=missing)
+
+
+def plan_of(row: CatalogRow, values: list[ConfigValue]) -> Plan:
+    """The settings a call of the tool gets (short of secret values), from its toolset's ``values``."""
+    assert row.toolset_id is not None  # (built-ins have no configuration)
+    return settings.plan(row.toolset_id, row.tool_id.partition(":")[2], settings.schema_of(row.toolset_schema),
+                         settings.schema_of(row.config.get("config_schema")), values)
 
 
 class Catalog:
@@ -48,8 +63,22 @@ class Catalog:
         self.db = db
         self.host = host
 
+    async def config_values(self) -> dict[str, list[ConfigValue]]:
+        """Every config value set, by toolset (secret ones as markers); read once per change."""
+        return await self.db.cached(CATALOG, ("config", "values"), self._load_values)
+
+    async def _load_values(self) -> dict[str, list[ConfigValue]]:
+        found: dict[str, list[ConfigValue]] = {}
+        for v in await ToolConfigRepo(self.db).all():
+            found.setdefault(v.toolset_id, []).append(v)
+        return found
+
+    async def _views(self, rows: list[CatalogRow]) -> list[Tool]:
+        values = await self.config_values()
+        return [view(r, values.get(r.toolset_id or "", [])) for r in rows]
+
     async def toolset_tools(self, toolset_id: str) -> list[Tool]:
-        return [view(r) for r in await ToolCatalogRepo(self.db).of_toolset(toolset_id)]
+        return await self._views(await ToolCatalogRepo(self.db).of_toolset(toolset_id))
 
     async def mcp_tools(self) -> list[Tool]:
         """The MCP tools the live connections offer now, overrides applied (switched off ones too)."""
@@ -59,12 +88,13 @@ class Catalog:
         """The toolset's tools a chat gets by attaching it: all but those switched off themselves,
         whether the toolset is on or not (seed 003); its servers' tools are taken from `live`
         (`mcp_tools()`)."""
-        tools = [view(r) for r in await ToolCatalogRepo(self.db).of_toolset(toolset_id) if _switched_on(r)]
+        tools = await self._views([r for r in await ToolCatalogRepo(self.db).of_toolset(toolset_id)
+                                    if _switched_on(r)])
         return tools + [t for t in live if t.toolset_id == toolset_id and t.enabled]
 
     async def list_tools(self, include_disabled: bool, live: list[Tool] | None = None) -> list[Tool]:
         """``live``: the MCP tools when the caller has them already (`mcp_tools()`)."""
-        tools = [view(r) for r in await ToolCatalogRepo(self.db).all()]
+        tools = await self._views(await ToolCatalogRepo(self.db).all())
         tools += live if live is not None else await self.mcp_tools()
         return tools if include_disabled else [t for t in tools if t.enabled]
 
@@ -83,7 +113,10 @@ class Catalog:
         if row is None:
             raise NotFound("tool", tool_id)
         entrypoint = importable(row.entrypoint) if row.entrypoint else None
-        return Resolved(view(row), entrypoint, row.config, row.files_dir, switched_on=_switched_on(row))
+        values = (await self.config_values()).get(row.toolset_id or "", [])
+        plan = plan_of(row, values) if row.provider == "python" else None
+        return Resolved(view(row, values), entrypoint, row.config, row.files_dir, switched_on=_switched_on(row),
+                        settings=plan)
 
     async def sync_builtins(self) -> None:
         """Make the stored built-in rows match this build (the user's ``enabled`` choice is kept)."""

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..api.toolsets import Tool
+
+if TYPE_CHECKING:
+    from .settings import Plan
 
 
 @dataclass(frozen=True)
@@ -19,3 +22,5 @@ class Resolved:
     # The tool's own switch (or its override) is on. ``tool.enabled`` also needs its toolset on;
     # a chat that attached the toolset may run its tools anyway, never one switched off itself.
     switched_on: bool = True
+    # A Python tool's settings short of the secret values, and the required keys without one.
+    settings: Plan | None = None

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from ...api.toolsets import Tool
 from ...errors import NotFound
 from ...mcp_host.servers import find
@@ -14,6 +16,7 @@ from ...store.tool_catalog import ToolCatalogRepo
 from ...store.toolsets import OverrideRow
 from ..overrides import apply, switched_on
 from ..resolved import Resolved
+from ..settings import status_of
 
 if TYPE_CHECKING:
     from ...mcp_host.host import McpHost, McpTool
@@ -32,11 +35,13 @@ def parse_id(tool_id: str) -> tuple[str, str]:
 
 
 def _view(row: McpServerRow, t: McpTool, o: OverrideRow | None) -> Tool:
-    return apply(Tool(
+    tool = apply(Tool(
         id=tool_id(row, t.name), name=t.title or t.name, description=t.description, provider="mcp",
         input_schema=t.input_schema, toolset_id=row.toolset_id, requires_confirmation=row.requires_confirmation,
         enabled=row.should_run,
     ), o)
+    # Only live connections list tools: one shown here is connected unless switched off.
+    return msgspec.structs.replace(tool, status=status_of("mcp", tool.enabled, []))
 
 
 async def discovered(db: Database, host: McpHost) -> list[Tool]:

@@ -13,8 +13,11 @@ It speaks NDJSON JSON-RPC 2.0 on stdin/stdout. Methods:
 
 - ``describe {tools: {toolId: entrypoint}}`` -> ``{toolId: {"ok": {name, description, inputSchema,
   requiresConfirmation, timeout, legacy}} | {"error": "tools/x.py: what is wrong"}}``
-- ``call {tool, entrypoint, args, inputSchema, context: {workspace, chatId, toolCallId}}`` ->
-  ``{"result": value}``. The toolset id and folder in the tool's context come from the config.
+- ``call {tool, entrypoint, args, inputSchema, context: {workspace, chatId, toolCallId, settings,
+  telemetry}}`` -> ``{"result": value}``. The toolset id and folder in the tool's context come from
+  the config. ``settings`` holds the tool's configuration, secret values included: it arrives on
+  stdin with each call, never in the environment or on the command line, and the worker never
+  writes it anywhere.
 - ``shutdown`` -> ``{}``, then the worker exits.
 
 A failed call is a JSON-RPC error whose ``data.kind`` says how it failed: ``arguments`` (-32602,
@@ -86,6 +89,8 @@ class CallContext(msgspec.Struct, rename="camel"):
     workspace: str
     chat_id: str | None = None
     tool_call_id: str | None = None
+    settings: dict[str, Any] = msgspec.field(default_factory=dict)
+    telemetry: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
 class CallParams(msgspec.Struct, rename="camel"):
@@ -207,6 +212,8 @@ class Worker:
             toolset_id=self.config.toolset_id,
             toolset_dir=Path(self.config.toolset_dir),
             tool_call_id=params.context.tool_call_id,
+            settings=params.context.settings,
+            telemetry=params.context.telemetry,
         )
         invoke = self.bind(fn, params, ctx)
         try:
