@@ -28,7 +28,7 @@ from .store.chats import ChatRepo
 from .store.tool_calls import ToolCallRepo
 from .tools.calls import ToolCallService
 from .tools.catalog import Catalog
-from .tools.config import NoSecretStore, ToolConfig
+from .tools.config import ToolConfig
 from .tools.providers.python.workers import WorkerHost
 from .toolsets.authoring import LocalToolsets
 from .toolsets.service import ToolsetService
@@ -76,7 +76,6 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     on_close("model providers", providers.aclose)
     tg.start_soon(_move_provider_keys, providers)
     workers = WorkerHost()
-    secret_values = NoSecretStore()
     on_close("tool workers", workers.aclose)
 
     async def toolset_changed(toolset_id: str) -> None:
@@ -96,7 +95,7 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     servers.bind(tg)
     catalog = Catalog(db, servers.host)
     await _recover(db, catalog, data_dir)
-    config = ToolConfig(db, catalog, secret_values)
+    config = ToolConfig(db, catalog, secrets)
     tool_calls = ToolCallService(db, workspace, workers, data_dir / "scratch", catalog, config)
     on_close("tool call records", tool_calls.aclose)
     on_close("MCP servers", servers.aclose)  # closed first: calls still running end before their records

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from ..api.config import ConfigField
 from ..api.toolsets import ToolStatus
 from ..errors import Conflict, InvalidParams, NotConfigured, NotFound
-from ..secrets import MASK
+from ..secrets import MASK, known
 from ..store import Database
 from ..store.tool_catalog import ToolCatalogRepo
 from ..store.tool_config import TOOLSET_SCOPE, ConfigValue, ToolConfigRepo
@@ -39,22 +39,6 @@ class SecretValues(Protocol):
     async def set(self, name: str, value: str) -> None: ...
     async def delete(self, name: str) -> bool: ...
     async def names(self) -> list[str]: ...
-
-
-class NoSecretStore:
-    """Stands in until the secret store is built: secret fields cannot be set, none is read."""
-
-    async def get(self, name: str) -> str | None:
-        return None
-
-    async def set(self, name: str, value: str) -> None:
-        raise Conflict("no secret store", "this build has no secret store yet: secret fields cannot be set")
-
-    async def delete(self, name: str) -> bool:
-        return False
-
-    async def names(self) -> list[str]:
-        return []
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +91,7 @@ class ToolConfig:
                                     value=None if f.secret else checked))
         # The secret store first: a marker row never points at a value that was not stored.
         for key, value in secrets.items():
+            known.remember(value)  # masked wherever it turns up: log records, a tool's error
             await self.secrets.set(secret_name(toolset_id, sc.scope, key), value)
         await self.repo.put(puts)
         await self._remove(sc, [k for k in removed if k in current], current)
@@ -150,6 +135,7 @@ class ToolConfig:
             if value is None:
                 gone.append(key)
             else:
+                known.remember(value)
                 out[key] = value
         if gone:
             raise self._not_configured(tool_id, p, gone)
@@ -200,6 +186,7 @@ class ToolConfig:
                                 toolset_id, v.key, article(f.type))
                     drop.append(v)
                 elif f.secret:
+                    known.remember(str(converted))
                     await self.secrets.set(secret_name(toolset_id, v.scope, v.key), str(converted))
                     keep.append(ConfigValue(toolset_id=toolset_id, scope=v.scope, key=v.key, secret=True))
                 elif converted != v.value or type(converted) is not type(v.value):

@@ -8,6 +8,7 @@ import json
 import shutil
 import zipfile
 from pathlib import Path
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -18,6 +19,15 @@ pytestmark = pytest.mark.anyio
 
 WEATHER = Path(__file__).resolve().parents[1] / "fixtures" / "toolsets" / "weather"
 KEY = "wk-9f3b7c1d5e2a4b6c8d0e"  # distinct enough to grep for
+UNITS = "si-units-q7"
+
+
+@pytest.fixture
+async def app(data_dir: Path) -> AsyncIterator[SidecarClient]:
+    """The in-process app on the secret store's file backend (no keystore needed)."""
+    async with SidecarClient.in_process(data_dir, secrets_backend="file") as client:
+        yield client
+    assert client.proc.returncode == 0
 
 
 def weather_copy(tmp_path: Path, name: str = "weather", edit: tuple[str, str] | None = None) -> Path:
@@ -38,7 +48,7 @@ async def statuses(app: SidecarClient) -> dict[str, str]:
 
 async def configured(app: SidecarClient) -> None:
     await app.request("config/set", {"toolsetId": "weather", "values": {"api_key": KEY}})
-    await app.request("config/set", {"toolsetId": "weather", "toolId": "forecast", "values": {"units": "metric"}})
+    await app.request("config/set", {"toolsetId": "weather", "toolId": "forecast", "values": {"units": UNITS}})
 
 
 async def test_status_goes_from_available_to_connected_as_the_required_keys_get_values(app: SidecarClient):
@@ -94,7 +104,7 @@ async def test_a_python_tool_reads_its_settings_and_the_telemetry_the_ui_gave(ap
     # The toolset's fields, then the tool's own; defaults fill what was not set.
     assert result["keys"] == ["api_key", "days", "endpoint", "units"]
     assert (result["endpoint"], result["units"], result["days"], result["keyLength"]) == \
-        ("https://api.example.com", "metric", 5, len(KEY))
+        ("https://api.example.com", UNITS, 5, len(KEY))
     telemetry = result["telemetry"]
     assert set(telemetry) == {"time", "timezone", "locale", "language", "lat", "lon", "city", "country"}
     assert (telemetry["city"], telemetry["lat"], telemetry["timezone"]) == ("Valletta", 35.8762, "Europe/Malta")
@@ -186,7 +196,7 @@ async def test_export_writes_the_schema_and_no_value(app: SidecarClient, tmp_pat
     forecast = next(t for t in data["tools"] if t["id"] == "forecast")
     assert forecast["config_schema"]["days"] == {"description": "How many days ahead", "type": "integer",
                                                  "secret": False, "required": False, "default": 3}
-    assert KEY.encode() not in everything and b"eu.example.com" not in everything and b"metric" not in everything
+    assert KEY.encode() not in everything and b"eu.example.com" not in everything and UNITS.encode() not in everything
 
     # What was exported installs again, as a fresh toolset with nothing configured.
     await app.request("toolsets/uninstall", {"id": "weather"})
@@ -229,3 +239,30 @@ async def test_uninstall_removes_the_values_and_a_reinstall_starts_unconfigured(
     await app.request("toolsets/import", {"path": str(WEATHER)})
     got = await app.request("config/get", {"toolsetId": "weather"})
     assert got["status"] == "available" and not any(f.get("isSet") for f in got["fields"])
+
+
+def stored_secrets(data_dir: Path) -> dict[str, str]:
+    """What the secret store's file backend holds (its 0600 file)."""
+    return json.loads((data_dir / "secrets.json").read_text())["secrets"]
+
+
+async def test_a_secret_value_lives_in_the_secret_store_only(app: SidecarClient, data_dir: Path):
+    await app.request("toolsets/import", {"path": str(WEATHER)})
+    await configured(app)
+    assert stored_secrets(data_dir) == {"config:weather:*:api_key": KEY}
+    for path in data_dir.rglob("*"):  # the database, its WAL, the toolset files: no trace of it
+        if path.is_file() and path.name != "secrets.json":
+            assert KEY.encode() not in path.read_bytes(), path
+
+    # The mask config/get shows, sent back, keeps the stored value; a pasted newline is dropped.
+    await app.request("config/set", {"toolsetId": "weather", "values": {"api_key": "****"}})
+    assert stored_secrets(data_dir)["config:weather:*:api_key"] == KEY
+    await app.request("config/set", {"toolsetId": "weather", "values": {"api_key": KEY + "-2\n"}})
+    assert stored_secrets(data_dir)["config:weather:*:api_key"] == KEY + "-2"
+
+    assert await app.request("config/set", {"toolsetId": "weather", "values": {"api_key": None}}) == \
+        {"status": "available"}
+    assert stored_secrets(data_dir) == {}
+    await configured(app)
+    await app.request("toolsets/uninstall", {"id": "weather"})
+    assert stored_secrets(data_dir) == {}  # its secrets left with it
