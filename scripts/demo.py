@@ -154,6 +154,8 @@ async def run(data_dir: Path, verbose: bool) -> int:
 
         await secret_for_a_server(sc)
 
+        await configured_tool(sc)
+
         await chat_session(sc)
 
         step("secrets are masked by meaning (a careless MCP server prints what it was given)")
@@ -203,6 +205,38 @@ async def run(data_dir: Path, verbose: bool) -> int:
         code = await sc.wait_exit()
         show("exit code", f"{GREEN if code == 0 else RED}{code}{RESET}")
     return code
+
+
+# -- a tool that needs configuration (seed 004) ---------------------------------------------------
+
+async def configured_tool(sc: SidecarClient) -> None:
+    step("a toolset that needs an API key: per-tool configuration and tool status")
+    weather = ROOT / "tests" / "fixtures" / "toolsets" / "weather"
+    await sc.request("toolsets/import", {"path": str(weather)})
+
+    async def statuses() -> str:
+        tools = (await sc.request("tools/list"))["tools"]
+        return ", ".join(f"{t['id']} {t['status']}" for t in tools if t.get("toolsetId") == "weather")
+
+    show("tools/list", await statuses())
+    try:
+        await sc.request("tools/call", {"toolId": "weather:forecast", "args": {"city": "Valletta"}})
+    except RemoteError as exc:
+        show("call before set-up", f"{exc.code} {exc.message}")
+    await sc.request("config/set", {"toolsetId": "weather", "values": {"api_key": "demo-key-1234"}})
+    await sc.request("config/set", {"toolsetId": "weather", "toolId": "forecast", "values": {"units": "metric"}})
+    fields = (await sc.request("config/get", {"toolsetId": "weather"}))["fields"]
+    show("config/get", ", ".join(f"{f['key']}={f.get('value', f.get('default'))}" for f in fields))
+    show("config/test", (await sc.request("config/test", {"toolsetId": "weather", "toolId": "forecast"}))["message"])
+    show("tools/list", await statuses())
+    context = {"timezone": "Europe/Malta", "locale": "en-MT", "city": "Valletta", "country": "Malta"}
+    call = (await sc.request("tools/call", {"toolId": "weather:forecast", "args": {"city": "Mdina"},
+                                            "clientContext": context}))["toolCall"]
+    result = call["result"]
+    show("the tool read", f"settings {result['keys']} (a {result['keyLength']}-character key), "
+                          f"telemetry city {result['telemetry']['city']}, time {result['telemetry']['time']}")
+    await sc.request("config/delete", {"toolsetId": "weather", "key": "api_key"})
+    show("config/delete api_key", f"the key leaves the secret store; {await statuses()}")
 
 
 # -- a whole chat session on the offline scripted model --------------------------------------------
