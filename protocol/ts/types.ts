@@ -419,6 +419,7 @@ export interface InspectResult {
   mcpServers: InspectedServer[];
   files: BundleFile[];
   warnings: string[];
+  configSchema?: ConfigField[];
 }
 
 export interface ManifestInfo {
@@ -437,6 +438,19 @@ export interface InspectedTool {
   requiresConfirmation: boolean;
   renderer?: string | null;
   timeout?: number | null;
+  configSchema?: ConfigField[];
+}
+
+/** One field of a config_schema with its current value. */
+export interface ConfigField {
+  key: string;
+  description: string;
+  type: "boolean" | "integer" | "number" | "string";
+  secret: boolean;
+  required: boolean;
+  value?: unknown;
+  default?: unknown;
+  isSet?: boolean;
 }
 
 export interface InspectedServer {
@@ -595,18 +609,6 @@ export interface ConfigScopeParams {
 export interface ConfigGetResult {
   fields: ConfigField[];
   status: "available" | "connected" | "system" | "unavailable";
-}
-
-/** One field of a config_schema with its current value. */
-export interface ConfigField {
-  key: string;
-  description: string;
-  type: "boolean" | "integer" | "number" | "string";
-  secret: boolean;
-  required: boolean;
-  value?: unknown;
-  default?: unknown;
-  isSet?: boolean;
 }
 
 export interface ConfigSetParams {

@@ -4,11 +4,11 @@ ever shown masked), and whether a tool has what it needs to run."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from .base import MethodSpec, Model
 from .errors import ErrorCode
-from .toolsets import ToolStatus
+from .toolsets import ConfigField, ToolStatus
 
 
 class ConfigScopeParams(Model):
@@ -16,20 +16,6 @@ class ConfigScopeParams(Model):
     # A tool of the toolset (its id inside it, or canonical toolset:tool) for that tool's own
     # fields; absent: the fields shared by the whole toolset.
     tool_id: str | None = None
-
-
-class ConfigField(Model):
-    """One field of a config_schema with its current value."""
-
-    key: str
-    description: str
-    type: Literal["string", "number", "integer", "boolean"]
-    secret: bool  # its value is kept in the secret store and shown only as "****"
-    required: bool
-    # The value set: "****" for a secret that is set; absent when nothing is set.
-    value: Any = None
-    default: Any = None  # what the tool gets while no value is set
-    is_set: bool = False  # a value is set (else the tool gets the default, if any)
 
 
 class ConfigGetResult(Model):

@@ -27,6 +27,20 @@ class ManifestInfo(Model):
     manifest_version: str
 
 
+class ConfigField(Model):
+    """One field of a config_schema with its current value."""
+
+    key: str
+    description: str
+    type: Literal["string", "number", "integer", "boolean"]
+    secret: bool  # its value is kept in the secret store and shown only as "****"
+    required: bool
+    # The value set: "****" for a secret that is set; absent when nothing is set.
+    value: Any = None
+    default: Any = None  # what the tool gets while no value is set
+    is_set: bool = False  # a value is set (else the tool gets the default, if any)
+
+
 class InspectedTool(Model):
     id: str  # the canonical id it would get: toolset:tool
     name: str
@@ -35,6 +49,7 @@ class InspectedTool(Model):
     requires_confirmation: bool
     renderer: str | None = None
     timeout: float | None = None
+    config_schema: list[ConfigField] = []  # the tool's own config fields (seed 004)
 
 
 class InspectedServer(Model):
@@ -61,6 +76,9 @@ class InspectResult(Model):
     mcp_servers: list[InspectedServer]
     files: list[BundleFile]
     warnings: list[str]
+    # The config fields the whole toolset asks for (an API key, an endpoint): set after install
+    # with config/set.
+    config_schema: list[ConfigField] = []
 
 
 _INSPECT_SPECS = (

@@ -6,8 +6,9 @@ from __future__ import annotations
 import anyio.to_thread
 
 from .. import secrets
-from ..api.toolsets import BundleFile, InspectedServer, InspectedTool, InspectResult, ManifestInfo
+from ..api.toolsets import BundleFile, ConfigField, InspectedServer, InspectedTool, InspectResult, ManifestInfo
 from . import bundle
+from .manifest import ConfigSchema
 
 
 async def inspect(path: str) -> InspectResult:
@@ -21,7 +22,7 @@ async def inspect(path: str) -> InspectResult:
             InspectedTool(
                 id=f"{m.id}:{t.id}", name=t.name or t.id, description=t.description or "",
                 entrypoint=t.entrypoint, requires_confirmation=t.requires_confirmation,
-                renderer=renderers.get(t.id), timeout=t.timeout,
+                renderer=renderers.get(t.id), timeout=t.timeout, config_schema=_fields(t.config_schema),
             )
             for t in m.tools
         ],
@@ -36,4 +37,10 @@ async def inspect(path: str) -> InspectResult:
         ],
         files=[BundleFile(path, bundle.kind_of(path), len(data)) for path, data in sorted(b.files.items())],
         warnings=b.warnings,
+        config_schema=_fields(m.config_schema),
     )
+
+
+def _fields(schema: ConfigSchema) -> list[ConfigField]:
+    return [ConfigField(key=key, description=f.description, type=f.type, secret=f.secret, required=f.required,
+                        default=f.default) for key, f in schema.items()]

@@ -268,3 +268,12 @@ async def test_a_secret_value_lives_in_the_secret_store_only(app: SidecarClient,
     await configured(app)
     await app.request("toolsets/uninstall", {"id": "weather"})
     assert stored_secrets(data_dir) == {}  # its secrets left with it
+
+
+async def test_inspect_shows_the_fields_a_toolset_will_ask_for(app: SidecarClient):
+    seen = await app.request("toolsets/inspect", {"path": str(WEATHER)})
+    assert [(f["key"], f["secret"], f["required"]) for f in seen["configSchema"]] == [
+        ("api_key", True, True), ("endpoint", False, False)]
+    forecast = next(t for t in seen["tools"] if t["id"] == "weather:forecast")
+    assert [(f["key"], f["type"], f.get("default")) for f in forecast["configSchema"]] == [
+        ("units", "string", None), ("days", "integer", 3)]
