@@ -71,3 +71,20 @@ async def test_a_secret_config_value_reaches_the_tool_and_nothing_else(sidecar: 
     assert "config of toolset weather set: api_key" in log  # the log is there, at debug level ...
     assert "echo_key: calling the API with ****" in log  # with what the worker printed ...
     assert KEY not in log  # ... and holds no secret
+
+
+async def test_the_configuration_outlives_a_restart(data_dir: Path):
+    env = {"SIDECAR_SECRETS_BACKEND": "file"}
+    async with SidecarClient.spawn(data_dir, env=env) as sc:
+        await sc.request("toolsets/import", {"path": str(WEATHER)})
+        await sc.request("config/set", {"toolsetId": "weather", "values": {"api_key": KEY}})
+        await sc.request("config/set", {"toolsetId": "weather", "toolId": "forecast", "values": {"units": "metric"}})
+    async with SidecarClient.spawn(data_dir, args=("--log-level", "debug"), env=env) as sc:
+        tools = {t["id"]: t for t in (await sc.request("tools/list"))["tools"]}
+        assert tools["weather:forecast"]["status"] == "connected"
+        call = (await sc.request("tools/call", {"toolId": "weather:forecast", "args": {"city": "Gozo"}}))["toolCall"]
+        assert call["result"]["keyLength"] == len(KEY) and call["result"]["units"] == "metric"
+        echoed = (await sc.request("tools/call", {"toolId": "weather:echo_key", "args": {}}))["toolCall"]
+        assert echoed["result"] == "my key is ****"  # read back from the store, it is masked as before
+        await sc.request("shutdown")
+        assert KEY not in sc.stderr_text()
