@@ -5,7 +5,9 @@ the values through an upgrade.
 Non-secret values live in the database (``store/tool_config.py``); a secret field's value lives in
 the secret store only, under ``config:<toolset>:<tool or *>:<key>``, and its row merely says it is
 set. No secret value is ever in a response, a log line or an error message: ``config/get`` shows
-``****``, and messages name keys, never values.
+``****``, and messages name keys, never values; the secret store registers every value it reads or
+stores with ``secrets.known``, so log lines are scrubbed of it, and the call path masks a tool's
+result or error that quotes one.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any, Protocol
 from ..api.config import ConfigField
 from ..api.toolsets import ToolStatus
 from ..errors import Conflict, InvalidParams, NotConfigured, NotFound
-from ..secrets import MASK, known
+from ..secrets import MASK
 from ..store import Database
 from ..store.tool_catalog import ToolCatalogRepo
 from ..store.tool_config import TOOLSET_SCOPE, ConfigValue, ToolConfigRepo
@@ -91,7 +93,6 @@ class ToolConfig:
                                     value=None if f.secret else checked))
         # The secret store first: a marker row never points at a value that was not stored.
         for key, value in secrets.items():
-            known.remember(value)  # masked wherever it turns up: log records, a tool's error
             await self.secrets.set(secret_name(toolset_id, sc.scope, key), value)
         await self.repo.put(puts)
         await self._remove(sc, [k for k in removed if k in current], current)
@@ -135,7 +136,6 @@ class ToolConfig:
             if value is None:
                 gone.append(key)
             else:
-                known.remember(value)
                 out[key] = value
         if gone:
             raise self._not_configured(tool_id, p, gone)
@@ -186,7 +186,6 @@ class ToolConfig:
                                 toolset_id, v.key, article(f.type))
                     drop.append(v)
                 elif f.secret:
-                    known.remember(str(converted))
                     await self.secrets.set(secret_name(toolset_id, v.scope, v.key), str(converted))
                     keep.append(ConfigValue(toolset_id=toolset_id, scope=v.scope, key=v.key, secret=True))
                 elif converted != v.value or type(converted) is not type(v.value):
