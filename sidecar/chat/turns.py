@@ -70,7 +70,7 @@ WaitCancel = Callable[[], Awaitable[None]]
 CHECKPOINT_EVERY = 2.0  # seconds between writes of a running turn's message
 MAX_TURNS = 100
 SPILL_DIR = ".tool-results"
-_NEVER_RAN = {"unknown_tool", "arguments", "denied", "cancelled", "unavailable"}
+_NEVER_RAN = {"unknown_tool", "arguments", "denied", "cancelled", "unavailable", "unconfigured"}
 _STATUS_AFTER: dict[StopReason, MessageStatus] = {
     "endTurn": "complete", "maxTurns": "complete", "cancelled": "cancelled", "error": "error"}
 
