@@ -23,12 +23,14 @@ from ..store import Database
 from ..store.mcp_servers import AmbiguousServer, McpServerRepo, McpServerRow
 from . import app_configs
 from .config import ServerConfig
-from .connect import Variables, config_references, process_environment
+from .connect import config_references
 from .elicitation import Elicit
 from .host import DEFAULT_MAX_RESULT_BYTES, McpHost
 from .state import ServerState
 
 if TYPE_CHECKING:
+    from ..secrets.store import SecretStore
+    from ..store.toolsets import ToolsetRow
     from ..toolsets.service import ToolsetService
 
 log = logging.getLogger(__name__)
@@ -56,15 +58,16 @@ async def find(repo: McpServerRepo, ref: str) -> McpServerRow:
 
 
 class McpServers:
-    def __init__(self, db: Database, toolsets: ToolsetService, *, on_status: OnServerStatus | None = None,
-                 elicit: Elicit | None = None, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
-                 variables: Variables = process_environment) -> None:
+    def __init__(self, db: Database, toolsets: ToolsetService, vault: SecretStore, *,
+                 on_status: OnServerStatus | None = None, elicit: Elicit | None = None,
+                 max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> None:
         self.repo = McpServerRepo(db)
         self.toolsets = toolsets
+        self.vault = vault
         self._on_status = on_status
         # One mcpServers/status per change: a re-listing of tools comes through on_status too.
         self.host = McpHost(on_status=self._host_status, elicit=elicit, max_result_bytes=max_result_bytes,
-                            variables=variables)
+                            variables=vault.environ)
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
@@ -121,7 +124,7 @@ class McpServers:
 
     async def add(self, p: AddParams) -> McpServer:
         """A standalone server: a userMcp toolset whose id is the server's (the toolset's change syncs it)."""
-        toolset = await self.toolsets.add_user_server(declaration(p))
+        toolset = await self._add_user_server(declaration(p))
         return await self.get(f"{toolset.id}~{toolset.id}")
 
     async def remove(self, ref: str) -> None:
@@ -180,11 +183,46 @@ class McpServers:
         added: list[McpServer] = []
         for wanted in dict.fromkeys(ids):
             f = by_id[wanted]
-            toolset = await self.toolsets.add_user_server({
+            toolset = await self._add_user_server({
                 "id": f.id, "type": f.type, "command": f.command, "args": f.args, "env": f.env, "cwd": f.cwd,
                 "url": f.url, "headers": f.headers})
             added.append(await self.get(f"{toolset.id}~{toolset.id}"))
         return added
+
+    async def _add_user_server(self, server: dict[str, Any]) -> ToolsetRow:
+        """Add a standalone server, the literal secrets given with it kept in the secret store.
+
+        A token in its env, a header, an argument or its URL is stored under a name of its own
+        (``${WEATHER_API_KEY}``) and the server keeps the reference: the database, the toolset's
+        manifest and any export never hold the value, ``secrets/list`` shows it with the server
+        that uses it, and ``secrets/set`` changes it (the server reconnects). Harmless values
+        (``LOG_LEVEL``) stay as given.
+        """
+        names = secrets.Placeholders(await self.vault.names(), prefix=str(server.get("id") or ""))
+        kept = {**server, "args": secrets.placeholder_args(list(server.get("args") or []), names),
+                "env": secrets.placeholder_map(dict(server.get("env") or {}), names),
+                "headers": secrets.placeholder_map(dict(server.get("headers") or {}), names)}
+        if server.get("url"):
+            kept["url"] = secrets.placeholder_url(server["url"], names)
+        stored = names.allocated()
+        if server.get("id") is None or not stored:
+            return await self.toolsets.add_user_server(server)
+        try:
+            existing = await self.toolsets.get(str(server["id"]))
+        except NotFound:
+            existing = None
+        if existing is not None:  # checked again below; here so nothing is stored for a refused add
+            raise Conflict("already installed",
+                           f"a server or toolset {server['id']!r} exists already; choose another id")
+        for name, value in stored.items():
+            await self.vault.set(name, value)
+        try:
+            return await self.toolsets.add_user_server(kept)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                for name in stored:
+                    await self.vault.delete(name)
+            raise
 
     # -- host events -----------------------------------------------------------------------------------
 

@@ -74,17 +74,22 @@ def _masked(name: str, value: str) -> str:
 
 
 class Placeholders:
-    """``${NAME}`` placeholders for one export: named after their key, one name per distinct value."""
+    """``${NAME}`` placeholders for one export (or for the secrets given with one MCP server): named
+    after their key, one name per distinct value. ``prefix`` (a server's id) is put before a name
+    that does not already start with it: ``API_KEY`` of server ``weather`` is ``WEATHER_API_KEY``."""
 
-    def __init__(self, reserved: Iterable[str] = ()) -> None:
+    def __init__(self, reserved: Iterable[str] = (), prefix: str = "") -> None:
         # placeholder name -> the value it stands for; `reserved`: names the export already refers to
         # (``${SEARCH_API_KEY}``), which a literal must not take over, as they mean another value.
         self._values: dict[str, str | None] = dict.fromkeys(reserved)
+        self._prefix = _name_part(prefix)
 
     def __call__(self, name: str, value: str) -> str:
         if refers(value):
             return value
-        base = re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_").upper() or "SECRET"
+        base = _name_part(name) or "SECRET"
+        if self._prefix and not base.startswith(self._prefix + "_"):
+            base = f"{self._prefix}_{base}"
         if base[0].isdigit():
             base = "_" + base
         candidate, n = base, 1
@@ -93,6 +98,14 @@ class Placeholders:
             candidate = f"{base}_{n}"
         self._values[candidate] = value
         return "${" + candidate + "}"
+
+    def allocated(self) -> dict[str, str]:
+        """The names given out so far, with the value each stands for."""
+        return {k: v for k, v in self._values.items() if v is not None}
+
+
+def _name_part(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_").upper()
 
 
 def _with_scheme(name: str, value: str, replace: Replace) -> str:

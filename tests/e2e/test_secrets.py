@@ -128,6 +128,45 @@ async def test_a_server_waiting_on_a_missing_secret_connects_once_it_is_set(side
     assert SECRET not in sidecar.stderr_text()
 
 
+async def test_a_token_given_with_a_server_is_kept_in_the_store_and_the_server_refers_to_it(
+        sidecar: SidecarClient, data_dir: Path):
+    added = await sidecar.request("mcpServers/add", {
+        "id": "keyed", "command": sys.executable, "args": [str(FIXTURES / "basic.py")],
+        "env": {"API_KEY": SECRET, "LOG_LEVEL": "debug"}})
+    assert added["server"]["id"] == "keyed~keyed"
+    await status(sidecar, "keyed~keyed", "connected", timeout=30)
+    got = await call(sidecar, "mcp:keyed~keyed:env", {"name": "API_KEY"})
+    assert got["result"]["content"][0]["text"] == SECRET  # the server gets the value
+    listed = await sidecar.request("secrets/list")
+    assert {"name": "KEYED_API_KEY", "masked": "****x7Qm", "usedBy": ["mcpServer:keyed~keyed"]} in listed["secrets"]
+    # Only the store's own file holds the value: not the database, its WAL, the toolset's manifest.
+    held = [p.name for p in data_dir.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
+    assert held == ["secrets.json"]
+    exported = await sidecar.request("toolsets/export", {"id": "keyed", "path": str(data_dir.parent / "k.zip")})
+    assert SECRET.encode() not in Path(exported["path"]).read_bytes()
+    # Harmless values stay as given; the secret is changed where the user changes secrets.
+    got = await call(sidecar, "mcp:keyed~keyed:env", {"name": "LOG_LEVEL"})
+    assert got["result"]["content"][0]["text"] == "debug"
+    await sidecar.request("secrets/set", {"name": "KEYED_API_KEY", "value": OTHER})
+    await sidecar.request("mcpServers/reconnect", {"id": "keyed~keyed"})
+    await status(sidecar, "keyed~keyed", "connected", timeout=30)
+    got = await call(sidecar, "mcp:keyed~keyed:env", {"name": "API_KEY"})
+    assert got["result"]["content"][0]["text"] == OTHER
+
+
+async def test_a_refused_server_leaves_no_secret_behind(sidecar: SidecarClient):
+    params = {"id": "twice", "command": sys.executable, "args": [str(FIXTURES / "basic.py")],
+              "env": {"API_TOKEN": SECRET}}
+    await sidecar.request("mcpServers/add", params)
+    with pytest.raises(RemoteError) as again:
+        await sidecar.request("mcpServers/add", params | {"env": {"API_TOKEN": OTHER}})
+    assert again.value.code == -32011
+    with pytest.raises(RemoteError) as bad:
+        await sidecar.request("mcpServers/add", {"id": "bad", "type": "stdio", "env": {"API_TOKEN": OTHER}})
+    assert bad.value.code == -32602  # a stdio server needs a command
+    assert [s["name"] for s in (await sidecar.request("secrets/list"))["secrets"]] == ["TWICE_API_TOKEN"]
+
+
 def old_database(path: Path, rows: list[tuple[str, str, str | None, str | None]]) -> None:
     """A database as the previous schema (before the secret store) left it, providers and all."""
     path.parent.mkdir(parents=True, exist_ok=True)
