@@ -34,7 +34,9 @@ async def test_a_key_is_stored_but_only_ever_shown_masked(sidecar: SidecarClient
     seen = [await sidecar.request("providers/set", params)]
     provider = seen[0]["provider"]
     assert provider["apiKey"] == "sk-…6Hu5" and provider["hasApiKey"] is True
-    assert provider["config"] == {"timeout": 30, "maxRetries": 1, "headers": {"OpenAI-Organization": "****"}}
+    # The header is a secret of its own now (secrets/list shows it): the provider refers to it.
+    assert provider["config"] == {"timeout": 30, "maxRetries": 1,
+                                  "headers": {"OpenAI-Organization": "${OPENAI_MAIN_OPENAI_ORGANIZATION}"}}
     assert provider["baseUrl"] == "https://api.example.test/v1" and provider["defaultModel"] == "gpt-4.1-mini"
     assert provider["isDefault"] is False and provider["builtIn"] is False and provider["updatedAt"]
 

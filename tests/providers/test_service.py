@@ -77,7 +77,9 @@ async def test_the_stored_key_is_kept_unless_replaced_or_removed(service: Provid
     row = await service.set("gpt", "openai", api_key=KEEP, config={"headers": {"X-Secret": "****"}})
     # The row names the store's entry; the key itself is in the store only.
     assert (row.api_key, row.api_key_secret) == (None, "provider:gpt") and await store.get("provider:gpt") == KEY
-    assert row.config == {"headers": {"X-Secret": "header-secret-value"}}
+    # A secret header is kept like the key: in the store, the row refers to it.
+    assert row.config == {"headers": {"X-Secret": "${GPT_X_SECRET}"}}
+    assert await store.get("GPT_X_SECRET") == "header-secret-value"
     assert await service.shown_key(row) == masked_key(KEY)
     row = await service.set("gpt", "openai", api_key=masked_key(KEY))  # the UI sent back what it was shown
     assert row.api_key_secret == "provider:gpt" and await store.get("provider:gpt") == KEY
@@ -88,7 +90,7 @@ async def test_the_stored_key_is_kept_unless_replaced_or_removed(service: Provid
     assert await service.shown_key(row) == "${GPT_KEY}"
     await service.set("gpt", "openai", api_key=KEY)
     row = await service.set("gpt", "openai", api_key=None)
-    assert (row.api_key, row.api_key_secret) == (None, None) and await store.names() == []
+    assert (row.api_key, row.api_key_secret) == (None, None) and await store.names() == ["GPT_X_SECRET"]
     assert (await service.find("gpt")).api_key is None
 
 
@@ -148,17 +150,24 @@ def test_keys_are_shown_masked_but_references_as_they_are():
     assert masked_key("${OPENAI_API_KEY}") == "${OPENAI_API_KEY}"
 
 
-async def test_a_pasted_key_loses_its_newline_and_what_responses_showed_keeps_the_stored_values(
+async def test_a_pasted_key_loses_its_newline_and_url_tokens_and_secret_headers_go_to_the_store(
         service: ProviderService):
     base = "https://proxy.example/v1/Zr5Tb8Yc2Hm6Jq9Lw4Ks?token=t0k3n"
     row = await service.set("gpt", "openai", base_url=base, api_key=f"  {KEY}\n",
-                            config={"headers": {"Authorization": "Bearer hdr-secret-1", "X-Team": "core"}})
+                            config={"headers": {"Authorization": "Bearer hdr-secret-1\n", "X-Team": "core"}})
     assert await service.secrets.get("provider:gpt") == KEY
-    shown_url = mask_url(base)
-    shown_headers = mask_map(row.config["headers"])
-    assert shown_url == "https://proxy.example/v1/****?token=****"
-    assert shown_headers == {"Authorization": "Bearer ****", "X-Team": "core"}
-    row = await service.set("gpt", "openai", base_url=shown_url, api_key=KEEP,
-                            config={"headers": shown_headers | {"X-Team": "platform"}})
-    assert row.base_url == base
-    assert row.config["headers"] == {"Authorization": "Bearer hdr-secret-1", "X-Team": "platform"}
+    # The row refers to the store; what responses show is what the UI sends back, and it keeps them.
+    assert row.base_url == "https://proxy.example/v1/${GPT_URL_TOKEN}?token=${GPT_TOKEN}"
+    assert row.config["headers"] == {"Authorization": "Bearer ${GPT_AUTHORIZATION}", "X-Team": "core"}
+    assert [await service.secrets.get(n) for n in ("GPT_URL_TOKEN", "GPT_TOKEN", "GPT_AUTHORIZATION")] == [
+        "Zr5Tb8Yc2Hm6Jq9Lw4Ks", "t0k3n", "hdr-secret-1"]
+    assert mask_url(row.base_url) == row.base_url and mask_map(row.config["headers"]) == row.config["headers"]
+    row = await service.set("gpt", "openai", base_url=row.base_url, api_key=KEEP,
+                            config={"headers": row.config["headers"] | {"X-Team": "platform"}})
+    assert row.base_url == "https://proxy.example/v1/${GPT_URL_TOKEN}?token=${GPT_TOKEN}"
+    assert row.config["headers"] == {"Authorization": "Bearer ${GPT_AUTHORIZATION}", "X-Team": "platform"}
+    # A new literal value takes the name this provider used for it.
+    row = await service.set("gpt", "openai", base_url=row.base_url, api_key=KEEP,
+                            config={"headers": {"Authorization": "Bearer hdr-secret-2"}})
+    assert row.config["headers"] == {"Authorization": "Bearer ${GPT_AUTHORIZATION}"}
+    assert await service.secrets.get("GPT_AUTHORIZATION") == "hdr-secret-2"

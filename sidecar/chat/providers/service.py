@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final, get_args
 
+from ... import secrets
 from ...api.base import is_id
 from ...errors import InvalidParams, NotFound, PermissionDenied, StorageError
 from ...secrets import MASK, mask_map, mask_url, masked_key, references_in
@@ -93,6 +94,7 @@ class ProviderService:
         config = dict(config or {})
         _check(kind, base_url, api_key, default_model, config)
         _keep_masked_headers(config, (old.config or {}) if old is not None else {})
+        base_url, config = await self._store_literals(provider_id, base_url, config, old)
         secret = None
         if api_key and "${" not in api_key:  # a literal key: into the store, the row keeps its name
             secret = key_secret(provider_id)
@@ -107,6 +109,23 @@ class ProviderService:
             await self._forget_key(old.api_key_secret)
         log.info("provider %s set (kind %s)", provider_id, kind)
         return row
+
+    async def _store_literals(self, provider_id: str, base_url: str | None, config: dict[str, Any],
+                              old: ProviderRow | None) -> tuple[str | None, dict[str, Any]]:
+        """A secret header value or URL token given literally goes to the secret store under a name
+        of its own (``GPT_AUTHORIZATION``) and the row keeps ``${GPT_AUTHORIZATION}``, as the key
+        does: the database never holds it, and ``secrets/set`` changes it. A name this provider
+        referred to before may be taken again: a new value replaces the old one under it."""
+        before = references_in([old.base_url, *((old.config or {}).get("headers") or {}).values()]) if old else []
+        names = secrets.Placeholders(set(await self.secrets.names()) - set(before), prefix=provider_id)
+        headers = config.get("headers")
+        if isinstance(headers, dict):
+            config = {**config, "headers": secrets.placeholder_map(headers, names)}
+        if base_url:
+            base_url = secrets.placeholder_url(base_url, names)
+        for name, value in names.allocated().items():
+            await self.secrets.set(name, value)
+        return base_url, config
 
     async def remove(self, provider_id: str) -> None:
         if provider_id == BUILTIN_ID:
@@ -260,7 +279,9 @@ def _keep_masked_headers(config: dict[str, Any], old_config: dict[str, Any]) -> 
     headers, old = config.get("headers"), old_config.get("headers") or {}
     if isinstance(headers, dict):
         shown = mask_map({k: v for k, v in old.items() if isinstance(v, str)})
-        config["headers"] = {k: old[k] if k in shown and v == shown[k] else v for k, v in headers.items()}
+        # A bare mask ("****", "Bearer ****") is never a value: a UI that kept what it showed earlier.
+        config["headers"] = {k: old[k] if k in shown and (v == shown[k] or MASK in v) else v
+                             for k, v in headers.items()}
 
 
 def _is_number(value: Any) -> bool:
