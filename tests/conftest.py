@@ -1,12 +1,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
 from sidecar.client import SidecarClient
+from tests.http_server import HttpServer
 
 # No test reaches the desktop's own keystore: without a session bus, keyring finds no keystore and
 # the sidecars the tests start keep their secrets in the 0600 file. The tests of the keystore itself
@@ -38,3 +39,10 @@ async def app(data_dir: Path) -> AsyncIterator[SidecarClient]:
     async with SidecarClient.in_process(data_dir) as client:
         yield client
     assert client.proc.returncode == 0
+
+
+@pytest.fixture
+def http_server() -> Iterator[HttpServer]:
+    """A real HTTP/1.1 server on 127.0.0.1 whose routes each test scripts (tests/http_server.py)."""
+    with HttpServer() as server:
+        yield server
