@@ -154,7 +154,8 @@ class Dispatcher:
             return
         assert self._tg is not None, "serve() attaches the task group before reading"
         entry = _InFlight(method, ctx)
-        self._tg.start_soon(self._run_request, request_id, entry, params)
+        # Named here: anyio would otherwise work a name out of the coroutine for every request.
+        self._tg.start_soon(self._run_request, request_id, entry, params, name=name)
         self.inflight[request_id] = entry  # after start_soon: a request it refused is not in flight
 
     async def _call(self, method: Method, params: Any, ctx: RequestContext) -> bytes | bytearray:
@@ -174,8 +175,9 @@ class Dispatcher:
         if message is None:
             message = envelope.error(request_id, REQUEST_CANCELLED, entry.stop_reason)
         try:
-            with anyio.move_on_after(WRITE_GRACE, shield=True):
-                await self._outbox.put(message)
+            if not self._outbox.try_put(message):  # the usual case needs no timer
+                with anyio.move_on_after(WRITE_GRACE, shield=True):
+                    await self._outbox.put(message)
         finally:
             del self.inflight[request_id]  # only now: wait_answered() promises the answer is queued
             if self._answered is not None:

@@ -35,23 +35,46 @@ class Outbox:
     async def put(self, message: Data) -> None:
         """Send ``message`` after everything put before it. Never raises: a message put after
         ``close`` or once the client is gone is dropped (and logged)."""
-        if self._broken:
+        rest = self._put_now(message)
+        if rest is None:
             return
+        try:
+            self._queued += 1
+            await self._send.send(rest)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._queued -= 1
+            log.debug("dropped a message written after the writer closed")
+
+    def try_put(self, message: Data) -> bool:
+        """``put`` without waiting: True once the message is written, queued or dropped as
+        ``put`` would; False when the queue is full and nothing was taken (then ``put``)."""
+        rest = message if self._queued and not self._broken else self._put_now(message)
+        if rest is None:
+            return True
+        try:
+            self._send.send_nowait(rest)
+        except anyio.WouldBlock:
+            return False
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            log.debug("dropped a message written after the writer closed")
+            return True
+        self._queued += 1
+        return True
+
+    def _put_now(self, message: Data) -> Data | None:
+        """Write what can go out at once; what is left to queue (None: nothing, or dropped)."""
+        if self._broken:
+            return None
         if not self._queued and not self._closed:
             try:
                 sent = self._transport.try_send(message)
             except (anyio.BrokenResourceError, OSError) as exc:
                 self._lost(exc)
-                return
+                return None
             if sent == len(message):
-                return
-            message = memoryview(message)[sent:]  # the rest goes first (a view: no copy of a big one)
-        try:
-            self._queued += 1
-            await self._send.send(message)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            self._queued -= 1
-            log.debug("dropped a message written after the writer closed")
+                return None
+            return memoryview(message)[sent:]  # the rest goes first (a view: no copy of a big one)
+        return message
 
     async def run(self) -> None:
         """The writer task: runs until ``close`` and the queue is drained."""
