@@ -32,7 +32,7 @@ from ..api.toolsets import (
 )
 from ..chat import toolbox
 from ..chat.chats import ChatService
-from ..rpc import RequestContext
+from ..rpc import RequestContext, Verbatim
 from ..store.toolsets import ToolsetRow
 from ..tools.calls import OnProgress, ToolCallService
 from ..tools.catalog import Catalog
@@ -115,7 +115,10 @@ class ToolsetHandlers:
         progress = _reporter(ctx, p.work_done_token) if p.work_done_token is not None else None
         row = await self.tool_calls.call(p.tool_id, p.args, p.chat_id, on_progress=progress, raw_result=True,
                                          client_context=p.client_context)
-        return ToolCallResult(msgspec.convert(row, ToolCall, from_attributes=True))
+        call = msgspec.convert(row, ToolCall, from_attributes=True)
+        if isinstance(call.result, msgspec.Raw):
+            call.result = Verbatim(call.result)  # a big one is sent as it is, never copied on the loop
+        return ToolCallResult(call)
 
     @method("tools/htmlPage")
     async def html_page(self, p: HtmlPageParams, ctx: RequestContext) -> HtmlPageResult:

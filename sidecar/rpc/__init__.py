@@ -7,6 +7,7 @@ over in-memory streams.
 
 from .connection import Connection
 from .context import RequestContext
+from .envelope import Verbatim
 from .errors import ConnectionClosed, RemoteError, RpcError
 from .framing import LineSplitter, LineTooLong
 from .methods import MethodTable
@@ -24,5 +25,6 @@ __all__ = [
     "RpcError",
     "StdioTransport",
     "Transport",
+    "Verbatim",
     "memory_pair",
 ]

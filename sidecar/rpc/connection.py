@@ -44,6 +44,7 @@ class Connection:
         self._outbox = Outbox(transport, out_queue)
         self._client = ClientRequests(self._outbox)
         self._dispatch = Dispatcher(self, methods, self._outbox, self._client, init_method, shutdown_method)
+        self._reader_busy = False  # dispatching lines it has read
 
     # ------------------------------------------------------------------ state
 
@@ -60,6 +61,10 @@ class Connection:
     @property
     def inflight_count(self) -> int:
         return len(self._dispatch.inflight)
+
+    def input_waiting(self) -> bool:
+        """Lines have come in that the reader has not dispatched yet (as far as can be seen now)."""
+        return self._reader_busy or self.transport.has_input()
 
     # ------------------------------------------------------------------ running
 
@@ -78,10 +83,12 @@ class Connection:
         receive = self.transport.receive
         on_line = self._dispatch.on_line
         while True:
+            self._reader_busy = False
             try:
                 frames = await receive()
             except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                 break
+            self._reader_busy = True
             for frame in frames:
                 if isinstance(frame, LineTooLong):
                     await self._outbox.put(envelope.error(

@@ -33,8 +33,9 @@ from .errors import (
     RpcError,
     wire_error,
 )
+from .framing import Line
 from .methods import Method, MethodTable
-from .outbox import Outbox
+from .outbox import Message, Outbox
 
 if TYPE_CHECKING:
     from .connection import Connection
@@ -42,6 +43,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("sidecar.rpc")
 
 WRITE_GRACE = 10.0  # seconds an answer may wait for a stalled client once its request is over
+# Loop turns a big answer gives the reader to take what came in meanwhile, at most: a client that
+# never stops sending must not hold the answer back for good.
+YIELD_TURNS = 8
 
 
 class _InFlight:
@@ -88,7 +92,7 @@ class Dispatcher:
 
     # ------------------------------------------------------------------ one line in
 
-    async def on_line(self, line: bytes) -> None:
+    async def on_line(self, line: Line) -> None:
         """Route one line; answer it here when no handler will."""
         reply_to: int | str | None = None
         name = "a message"
@@ -154,10 +158,11 @@ class Dispatcher:
             return
         assert self._tg is not None, "serve() attaches the task group before reading"
         entry = _InFlight(method, ctx)
-        self._tg.start_soon(self._run_request, request_id, entry, params)
+        # Named here: anyio would otherwise work a name out of the coroutine for every request.
+        self._tg.start_soon(self._run_request, request_id, entry, params, name=name)
         self.inflight[request_id] = entry  # after start_soon: a request it refused is not in flight
 
-    async def _call(self, method: Method, params: Any, ctx: RequestContext) -> bytes | bytearray:
+    async def _call(self, method: Method, params: Any, ctx: RequestContext) -> Message:
         try:
             result = await method.handler(params, ctx)
             message = envelope.response(ctx.id, result)
@@ -168,20 +173,33 @@ class Dispatcher:
         return message
 
     async def _run_request(self, request_id: int | str, entry: _InFlight, params: Any) -> None:
-        message: bytes | bytearray | None = None
+        message: Message | None = None
         with entry.scope:
             message = await self._call(entry.method, params, entry.ctx)
         if message is None:
             message = envelope.error(request_id, REQUEST_CANCELLED, entry.stop_reason)
+        elif isinstance(message, list):
+            await self._let_input_first()
         try:
-            with anyio.move_on_after(WRITE_GRACE, shield=True):
-                await self._outbox.put(message)
+            if not self._outbox.try_put(message):  # the usual case needs no timer
+                with anyio.move_on_after(WRITE_GRACE, shield=True):
+                    await self._outbox.put(message)
         finally:
             del self.inflight[request_id]  # only now: wait_answered() promises the answer is queued
             if self._answered is not None:
                 self._answered.set()
                 self._answered = None
         entry.ctx.answered()
+
+    async def _let_input_first(self) -> None:
+        """Before a big answer (one in parts) starts: lines that came in while it was made, a
+        ``ping`` say, are read and the inline ones answered first. Once the big one is being
+        written, whatever comes after waits for it: lines cannot interleave."""
+        with anyio.CancelScope(shield=True):
+            for _ in range(YIELD_TURNS):
+                await anyio.lowlevel.checkpoint()  # the reader, when woken, runs before we go on
+                if not self._connection.input_waiting():
+                    return
 
     def _error_for(self, request_id: int | str | None, method: str, exc: Exception) -> bytes:
         """The one place an exception becomes a wire error."""

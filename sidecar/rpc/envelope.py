@@ -42,7 +42,7 @@ decode_cancel = msgspec.json.Decoder(CancelParams).decode
 TOO_DEEP = "parse error: the JSON is nested deeper than this parser goes (about 1000 levels)"
 
 
-def decode_line(line: bytes) -> Envelope:
+def decode_line(line: bytes | bytearray) -> Envelope:
     """The envelope of one line, or an ``RpcError`` to answer with id null: ParseError when the
     line is not JSON we can read, InvalidRequest when it is JSON but not an object.
 
@@ -93,13 +93,57 @@ def validation_data(exc: msgspec.ValidationError) -> dict[str, str]:
     return {"path": "params" + path[1:], "reason": reason}
 
 
-def response(request_id: int | str | None, result: Any) -> bytearray:
-    # Encoded straight after its head: a big result (a tool's 15 MB) is copied once, not
-    # encoded and then copied again into the envelope.
+class Verbatim:
+    """JSON that is already bytes (a tool's result as its worker wrote it), for a value inside a
+    result. ``response`` sends a big one as a part of its own, never copied into the message:
+    copying 15 MB costs the event loop milliseconds (and page faults) while pings wait."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self, raw: msgspec.Raw) -> None:
+        self.raw = raw
+
+
+# One line in parts, written back to back with nothing in between (see ``Outbox``).
+Parts = list[bytes | bytearray | memoryview]
+
+SPLICE_BYTES = 1 << 16  # a smaller Verbatim is copied into its message like any value
+# In place of each big Verbatim while the rest is encoded: a raw NUL byte is never in JSON that
+# msgspec writes (it escapes control characters in strings), and never in a checked Raw.
+_MARK = msgspec.Raw(b"\x00")
+_spliced: list[msgspec.Raw] = []
+
+
+def _splice(value: Any) -> Any:
+    if isinstance(value, Verbatim):
+        if len(value.raw) < SPLICE_BYTES:
+            return value.raw
+        _spliced.append(value.raw)
+        return _MARK
+    raise TypeError(f"Encoding objects of type {type(value).__name__} is unsupported")
+
+
+_splicing_encoder = msgspec.json.Encoder(enc_hook=_splice)
+
+
+def response(request_id: int | str | None, result: Any) -> bytearray | Parts:
+    """The answer to a request: one buffer, or parts when the result holds a big ``Verbatim``."""
     message = bytearray(b'{"jsonrpc":"2.0","id":%s,"result":' % encode(request_id))
-    _encoder.encode_into(result, message, -1)
+    _spliced.clear()
+    try:
+        _splicing_encoder.encode_into(result, message, -1)
+        if not _spliced:
+            message += b"}\n"
+            return message
+        raws = list(_spliced)
+    finally:
+        _spliced.clear()
     message += b"}\n"
-    return message
+    pieces = bytes(message).split(b"\x00")
+    parts: Parts = [pieces[0]]
+    for raw, piece in zip(raws, pieces[1:], strict=True):
+        parts += (memoryview(raw), piece)
+    return parts
 
 
 def error(request_id: int | str | None, code: int, message: str, data: Any = None) -> bytes:

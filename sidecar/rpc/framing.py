@@ -14,7 +14,12 @@ class LineTooLong(NamedTuple):
     size: int  # bytes seen before the newline (at least the cap + 1)
 
 
-Frame = bytes | LineTooLong
+# A line gathered from several reads is handed over in the buffer it was gathered in once it is
+# this long: copying a 15 MB answer into bytes would hold the event loop for milliseconds.
+HAND_OVER_BYTES = 1 << 16
+
+Line = bytes | bytearray
+Frame = Line | LineTooLong
 
 
 class LineSplitter:
@@ -42,10 +47,14 @@ class LineSplitter:
             nl = chunk.find(b"\n", start)
             if nl < 0:
                 break
+            line: Line
             if self._buf:
-                self._buf += chunk[start:nl]
-                line = bytes(self._buf)
-                self._buf.clear()
+                self._buf += memoryview(chunk)[start:nl]
+                if len(self._buf) >= HAND_OVER_BYTES:
+                    line, self._buf = self._buf, bytearray()
+                else:
+                    line = bytes(self._buf)
+                    self._buf.clear()
             else:
                 line = chunk[start:nl]
             self._emit(line, out)
@@ -57,7 +66,7 @@ class LineSplitter:
                 self._skipped = len(self._buf) + rest
                 self._buf.clear()
             else:
-                self._buf += chunk[start:]
+                self._buf += memoryview(chunk)[start:]
         return out
 
     def finish(self) -> list[Frame]:
@@ -66,12 +75,12 @@ class LineSplitter:
         if self._skipping:
             out.append(LineTooLong(self._skipped))
         elif self._buf:
-            self._emit(bytes(self._buf), out)
-        self._buf.clear()
+            self._emit(self._buf, out)
+        self._buf = bytearray()
         self._skipping = False
         return out
 
-    def _emit(self, line: bytes, out: list[Frame]) -> None:
+    def _emit(self, line: Line, out: list[Frame]) -> None:
         if len(line) > self._max:
             out.append(LineTooLong(len(line)))
             return

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import select
 import stat
 import sys
 import threading
@@ -47,6 +48,10 @@ class Transport(Protocol):
 
     def try_send(self, data: Data) -> int:
         """Write what can be written without waiting; returns how many bytes (0: use ``send``)."""
+        ...
+
+    def has_input(self) -> bool:
+        """Input has arrived that ``receive`` has not returned yet (as far as can be seen now)."""
         ...
 
     async def aclose(self) -> None: ...
@@ -144,6 +149,11 @@ class StdioTransport:
                 raise anyio.BrokenResourceError from exc
             view = view[n:]
 
+    def has_input(self) -> bool:
+        if not self._poll_reads:
+            return self._batches_out.statistics().current_buffer_used > 0
+        return bool(select.select([self._read_fd], [], [], 0)[0])
+
     def try_send(self, data: Data) -> int:
         if not self._nonblocking:
             return 0
@@ -200,11 +210,16 @@ class MemoryTransport:
         self._outgoing = outgoing
         self._splitter = LineSplitter(max_line_bytes)
         self._eof = False
+        self._receiving = False
 
     async def receive(self) -> list[Frame]:
         while not self._eof:
             try:
-                chunk = await self._incoming.receive()
+                self._receiving = True
+                try:
+                    chunk = await self._incoming.receive()
+                finally:
+                    self._receiving = False
             except (anyio.EndOfStream, anyio.ClosedResourceError):
                 self._eof = True
                 frames = self._splitter.finish()
@@ -221,6 +236,12 @@ class MemoryTransport:
             await self._outgoing.send(bytes(data))
         except anyio.ClosedResourceError as exc:
             raise anyio.BrokenResourceError from exc
+
+    def has_input(self) -> bool:
+        stats = self._incoming.statistics()
+        # A chunk sent while we wait is handed over at once: we are then no longer among the
+        # waiting receivers, though we have not returned it yet.
+        return stats.current_buffer_used > 0 or (self._receiving and not stats.tasks_waiting_receive)
 
     def try_send(self, data: Data) -> int:
         try:

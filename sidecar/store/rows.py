@@ -6,7 +6,6 @@ import os
 import time
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import aiosqlite
@@ -21,7 +20,19 @@ def json_text(value: Any) -> str:
 
 
 def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    """UTC, ``2026-01-02T03:04:05.678901Z`` (what ``datetime.isoformat`` writes, with ``Z``)."""
+    # Every tool call takes two of these: the seconds are formatted once per second, not each time.
+    global _second, _second_text
+    us = time.time_ns() // 1000
+    second, micro = divmod(us, 1_000_000)
+    if second != _second:
+        _second_text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        _second = second
+    return f"{_second_text}.{micro:06d}Z"
+
+
+_second = -1
+_second_text = ""
 
 
 def named(cls: type[S], row: aiosqlite.Row, **decoded: Any) -> S:
@@ -46,4 +57,6 @@ def _uuid7_by_hand() -> str:
     rand = int.from_bytes(os.urandom(10), "big")
     value = (ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | (rand >> 68 & 0xFFF) << 64
     value |= 0b10 << 62 | (rand & ((1 << 62) - 1))
-    return str(uuid.UUID(int=value))
+    # str(uuid.UUID(int=value)), without building the UUID (one per tool call and message).
+    h = f"{value:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"

@@ -75,11 +75,23 @@ async def resolve(db: Database, host: McpHost | None, ref_id: str) -> Resolved:
     if found is None:
         raise NotFound("tool", ref_id, f"the MCP server {row.key} ({_status(host, row)}) has no tool {name!r} "
                                        "right now")
+    # On every call's path: the view is rebuilt only when one of what it is made of was replaced
+    # (stored rows are read anew after a catalog change, a server's tools after it lists them).
+    hit = _resolved.get(ref_id)
+    if hit is not None and hit[0] is row and hit[1] is override and hit[2] is found:
+        return hit[3]
+    if len(_resolved) >= 1024:
+        _resolved.clear()
     tool = _view(row, found, override)
     config: dict[str, Any] = {"server_key": row.key, "tool_name": name}
     if output := (row.options.get("tool_output") or {}).get(name):
         config["output"] = output  # declared by the toolset for this tool (toolset.yaml tool_output)
-    return Resolved(tool, None, config, None, switched_on=switched_on(override))
+    target = Resolved(tool, None, config, None, switched_on=switched_on(override))
+    _resolved[ref_id] = (row, override, found, target)
+    return target
+
+
+_resolved: dict[str, tuple[McpServerRow, OverrideRow | None, McpTool, Resolved]] = {}
 
 
 def _status(host: McpHost | None, row: McpServerRow) -> str:

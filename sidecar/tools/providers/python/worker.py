@@ -17,7 +17,7 @@ import anyio
 import msgspec
 
 from ....children import KILL_WAIT, Child, exit_reason
-from ....rpc.framing import Frame, LineSplitter, LineTooLong
+from ....rpc.framing import Frame, Line, LineSplitter, LineTooLong
 
 log = logging.getLogger("sidecar.tools")
 
@@ -243,12 +243,12 @@ _TOO_DEEP = _TooDeep()
 _HEAD_ID = re.compile(rb'\{"jsonrpc":"2\.0","id":(\d+),')
 
 
-def _head_id(line: bytes) -> int | None:
+def _head_id(line: Line) -> int | None:
     m = _HEAD_ID.match(line)
     return int(m[1]) if m else None
 
 
-async def _decode(decoder: Decoder, line: bytes) -> Reply | CallReply | None:
+async def _decode(decoder: Decoder, line: Line) -> Reply | CallReply | None:
     """The reply on one line, or None when the line is not a JSON-RPC reply.
 
     Raises:
