@@ -32,7 +32,9 @@ POSIX only (resource limits, process groups, select on a pipe).
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
+import fcntl
 import importlib
 import inspect
 import os
@@ -423,6 +425,11 @@ def _claim_stdio() -> tuple[int, int]:
     /dev/null, so ``print``, ``os.write(1, ...)``, ``input()`` and child processes can neither
     corrupt nor consume it. ``os.dup`` makes the copies non-inheritable."""
     wire_in, wire_out = os.dup(0), os.dup(1)
+    if sys.platform == "linux":
+        # 1 MiB instead of 64 KiB: a big result then reaches the sidecar in 16 times fewer turns of
+        # its event loop. Best effort: over the user's pipe quota the pipe keeps what it has.
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(wire_out, fcntl.F_SETPIPE_SZ, 1 << 20)
     os.dup2(2, 1)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
