@@ -29,6 +29,12 @@ def print_table(rows: list[tuple[str, ...]]) -> None:
     print()
 
 
+def misses_line(rows: list[tuple[str, ...]], *more: str) -> str:
+    """The report's last verdict: every row marked FAIL, then `more` (an unclean exit, ...)."""
+    misses = [r[0].strip() for r in rows if r[4].startswith("FAIL")] + list(more)
+    return "budget misses: " + ("; ".join(misses) if misses else "none")
+
+
 def pct(values: list[float], q: float) -> float:
     """Percentile q (0..100) with linear interpolation between closest ranks."""
     s = sorted(values)

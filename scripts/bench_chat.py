@@ -66,7 +66,7 @@ import anyio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from _bench import Rows, pct, print_header, print_table, run_in_temp_dir  # noqa: E402 (after the sys.path set-up above)
+from _bench import Rows, misses_line, pct, print_header, print_table, run_in_temp_dir  # noqa: E402 (after the sys.path set-up above)
 
 from sidecar.client import SidecarClient  # noqa: E402 (after the sys.path set-up above)
 
@@ -413,10 +413,7 @@ def main() -> int:
     print_table(rows)
     print(f"sidecar RSS at the end: {res['rss'] / 2**20:.1f} MB (debug/info rssBytes); "
           f"exit code after shutdown + exit: {res['exit']}")
-    misses = [r[0].strip() for r in rows if r[4].startswith("FAIL")]
-    if res["exit"] != 0:
-        misses.append(f"sidecar exit code {res['exit']}")
-    print("budget misses: " + ("; ".join(misses) if misses else "none"))
+    print(misses_line(rows, *([f"sidecar exit code {res['exit']}"] if res["exit"] != 0 else [])))
     print(f"wall time: {wall:.1f} s")
     return 0
 

@@ -55,7 +55,7 @@ import anyio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from _bench import Rows, pct, print_header, print_table, run_in_temp_dir  # noqa: E402  (scripts/ is on sys.path when run as a script)
+from _bench import Rows, misses_line, pct, print_header, print_table, run_in_temp_dir  # noqa: E402  (scripts/ is on sys.path when run as a script)
 
 from sidecar.client import SidecarClient  # noqa: E402
 
@@ -443,8 +443,7 @@ def main() -> int:
         print(f"unclean exit: {b}")
     if left:
         print(f"server processes still alive: {left}")
-    misses = [r[0].strip() for r in rows if r[4].startswith("FAIL")]
-    print("budget misses: " + ("; ".join(misses) if misses else "none"))
+    print(misses_line(rows))
     print(f"wall time: {wall:.1f} s")
     return 0
 

@@ -41,7 +41,8 @@ import threading
 import time
 from pathlib import Path
 
-from _bench import Rows, pct, print_header, print_table, vm_rss_bytes  # scripts/ is on sys.path when run as a script
+# scripts/ is on sys.path when run as a script
+from _bench import Rows, misses_line, pct, print_header, print_table, vm_rss_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
@@ -531,8 +532,7 @@ def main() -> int:
         extra.append(f"heavy extension libraries mapped in the sidecar: {rss['mapped']}")
     for b in exits.bad:
         extra.append(f"unclean exit: {b}")
-    misses = [r[0].strip() for r in rows if r[4].startswith("FAIL")]
-    extra.append("budget misses: " + ("; ".join(misses) if misses else "none"))
+    extra.append(misses_line(rows))
     for line in extra:
         print(line)
     return 0

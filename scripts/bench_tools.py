@@ -70,7 +70,7 @@ import anyio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from _bench import Rows, pct, print_header, print_table, run_in_temp_dir, vm_rss_bytes  # noqa: E402  (scripts/ is on sys.path when run as a script)
+from _bench import Rows, misses_line, pct, print_header, print_table, run_in_temp_dir, vm_rss_bytes  # noqa: E402  (scripts/ is on sys.path when run as a script)
 
 from sidecar.client import SidecarClient  # noqa: E402  (after the sys.path insert above)
 from sidecar.rpc.transport import PIPE_BYTES  # noqa: E402  (after the sys.path insert above)
@@ -640,8 +640,7 @@ def main_cards(rounds: int) -> int:
     print(f"mode     --cards  {rounds} interleaved rounds of 20")
     print()
     print_table(rows)
-    misses = [r[0].strip() for r in rows if r[4].startswith("FAIL")]
-    print("budget misses: " + ("; ".join(misses) if misses else "none"))
+    print(misses_line(rows))
     return 0
 
 
@@ -669,8 +668,7 @@ def main_stalls(repeats: int) -> int:
     print_table(rows)
     print("each round:", "; ".join(f"{k} " + " ".join(f"{v:.1f}" for v in vs)
                                     for k, vs in stalls.items() if k != "rest"), "(ms)")
-    misses = [r[0].strip() for r in rows if r[4].startswith("FAIL")]
-    print("budget misses: " + ("; ".join(misses) if misses else "none"))
+    print(misses_line(rows))
     print(f"wall time: {time.perf_counter() - t_start:.1f} s")
     return 0
 
@@ -761,8 +759,7 @@ def main() -> int:
     if side.get("sidecar_rss"):
         print(f"sidecar RSS after the warm series: {side['sidecar_rss'] / MIB:.1f} MB (/proc VmRSS; "
               f"debug/info rssBytes {side['debug_info']['rssBytes'] / MIB:.1f} MB)")
-    misses = [r[0].strip() for r in rows if r[4].startswith("FAIL")]
-    print("budget misses: " + ("; ".join(misses) if misses else "none"))
+    print(misses_line(rows))
     print(f"wall time: {wall:.1f} s")
     return 0
 
