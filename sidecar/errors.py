@@ -8,6 +8,9 @@
     │   └── NotConfigured                a tool whose required config has no value; data also
     │                                    {toolsetId, toolId, missing}
     ├── PermissionDenied         -32012  the user said no, a path outside its root, a host not allowed
+    │   └── DestinationRefused           an HTTP tool's request (or a redirect) to a host outside its
+    │                                    allowedHosts or to a non-public address; data {host, port,
+    │                                    address, reason, allow}
     ├── InvalidBundle            -32013  data {path, reason}: path is inside the bundle
     │   ├── BundleError                  the folder or ZIP (limits, names, entries)
     │   └── ManifestError                toolset.yaml (path is where in it: tools[2].entrypoint)
@@ -93,6 +96,22 @@ class NotConfigured(Conflict):
 
 class PermissionDenied(SidecarError):
     code = ErrorCode.PERMISSION_DENIED
+
+
+class DestinationRefused(PermissionDenied):
+    """Where an HTTP tool's request would go is not allowed (tools/providers/http/guard.py). The
+    message names the host, the address (None when the name was not looked up), and the entry
+    ``allow`` to add to allowedHosts; ``reason`` is ``notAllowed``, ``scheme`` or the address's class
+    (``loopback``, ``private``, ``metadata``, ...)."""
+
+    def __init__(self, message: str, *, host: str, port: int | None, address: str | None, reason: str,
+                 allow: str | None) -> None:
+        super().__init__(message, {"host": host, "port": port, "address": address, "reason": reason,
+                                   "allow": allow})
+        self.host = host
+        self.address = address
+        self.reason = reason
+        self.allow = allow
 
 
 class InvalidBundle(SidecarError):
