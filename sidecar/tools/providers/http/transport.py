@@ -11,6 +11,7 @@ request: it loads httpx2.
 
 from __future__ import annotations
 
+import functools
 import logging
 import ssl
 from collections.abc import Iterable
@@ -65,6 +66,14 @@ class GuardedBackend(AnyIOBackend):
         raise httpcore2.ConnectError("HTTP tools do not connect to Unix sockets")
 
 
+@functools.cache
+def _default_ssl_context(http1: bool, http2: bool) -> ssl.SSLContext:
+    """One verifying context per protocol choice, shared by every transport: building one loads the
+    CA bundle (about 50 ms), and httpcore2 sets ALPN on it from http1/http2 at each connect, so
+    transports that share one must agree on those."""
+    return httpx2.create_ssl_context()
+
+
 class GuardedTransport(httpx2.AsyncHTTPTransport):
     def __init__(self, destinations: Destinations, *, verify: ssl.SSLContext | str | bool = True, cert: Any = None,
                  trust_env: bool = True, http1: bool = True, http2: bool = False,
@@ -75,7 +84,8 @@ class GuardedTransport(httpx2.AsyncHTTPTransport):
         limits = limits or httpx2.Limits(max_connections=100, max_keepalive_connections=20)
         self._destinations = destinations
         self._pool = httpcore2.AsyncConnectionPool(
-            ssl_context=httpx2.create_ssl_context(verify=verify, cert=cert, trust_env=trust_env),
+            ssl_context=(_default_ssl_context(http1, http2) if (verify, cert, trust_env) == (True, None, True)
+                         else httpx2.create_ssl_context(verify=verify, cert=cert, trust_env=trust_env)),
             max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,
             keepalive_expiry=limits.keepalive_expiry,
