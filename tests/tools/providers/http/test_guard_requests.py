@@ -308,3 +308,26 @@ async def test_tls_checks_the_certificate_and_sends_sni_for_the_name_not_the_add
     assert public.server_names[:2] == ["api.test", "other.test"]
     assert public.requests == [("/secure", f"api.test:{public.port}")]
     assert ipaddress.ip_address(public.host).is_loopback
+
+
+async def test_the_system_resolver_is_used_and_every_address_it_gives_is_checked(serve, connects) -> None:
+    """``localhost`` through the real getaddrinfo (no internet needed): refused as loopback unless its
+    addresses are listed."""
+    local = serve("127.0.0.1")
+    async with client(Destinations(["localhost"])) as http:
+        with pytest.raises(DestinationRefused) as caught:
+            await http.get(local.url(host="localhost"))
+    assert caught.value.reason == "loopback" and caught.value.address in ("127.0.0.1", "::1")
+    async with client(Destinations(["localhost", "127.0.0.1", "::1"])) as http:
+        assert (await http.get(local.url(host="localhost"))).text == "hello from 127.0.0.1"
+    assert local.requests == [("/", f"localhost:{local.port}")]
+    assert connects()[-1] == "localhost -> 127.0.0.1"
+
+
+async def test_when_a_checked_address_does_not_answer_the_next_checked_one_is_tried(serve, connects) -> None:
+    public = serve("127.0.0.2")
+    dns = Resolver({"api.test": [["127.0.0.3", "127.0.0.2"]]})  # nothing listens on 127.0.0.3
+    async with client(Destinations(["api.test", "127.0.0.2", "127.0.0.3"], resolver=dns)) as http:
+        assert (await http.get(public.url(host="api.test"))).text == "hello from 127.0.0.2"
+    assert dns.asked == ["api.test"]
+    assert connects() == ["api.test -> 127.0.0.3", "api.test -> 127.0.0.2"]
