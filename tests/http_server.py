@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json as jsonlib
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -126,8 +127,15 @@ class _Route:
 
 
 class HttpServer:
-    def __init__(self, host: str = "127.0.0.1") -> None:
-        self._sock = socket.create_server((host, 0), backlog=256)
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, tls: ssl.SSLContext | None = None) -> None:
+        """`host` may be any local address (127.0.0.2, ::1); `tls` serves HTTPS with that context and
+        records the name each client sent in SNI (`server_names`)."""
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self._sock = socket.create_server((host, port), family=family, backlog=256)
+        self._tls = tls
+        self.server_names: list[str | None] = []
+        if tls is not None:
+            tls.sni_callback = lambda _sock, name, _ctx: self.server_names.append(name)  # type: ignore[assignment] -- returns None, as ssl expects
         self._routes: dict[tuple[str, str], _Route] = {}
         self._lock = threading.Lock()
         self._closed = threading.Event()
@@ -149,11 +157,11 @@ class HttpServer:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"{'https' if self._tls else 'http'}://{self.netloc}"
 
     @property
     def netloc(self) -> str:
-        return f"{self.host}:{self.port}"
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
 
     def route(self, method: str, path: str, *responses: Response, handler: Handler | None = None) -> None:
         """Script `method path` (method "*" matches any). Replaces an earlier script of the same route."""
@@ -221,6 +229,18 @@ class HttpServer:
 
     def _serve(self, conn: socket.socket, addr: tuple[str, int]) -> None:
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self._tls is not None:
+            try:
+                secure = self._tls.wrap_socket(conn, server_side=True)
+            except OSError:  # a failed handshake (ssl.SSLError is an OSError): the client gave up
+                with self._lock:
+                    self._conns.discard(conn)
+                conn.close()
+                return
+            with self._lock:
+                self._conns.discard(conn)
+                self._conns.add(secure)
+            conn = secure
         reader = conn.makefile("rb")
         try:
             while not self._closed.is_set():

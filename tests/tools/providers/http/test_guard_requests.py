@@ -1,5 +1,5 @@
 """Where an HTTP tool's request may go, through the real httpx2 client with the guard's transport,
-against real servers on loopback addresses (127.0.0.1, 127.0.0.2, 127.0.0.3, ::1).
+against real servers (tests/http_server.py) on loopback addresses (127.0.0.1, 127.0.0.2, 127.0.0.3, ::1).
 
 A DNS name is resolved by an injected resolver (real DNS of a made-up name would need the internet);
 everything else is real: sockets, redirects, TLS. 127.0.0.2 stands for "a public server" and is
@@ -9,14 +9,10 @@ listed in allowedHosts, which is the one explicit way to reach a loopback or pri
 from __future__ import annotations
 
 import datetime
-import http.server
 import ipaddress
 import logging
-import socket
 import ssl
-import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,69 +21,55 @@ import pytest
 
 from sidecar.errors import DestinationRefused
 from sidecar.tools.providers.http.guard import Destinations
+from tests.http_server import HttpServer, Request, Response
 
 pytestmark = pytest.mark.anyio
 
 
-@dataclass
+PATHS = ("/", "/admin", "/file", "/one", "/two", "/three", "/secure", "/steal")
+
+
+def _redirect(request: Request) -> Response:
+    return Response(302, headers={"Location": request.raw_query})
+
+
 class Server:
-    host: str
-    port: int
-    requests: list[tuple[str, str]] = field(default_factory=list)  # (path, Host header)
-    server_names: list[str | None] = field(default_factory=list)  # TLS SNI seen
+    """A tests/http_server.py server that says which address it is and redirects ``/go?<url>``."""
+
+    def __init__(self, host: str, port: int = 0, tls: ssl.SSLContext | None = None) -> None:
+        self.http = HttpServer(host, port, tls)
+        self.host, self.port = host, self.http.port
+        self.http.route("GET", "/go", handler=_redirect)
+        for path in PATHS:
+            self.http.route("GET", path, Response(body=f"hello from {host}"))
+
+    @property
+    def requests(self) -> list[tuple[str, str]]:
+        """(target, Host header) of each request received."""
+        return [(r.target, r.header("host") or "") for r in self.http.requests]
+
+    @property
+    def server_names(self) -> list[str | None]:
+        return self.http.server_names
 
     def url(self, path: str = "/", host: str | None = None, scheme: str = "http") -> str:
-        shown = host or (f"[{self.host}]" if ":" in self.host else self.host)
-        return f"{scheme}://{shown}:{self.port}{path}"
-
-
-class _Handler(http.server.BaseHTTPRequestHandler):
-    server: Any
-    protocol_version = "HTTP/1.1"  # keep-alive: later requests reuse the checked connection
-
-    def do_GET(self) -> None:
-        record: Server = self.server.record
-        record.requests.append((self.path, self.headers.get("Host", "")))
-        if self.path.startswith("/go?"):
-            self.send_response(302)
-            self.send_header("Location", self.path.split("?", 1)[1])
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
-        body = f"hello from {record.host}".encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+        return f"{scheme}://{host or self.http.netloc.rsplit(':', 1)[0]}:{self.port}{path}"
 
 
 @pytest.fixture
 def serve() -> Iterator[Callable[..., Server]]:
-    """Start a real HTTP(S) server on a given loopback address; all stop after the test."""
-    running: list[http.server.ThreadingHTTPServer] = []
+    """Start a real server on a given local address; all stop after the test."""
+    running: list[Server] = []
 
     def start(host: str, tls: ssl.SSLContext | None = None, port: int = 0) -> Server:
-        class Bound(http.server.ThreadingHTTPServer):
-            address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
-            daemon_threads = True
-
-        httpd = Bound((host, port), _Handler)
-        record = Server(host, httpd.server_address[1])
-        httpd.record = record  # type: ignore[attr-defined] -- the handler reads it
-        if tls is not None:
-            tls.sni_callback = lambda _sock, name, _ctx: record.server_names.append(name)  # type: ignore[assignment] -- returns None, as ssl expects
-            httpd.socket = tls.wrap_socket(httpd.socket, server_side=True)
-        threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
-        running.append(httpd)
-        return record
+        server = Server(host, port, tls)
+        server.http.start()
+        running.append(server)
+        return server
 
     yield start
-    for httpd in running:
-        httpd.shutdown()
-        httpd.server_close()
+    for server in running:
+        server.http.close()
 
 
 class Resolver:
