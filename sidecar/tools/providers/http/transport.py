@@ -67,11 +67,11 @@ class GuardedBackend(AnyIOBackend):
 
 
 @functools.cache
-def _default_ssl_context(http1: bool, http2: bool) -> ssl.SSLContext:
+def _default_ssl_context(http1: bool, http2: bool, trust_env: bool) -> ssl.SSLContext:
     """One verifying context per protocol choice, shared by every transport: building one loads the
     CA bundle (about 50 ms), and httpcore2 sets ALPN on it from http1/http2 at each connect, so
     transports that share one must agree on those."""
-    return httpx2.create_ssl_context()
+    return httpx2.create_ssl_context(trust_env=trust_env)
 
 
 class GuardedTransport(httpx2.AsyncHTTPTransport):
@@ -84,7 +84,7 @@ class GuardedTransport(httpx2.AsyncHTTPTransport):
         limits = limits or httpx2.Limits(max_connections=100, max_keepalive_connections=20)
         self._destinations = destinations
         self._pool = httpcore2.AsyncConnectionPool(
-            ssl_context=(_default_ssl_context(http1, http2) if (verify, cert, trust_env) == (True, None, True)
+            ssl_context=(_default_ssl_context(http1, http2, trust_env) if (verify, cert) == (True, None)
                          else httpx2.create_ssl_context(verify=verify, cert=cert, trust_env=trust_env)),
             max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,
