@@ -101,7 +101,7 @@ def parse_host_entry(entry: str) -> HostRule | str:
     if not text:
         return "an empty host; write a host name like api.example.com"
     if "://" in text or any(c in text for c in "@?# \\"):
-        return f"{entry!r} is not a host: write the host alone, like api.example.com (no scheme, path or user)"
+        return f"{entry!r} is not a host name: write the host alone, like api.example.com (no scheme, path or user)"
     if "/" in text:
         return _parse_network(entry, text)
     host, port = text, None
