@@ -207,7 +207,7 @@ class Destinations:
             found = [literal]
         else:
             answers = await self._resolver(host, port)
-            found = list(dict.fromkeys(_address(a) for a in answers))
+            found = list(dict.fromkeys(ipaddress.ip_address(a) for a in answers))
             if not found:
                 raise socket.gaierror(socket.EAI_NONAME, f"{host} has no address")
         for address in found:
@@ -220,13 +220,16 @@ class Destinations:
                          count: int) -> DestinationRefused:
         shown = _show(address)
         allow = _entry_for(shown, None, address)
-        resolved = "is" if _literal(host) is not None else (
-            "resolved to" if count == 1 else f"resolved to {count} addresses, among them")
+        literal = _literal(host)
+        if literal is not None:
+            what = f"{shown} is {verdict.describe()}"
+        else:
+            among = "" if count == 1 else f" {count} addresses, among them"
+            what = f"{host} resolved to{among} {shown}, {verdict.describe()}"
         extra = " (a network entry does not cover a metadata address)" if verdict.kind == "metadata" else ""
         return DestinationRefused(
-            f"refused {_netloc(host, port, _literal(host))}: {host} {resolved} {shown}, {verdict.describe()}; "
-            f"to allow that address, add {allow!r} to {self.where}{extra}",
-            host=host, port=port, address=shown, reason=verdict.kind, allow=allow)
+            f"refused {_netloc(host, port, literal)}: {what}; to allow that address, add {allow!r} to "
+            f"{self.where}{extra}", host=host, port=port, address=shown, reason=verdict.kind, allow=allow)
 
     def transport(self, **kwargs: Any) -> httpx2.AsyncBaseTransport:
         """An httpx2 transport that applies these rules to every request it sends. ``kwargs`` are
@@ -251,10 +254,6 @@ def _literal(host: str) -> IPAddress | None:
         return ipaddress.ip_address(unquote(host.strip("[]")))
     except ValueError:
         return None
-
-
-def _address(text: str) -> IPAddress:
-    return ipaddress.ip_address(text)
 
 
 def _show(address: IPAddress) -> str:

@@ -105,7 +105,9 @@ async def test_a_metadata_address_is_allowed_by_its_literal_only() -> None:
     by_network = Destinations(["169.254.0.0/16"], resolver=no_dns)
     with pytest.raises(DestinationRefused) as caught:
         await by_network.addresses("169.254.169.254", 80)
-    assert "a network entry does not cover a metadata address" in caught.value.message
+    assert caught.value.message == (
+        "refused 169.254.169.254:80: 169.254.169.254 is a cloud metadata address; to allow that address, "
+        "add '169.254.169.254' to allowedHosts (a network entry does not cover a metadata address)")
     assert await by_network.addresses("169.254.1.1", 80) == ["169.254.1.1"]
     assert await Destinations(["169.254.169.254"], resolver=no_dns).addresses("169.254.169.254", 80) == [
         "169.254.169.254"]
