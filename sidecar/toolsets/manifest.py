@@ -14,6 +14,7 @@ from ..api.toolsets import RENDERERS, Renderer
 from ..errors import ManifestError
 from ..store.mcp_servers import McpServerRow
 from ..tools.output import COLOUR_HINT, OutputDecl, check_colours
+from ..tools.providers.http.auth import auth_error
 
 ENTRYPOINT_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
 MAX_MANIFEST_BYTES = 1 << 20
@@ -181,6 +182,8 @@ def from_data(data: Any) -> Parsed:
         hint = _HINTS.get(path.rpartition(".")[2].split("[")[0])
         if hint and "matching regex" in reason:
             reason = f"not a valid value: {hint}"
+        if ".auth" in path:  # an HTTP tool's auth: a literal secret says to write ${NAME}
+            path, reason = auth_error(path, reason)
         raise ManifestError(path, reason) from None
     return _check(manifest)
 
