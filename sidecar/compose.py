@@ -18,7 +18,7 @@ from . import process
 from .chat.chats import ChatService
 from .chat.providers.service import ProviderService
 from .chat.turns import TurnService
-from .errors import StorageError
+from .errors import NotFound, StorageError
 from .handlers.notify import Notifier
 from .mcp_host.servers import McpServers
 from .secrets.store import SecretStore
@@ -29,6 +29,7 @@ from .store.tool_calls import ToolCallRepo
 from .tools.calls import ToolCallService
 from .tools.catalog import Catalog
 from .tools.config import ToolConfig
+from .tools.providers.http.oauth import OAuthTokens
 from .tools.providers.python.workers import WorkerHost
 from .toolsets.authoring import LocalToolsets
 from .toolsets.service import ToolsetService
@@ -54,6 +55,7 @@ class Services:
     toolsets: ToolsetService
     turns: TurnService
     config: ToolConfig
+    oauth: OAuthTokens  # HTTP tools' OAuth2 tokens: one cache, one lock per tool
 
 
 async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGroup, on_close: OnClose,
@@ -73,6 +75,7 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     workspace.bind(tg)
     chats = ChatService(workspace)
     providers = ProviderService(db, secrets)
+    oauth = OAuthTokens(secrets)
     on_close("model providers", providers.aclose)
     tg.start_soon(_move_provider_keys, providers)
     workers = WorkerHost()
@@ -80,6 +83,10 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
 
     async def toolset_changed(toolset_id: str) -> None:
         await config.reconcile(toolset_id)  # an upgrade keeps the values its schema still has
+        try:
+            await toolsets.get(toolset_id)
+        except NotFound:
+            await oauth.forget(toolset_id)  # uninstalled: its cached tokens leave the secret store
         await servers.sync()
         await local.refresh()
 
@@ -110,7 +117,7 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     await servers.sync()  # returns at once: the servers connect in the background
     return Services(settings=settings, started_at=started_at, db=db, secrets=secrets, workspace=workspace, chats=chats,
                     providers=providers, mcp_servers=servers, catalog=catalog, tool_calls=tool_calls,
-                    toolsets=toolsets, turns=turns, config=config)
+                    toolsets=toolsets, turns=turns, config=config, oauth=oauth)
 
 
 async def _move_provider_keys(providers: ProviderService) -> None:
