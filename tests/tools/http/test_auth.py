@@ -374,3 +374,14 @@ async def test_no_secret_in_the_log(server: AuthServer, store: SecretStore, log_
     assert "HTTP Request" in text and "renewed" in text  # the log did see these calls
     for value in [*values.values(), *issued, basic]:
         assert value not in text, value
+
+
+def test_every_example_of_the_readme_table_is_a_valid_auth_block() -> None:
+    import yaml  # the README's examples are YAML, as in toolset.yaml
+
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    rows = [line for line in readme.splitlines() if line.startswith("| `") and "{type:" in line]
+    assert len(rows) == 5
+    for row in rows:
+        example = row.rsplit("|", 2)[1].strip().strip("`")
+        assert load_auth(yaml.safe_load(example)).__struct_config__.tag == row.split("`")[1]
