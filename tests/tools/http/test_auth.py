@@ -385,3 +385,12 @@ def test_every_example_of_the_readme_table_is_a_valid_auth_block() -> None:
     for row in rows:
         example = row.rsplit("|", 2)[1].strip().strip("`")
         assert load_auth(yaml.safe_load(example)).__struct_config__.tag == row.split("`")[1]
+
+
+def test_a_token_url_over_plain_http_is_only_for_this_machine() -> None:
+    block = {"type": "oauth2", "tokenUrl": "http://auth.acme.example/token", "clientId": "c", "clientSecret": "${S}"}
+    with pytest.raises(ManifestError) as err:
+        load_auth(block)
+    assert err.value.path == "auth.tokenUrl" and "https://" in err.value.reason
+    for local in ("http://127.0.0.1:8080/token", "http://localhost/token", "http://[::1]:9/token"):
+        assert load_auth({**block, "tokenUrl": local})

@@ -40,7 +40,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import msgspec
 
@@ -64,6 +64,7 @@ HEADER_NAME = r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$"  # an RFC 9110 token: no sp
 Ref = Annotated[str, msgspec.Meta(pattern=SECRET_REF, description="${NAME}: a config field, a secret or a variable")]
 HeaderName = Annotated[str, msgspec.Meta(pattern=HEADER_NAME)]
 Url = Annotated[str, msgspec.Meta(pattern=r"^https?://[^\s]+$", max_length=2048)]
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})  # where plain http:// stays on the machine
 SignedPart = Literal["method", "path", "query", "timestamp", "body"]
 SECRET_FIELDS = frozenset({"token", "password", "value", "secret", "clientSecret", "refreshToken"})
 
@@ -122,6 +123,11 @@ class OAuth2Auth(_Auth, tag="oauth2", kw_only=True):
     auth_method: Literal["client_secret_basic", "client_secret_post"] = "client_secret_basic"
 
     def __post_init__(self) -> None:
+        scheme, _, rest = self.token_url.partition("://")
+        host = urlsplit(self.token_url).hostname or ""
+        if scheme.lower() == "http" and host not in LOOPBACK_NAMES:
+            raise ValueError(f"tokenUrl: use https:// (over http:// the client secret and the tokens would cross "
+                             f"the network in clear); http:// is only for {', '.join(sorted(LOOPBACK_NAMES))}")
         if self.grant == "client_credentials" and self.client_secret is None:
             raise ValueError("clientSecret: the client_credentials grant needs it (write ${NAME})")
         if self.grant == "refresh_token" and self.refresh_token is None:
