@@ -82,7 +82,7 @@ async def call(server: AuthServer, auth: dict[str, Any] | None, store: SecretSto
     """One call of a tool with this ``auth:`` block, as the runner makes it: build, apply, send."""
     parsed = None if auth is None else load_auth(auth)
     extra = {} if clock is None else {"clock": clock}
-    a = await authenticator(parsed, tool_id=TOOL, settings=settings or {}, secrets=store,
+    a = await authenticator(parsed, tool_id=TOOL, settings=settings or {}, environ=store.environ,
                             tokens=tokens or OAuthTokens(store), **extra)
     async with httpx2.AsyncClient() as client:
         return await send(client, client.build_request(method, server.url + path, **request), a)

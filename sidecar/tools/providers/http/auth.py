@@ -38,8 +38,8 @@ import hashlib
 import hmac
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import quote, urlsplit
 
 import msgspec
@@ -188,13 +188,12 @@ def refs_of(auth: HttpAuth) -> dict[str, str]:
 # -- resolving the references ------------------------------------------------------------------
 
 
-class SecretReader(Protocol):
-    """What resolution needs of the secret store."""
+# What ``${NAME}`` resolves against: the sidecar's is ``SecretStore.environ`` (the user's secrets,
+# then the process environment).
+Environ = Callable[[Iterable[str]], Awaitable[Mapping[str, str]]]
 
-    async def environ(self, names: Iterable[str]) -> Mapping[str, str]: ...
 
-
-async def resolve_refs(auth: HttpAuth, settings: Mapping[str, Any], secrets: SecretReader,
+async def resolve_refs(auth: HttpAuth, settings: Mapping[str, Any], environ: Environ,
                        tool_id: str) -> dict[str, str]:
     """Field -> value for every secret field of ``auth``: config value, else secret, else environment.
 
@@ -202,7 +201,7 @@ async def resolve_refs(auth: HttpAuth, settings: Mapping[str, Any], secrets: Sec
         Conflict: a reference names nothing that is set; the message says where to set it.
     """
     refs = refs_of(auth)
-    variables = await secrets.environ([n for n in refs.values() if n not in settings])
+    variables = await environ([n for n in refs.values() if n not in settings])
     out: dict[str, str] = {}
     for field, name in refs.items():
         value = settings.get(name)
@@ -218,20 +217,20 @@ async def resolve_refs(auth: HttpAuth, settings: Mapping[str, Any], secrets: Sec
     return out
 
 
-async def authenticator(auth: HttpAuth | None, *, tool_id: str, settings: Mapping[str, Any], secrets: SecretReader,
+async def authenticator(auth: HttpAuth | None, *, tool_id: str, settings: Mapping[str, Any], environ: Environ,
                         tokens: OAuthTokens, transport: Callable[[], httpx2.AsyncBaseTransport] | None = None,
                         clock: Callable[[], float] = time.time) -> Authenticator:
     """The authenticator of one call of ``tool_id`` (canonical ``toolsetId:toolId``): its references
     resolved (``settings``: the call's config values), its OAuth2 grant bound to ``tokens`` (the
     sidecar's one cache) and to ``transport`` (the tool's destination guard, which the token
-    endpoint goes through too).
+    endpoint goes through too). ``environ``: ``SecretStore.environ``.
 
     Raises:
         Conflict: a ``${NAME}`` names nothing that is set.
     """
     if auth is None:
         return Authenticator(None, {}, tool_id=tool_id)
-    values = await resolve_refs(auth, settings, secrets, tool_id)
+    values = await resolve_refs(auth, settings, environ, tool_id)
     grant = None
     if isinstance(auth, OAuth2Auth):
         grant = Grant(tool_id=tool_id, grant=auth.grant, token_url=auth.token_url, client_id=auth.client_id,
