@@ -132,8 +132,9 @@ async def test_bearer_basic_and_api_keys_arrive_as_declared(server: AuthServer, 
     await store.set("ACME_TOKEN", API_TOKEN)
     await store.set("ACME_PASSWORD", PASSWORD)
     await store.set("ACME_KEY", API_KEY)
+    await store.set("ACME_USER", "ann")
     await call(server, {"type": "bearer", "token": "${ACME_TOKEN}"}, store)
-    await call(server, {"type": "basic", "username": "ann", "password": "${ACME_PASSWORD}"}, store)
+    await call(server, {"type": "basic", "username": "${ACME_USER}", "password": "${ACME_PASSWORD}"}, store)
     await call(server, {"type": "apiKey", "name": "X-Api-Key", "value": "${ACME_KEY}"}, store)
     await call(server, {"type": "apiKey", "in": "query", "name": "api_key", "value": "${ACME_KEY}"}, store,
                path="/echo/a%2Fb?x=%20y&z=1")
@@ -164,6 +165,9 @@ async def test_a_reference_to_nothing_fails_the_call_saying_where_to_set_it(
         await call(server, {"type": "bearer", "token": "${ACME_NOWHERE}"}, store)
     assert "auth.token" in err.value.message and "ACME_NOWHERE" in err.value.message
     assert "secrets/set" in err.value.message
+    with pytest.raises(Conflict) as err:
+        await call(server, {"type": "hmac", "secret": "${signing_key}"}, store)
+    assert "auth.secret" in err.value.message and "config_schema" in err.value.message
     assert server.received == []  # nothing went out without its credentials
 
 

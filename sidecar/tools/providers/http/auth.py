@@ -47,6 +47,7 @@ import msgspec
 from ....errors import Conflict, ManifestError, UpstreamError
 from ....secrets.known import remember
 from ....secrets.masking import clean, mask_url
+from ....secrets.store import is_user_name
 from ....secrets.variables import references
 from .oauth import Grant, OAuthTokens
 
@@ -84,7 +85,7 @@ class BearerAuth(_Auth, tag="bearer", kw_only=True):
 class BasicAuth(_Auth, tag="basic", kw_only=True):
     """``Authorization: Basic base64(username:password)``."""
 
-    username: Annotated[str, msgspec.Meta(max_length=256)]  # not a secret: a literal is fine
+    username: Annotated[str, msgspec.Meta(max_length=256)]  # not a secret: a literal or a ${NAME}
     password: Ref
 
 
@@ -173,8 +174,10 @@ def auth_error(where: str, text: str) -> tuple[str, str]:
 
 
 def refs_of(auth: HttpAuth) -> dict[str, str]:
-    """Field (as in YAML) -> the name its ``${NAME}`` refers to, for every secret field set."""
-    fields = {"token": getattr(auth, "token", None), "password": getattr(auth, "password", None),
+    """Field (as in YAML) -> the name its ``${NAME}`` refers to, for every secret field set (and a
+    basic username given as a reference)."""
+    fields = {"token": getattr(auth, "token", None), "username": getattr(auth, "username", None),
+              "password": getattr(auth, "password", None),
               "value": getattr(auth, "value", None), "secret": getattr(auth, "secret", None),
               "clientSecret": getattr(auth, "client_secret", None),
               "refreshToken": getattr(auth, "refresh_token", None)}
@@ -208,10 +211,11 @@ async def resolve_refs(auth: HttpAuth, settings: Mapping[str, Any], environ: Env
         if value is None:
             value = variables.get(name)
         if value is None or not str(value).strip():
-            raise Conflict("secret not set", (
-                f"{tool_id}: auth.{field} refers to ${{{name}}}, which is not set: store it with secrets/set "
-                f"(name {name!r}), set the config field of that name, or set it in the environment the app "
-                "starts from"))
+            where = (f"store it with secrets/set (name {name!r}) or set it in the environment the app starts from"
+                     if is_user_name(name) else
+                     f"declare {name!r} in the tool's config_schema (secret: true) and set it with config/set")
+            raise Conflict("secret not set",
+                           f"{tool_id}: auth.{field} refers to ${{{name}}}, which is not set: {where}")
         out[field] = str(value).strip()
         remember(out[field])
     return out
@@ -259,7 +263,7 @@ class Authenticator:
         self._used: str | None = None  # the OAuth2 access token the last request carried
         self._refreshed = False
         if isinstance(auth, BasicAuth):
-            self._values["basic"] = _basic(auth.username, self._values["password"])
+            self._values["basic"] = _basic(self._values.pop("username", auth.username), self._values["password"])
         remember_all(self._values.values())
 
     def secret_values(self) -> list[str]:
