@@ -398,3 +398,18 @@ def test_a_token_url_over_plain_http_is_only_for_this_machine() -> None:
     assert err.value.path == "auth.tokenUrl" and "https://" in err.value.reason
     for local in ("http://127.0.0.1:8080/token", "http://localhost/token", "http://[::1]:9/token"):
         assert load_auth({**block, "tokenUrl": local})
+
+
+async def test_refresh_after_401_answers_true_once_a_call_and_never_for_other_types(
+        server: AuthServer, store: SecretStore) -> None:
+    await store.set("ACME_CLIENT_SECRET", server.client_secret)
+    await store.set("ACME_TOKEN", API_TOKEN)
+    tokens = OAuthTokens(store)
+    a = await authenticator(load_auth(oauth(server)), tool_id=TOOL, settings={}, environ=store.environ, tokens=tokens)
+    await a.apply(httpx2.Request("GET", server.url + "/protected"))
+    assert await a.refresh_after_401() is True
+    assert await a.refresh_after_401() is False  # the runner's second 401 fails the call
+    assert len(server.token_requests) == 2
+    b = await authenticator(load_auth({"type": "bearer", "token": "${ACME_TOKEN}"}), tool_id=TOOL, settings={},
+                            environ=store.environ, tokens=tokens)
+    assert await b.refresh_after_401() is False
