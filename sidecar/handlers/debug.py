@@ -25,7 +25,7 @@ from ..settings import Settings
 from ..store import Database
 from .routes import method
 
-HEAVY_MODULES = ("mcp", "pydantic", "openai", "anthropic", "watchfiles", "httpx", "yaml", "keyring")
+HEAVY_MODULES = ("mcp", "pydantic", "openai", "anthropic", "watchfiles", "httpx", "httpx2", "nh3", "yaml", "keyring")
 
 
 class DebugRaised(RuntimeError):

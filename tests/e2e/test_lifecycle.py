@@ -16,7 +16,7 @@ from sidecar.client import RemoteError, SidecarClient, sidecar_command
 
 pytestmark = pytest.mark.anyio
 
-HEAVY = {"mcp", "pydantic", "openai", "anthropic", "watchfiles", "keyring"}
+HEAVY = {"mcp", "pydantic", "openai", "anthropic", "watchfiles", "keyring", "httpx2", "nh3"}
 
 
 async def test_initialize_describes_the_server_and_loads_nothing_heavy(sidecar, data_dir):
