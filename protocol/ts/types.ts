@@ -434,8 +434,9 @@ export interface InspectedTool {
   id: string;
   name: string;
   description: string;
-  entrypoint: string;
   requiresConfirmation: boolean;
+  entrypoint?: string | null;
+  request?: string | null;
   renderer?: string | null;
   timeout?: number | null;
   configSchema?: ConfigField[];

@@ -45,8 +45,11 @@ class InspectedTool(Model):
     id: str  # the canonical id it would get: toolset:tool
     name: str
     description: str
-    entrypoint: str
     requires_confirmation: bool
+    # A Python tool's function ("module:function"); none for an HTTP tool.
+    entrypoint: str | None = None
+    # An HTTP tool's first request as declared: "GET https://api.example.com/items/${id}".
+    request: str | None = None
     renderer: str | None = None
     timeout: float | None = None
     config_schema: list[ConfigField] = []  # the tool's own config fields (seed 004)

@@ -39,9 +39,10 @@ class ToolsetFile(msgspec.Struct, kw_only=True):
 
 
 class StoredTool(msgspec.Struct, kw_only=True):
-    """A Python tool as its toolset declared it (no override applied)."""
+    """A Python or HTTP tool as its toolset declared it (no override applied)."""
 
     tool_id: str  # toolset:tool
+    provider: Literal["python", "http"] = "python"
     name: str
     description: str
     entrypoint: str | None
@@ -153,9 +154,9 @@ class ToolsetRepo:
 
     async def tools(self, toolset_id: str) -> list[StoredTool]:
         rows = await self.db.fetchall(
-            "SELECT tool_id, name, description, entrypoint, input_schema, requires_confirmation, config "
+            "SELECT tool_id, provider, name, description, entrypoint, input_schema, requires_confirmation, config "
             "FROM tools WHERE toolset_id = ? ORDER BY rowid", (toolset_id,))
-        return [StoredTool(tool_id=r["tool_id"], name=r["name"], description=r["description"],
+        return [StoredTool(tool_id=r["tool_id"], provider=r["provider"], name=r["name"], description=r["description"],
                            entrypoint=r["entrypoint"],
                            input_schema=msgspec.json.decode(r["input_schema"]) if r["input_schema"] else None,
                            requires_confirmation=bool(r["requires_confirmation"]),
@@ -198,8 +199,8 @@ class ToolsetRepo:
                 [(t.id, f.path, f.kind, f.sha256, f.size, f.stored_path) for f in new.files])
             await w.executemany(
                 "INSERT INTO tools (tool_id, toolset_id, provider, name, description, input_schema, "
-                "requires_confirmation, enabled, entrypoint, config) VALUES (?, ?, 'python', ?, ?, ?, ?, 1, ?, ?)",
-                [(s.tool_id, t.id, s.name, s.description,
+                "requires_confirmation, enabled, entrypoint, config) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
+                [(s.tool_id, t.id, s.provider, s.name, s.description,
                   _json(s.input_schema) if s.input_schema is not None else None,
                   int(s.requires_confirmation), s.entrypoint, _json(s.config)) for s in new.tools])
             cursor = await w.execute(

@@ -192,6 +192,8 @@ def _defines(tree: ast.Module, name: str) -> bool:
 def _check_entrypoints(bundle: Bundle) -> None:
     trees: dict[str, ast.Module] = {}
     for i, tool in enumerate(bundle.manifest.tools):
+        if tool.entrypoint is None:
+            continue  # an HTTP tool: no code in the bundle
         where = f"{MANIFEST}: tools[{i}].entrypoint"
         module, _, function = tool.entrypoint.partition(":")
         if module == "tools":

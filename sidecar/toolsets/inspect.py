@@ -22,6 +22,7 @@ async def inspect(path: str) -> InspectResult:
             InspectedTool(
                 id=f"{m.id}:{t.id}", name=t.name or t.id, description=t.description or "",
                 entrypoint=t.entrypoint, requires_confirmation=t.requires_confirmation,
+                request=f"{t.http.requests()[0].method} {t.http.requests()[0].url_template}" if t.http else None,
                 renderer=renderers.get(t.id), timeout=t.timeout, config_schema=_fields(t.config_schema),
             )
             for t in m.tools

@@ -15,6 +15,8 @@ from ..errors import ManifestError
 from ..store.mcp_servers import McpServerRow
 from ..tools.output import COLOUR_HINT, OutputDecl, check_colours
 from ..tools.providers.http.auth import auth_error
+from ..tools.providers.http.spec import HttpSpec, SpecError
+from ..tools.providers.http.spec import check as check_http
 
 ENTRYPOINT_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
 MAX_MANIFEST_BYTES = 1 << 20
@@ -46,7 +48,9 @@ ConfigSchema = dict[str, ConfigFieldDecl]
 
 class ToolDecl(_Decl):
     id: Id
-    entrypoint: Annotated[str, msgspec.Meta(pattern=ENTRYPOINT_PATTERN)]
+    # A Python tool's function, or ``http`` for a tool that is templated REST calls (seed 002): one of the two.
+    entrypoint: Annotated[str, msgspec.Meta(pattern=ENTRYPOINT_PATTERN)] | None = None
+    http: HttpSpec | None = None
     name: str | None = None
     description: str | None = None
     input_schema: dict[str, Any] | None = None  # legacy plain functions (seed 000 §10)
@@ -232,6 +236,7 @@ def _check(m: Manifest) -> Parsed:
     for i, t in enumerate(m.tools):
         if t.output is not None:
             _check_output(f"tools[{i}].output", t.output)
+        _check_kind(i, t)
     warnings: list[str] = []
     overrides = _with_legacy_renderers(m, warnings)
     for i, o in enumerate(m.tool_overrides):
@@ -241,6 +246,20 @@ def _check(m: Manifest) -> Parsed:
         elif not sep and o.tool_id not in seen:
             warnings.append(f"tool_overrides[{i}].tool_id: no tool {o.tool_id!r} is declared here")
     return Parsed(m, overrides, warnings)
+
+
+def _check_kind(i: int, t: ToolDecl) -> None:
+    if t.http is None:
+        if t.entrypoint is None:
+            raise ManifestError(f"tools[{i}]", 'a tool needs an entrypoint (a Python function, "module:function") '
+                                               "or an http block (templated REST calls)")
+        return
+    if t.entrypoint is not None:
+        raise ManifestError(f"tools[{i}].entrypoint", "an HTTP tool has no entrypoint; keep one of the two")
+    try:
+        check_http(t.http, t.input_schema)
+    except SpecError as exc:
+        raise ManifestError(f"tools[{i}].http" + (f".{exc.where}" if exc.where else ""), exc.reason) from None
 
 
 def _check_output(where: str, output: OutputDecl) -> None:

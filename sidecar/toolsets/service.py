@@ -128,11 +128,12 @@ class ToolsetService:
         """Load the tools in a worker once, for what only their code says (schemas inferred from
         type hints, @tool names); a module that fails to import rejects the bundle here rather
         than at the first call."""
-        if not m.tools:
-            return {}
+        code = {t.id: importable(t.entrypoint) for t in m.tools if t.entrypoint is not None}
+        if not code:
+            return {}  # no Python tools (HTTP tools are described by their manifest alone)
         pool = ToolsetWorkers(m.id, revision, self.workers.limits)
         try:
-            found = await pool.describe({t.id: importable(t.entrypoint) for t in m.tools})
+            found = await pool.describe(code)
         except ToolFailure as exc:
             raise InvalidBundle("tools", f"the toolset's worker could not load its tools: {exc.message}") from None
         finally:
@@ -140,6 +141,8 @@ class ToolsetService:
                 await pool.aclose()
         described = {}
         for i, t in enumerate(m.tools):
+            if t.id not in code:
+                continue
             outcome = found.get(t.id) or {"error": "the worker did not report this tool"}
             if "error" in outcome:
                 raise InvalidBundle(f"tools[{i}].entrypoint", outcome["error"])
@@ -221,7 +224,7 @@ class ToolsetService:
             "entrypoint": t.entrypoint, "input_schema": t.input_schema,
             "requires_confirmation": t.requires_confirmation or None,
             "timeout": t.config.get("timeout"), "output": t.config.get("output"),
-            "config_schema": t.config.get("config_schema")}) for t in tools]
+            "config_schema": t.config.get("config_schema"), "http": t.config.get("http")}) for t in tools]
         out["tool_overrides"] = [_drop_empty({
             "tool_id": o.tool_id.removeprefix(f"{tid}:"), "renderer": o.renderer,
             "renderer_config": o.renderer_config, "name_override": o.name_override,
@@ -258,7 +261,12 @@ def _stored_tool(toolset_id: str, t: ToolDecl, code: dict[str, Any]) -> StoredTo
         config["needs_workspace"] = True  # plain f(workspace, ...) functions are handed the folder
     if t.config_schema:
         config["config_schema"] = schema_data(t.config_schema)
-    return StoredTool(tool_id=f"{toolset_id}:{t.id}", name=t.name or code.get("name") or t.id,
+    if t.http is not None:
+        # Stored as declared (camelCase, defaults left out): what export writes back and the runner reads.
+        config["http"] = msgspec.to_builtins(t.http)
+        schema = schema if schema is not None else {"type": "object", "properties": {}}
+    return StoredTool(tool_id=f"{toolset_id}:{t.id}",
+                      provider="http" if t.http is not None else "python", name=t.name or code.get("name") or t.id,
                       description=t.description or code.get("description") or "", entrypoint=t.entrypoint,
                       input_schema=schema,
                       requires_confirmation=t.requires_confirmation or bool(code.get("requiresConfirmation")),
