@@ -30,6 +30,7 @@ from .tools.calls import ToolCallService
 from .tools.catalog import Catalog
 from .tools.config import ToolConfig
 from .tools.providers.http.oauth import OAuthTokens
+from .tools.providers.http.runner import HttpTools
 from .tools.providers.python.workers import WorkerHost
 from .toolsets.authoring import LocalToolsets
 from .toolsets.service import ToolsetService
@@ -102,7 +103,9 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     catalog = Catalog(db, servers.host)
     await _recover(db, catalog, data_dir)
     config = ToolConfig(db, catalog, secrets)
-    tool_calls = ToolCallService(db, workspace, workers, data_dir / "scratch", catalog, config)
+    http_tools = HttpTools(secrets.environ)
+    on_close("HTTP tool connections", http_tools.aclose)
+    tool_calls = ToolCallService(db, workspace, workers, data_dir / "scratch", catalog, config, http_tools)
     on_close("tool call records", tool_calls.aclose)
     on_close("MCP servers", servers.aclose)  # closed first: calls still running end before their records
     tool_calls.bind(tg)

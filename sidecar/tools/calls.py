@@ -32,6 +32,7 @@ from . import output as tool_output
 from .catalog import Catalog
 from .config import ToolConfig
 from .providers.builtin import BUILTINS, BuiltinCall, BuiltinError
+from .providers.http.runner import HttpCall, HttpFailure, HttpTools
 from .providers.python.worker import ToolFailure, decode_result
 from .render import RenderError, load_artifact_page, render_plan
 from .resolved import Resolved
@@ -54,8 +55,9 @@ OnProgress = Callable[[float, "float | None", "str | None"], Awaitable[None]]
 
 class ToolCallService:
     def __init__(self, db: Database, workspace: WorkspaceService, workers: WorkerHost, scratch: Path,
-                 catalog: Catalog, config: ToolConfig) -> None:
+                 catalog: Catalog, config: ToolConfig, http: HttpTools) -> None:
         self.db = db
+        self.http = http
         self.workspace = workspace
         self.workers = workers
         self.repo = ToolCallRepo(db)
@@ -207,6 +209,13 @@ class ToolCallService:
                 text = " ".join(c.get("text", "") for c in result.get("content", []) if c.get("type") == "text")
                 raise _Failed(text.strip() or "the MCP server reported an error", "server", result)
             return result
+        if tool.provider == "http":
+            secret_keys = frozenset(target.settings.secrets) if target.settings is not None else frozenset()
+            try:
+                return await self.http.run(HttpCall(tool.id, target.config, tool.input_schema, args,
+                                                    call.settings or {}, secret_keys, timeout))
+            except HttpFailure as exc:
+                raise _Failed(exc.message, exc.kind, exc.result) from None
         raise _Failed(f"tools of provider {tool.provider!r} cannot be run here", "load")
 
     async def _finish(self, target: Resolved, record: ToolCallRow, workspace: Path | None, *,

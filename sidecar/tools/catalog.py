@@ -114,7 +114,7 @@ class Catalog:
             raise NotFound("tool", tool_id)
         entrypoint = importable(row.entrypoint) if row.entrypoint else None
         values = (await self.config_values()).get(row.toolset_id or "", [])
-        plan = plan_of(row, values) if row.provider == "python" else None
+        plan = plan_of(row, values) if row.provider in ("python", "http") else None
         return Resolved(view(row, values), entrypoint, row.config, row.files_dir, switched_on=_switched_on(row),
                         settings=plan)
 

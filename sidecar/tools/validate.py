@@ -53,6 +53,13 @@ Checker = tuple["Fast | None", Any]
 _BY_ID: dict[int, tuple[dict[str, Any], Checker | None]] = {}
 
 
+def validator_of(schema: dict[str, Any]) -> Any:
+    """The cached jsonschema validator of ``schema`` (an HTTP tool's outputSchema), or None for a
+    broken schema."""
+    checker = _checker_of(schema)
+    return None if checker is None else checker[1]
+
+
 def _checker_of(schema: dict[str, Any]) -> Checker | None:
     hit = _BY_ID.get(id(schema))
     if hit is not None and hit[0] is schema:

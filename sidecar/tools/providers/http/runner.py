@@ -1,0 +1,407 @@
+"""Running an HTTP tool: its requests in order, each templated (``templates.py``), sent with httpx2
+and read as a stream that stops at ``maxResponseBytes``, retried with back-off and jitter, and its
+response mapped to the result (``results.py``).
+
+Limits, and what happens at each:
+- ``timeout``: seconds for one request, from sending to the last byte of the body (a server that
+  trickles its answer, a slow loris, is cut there too); the tool's own ``timeout`` bounds the whole
+  call, retries and waits included.
+- Retries (``maxRetries``): on a connection error, 429 and 5xx, with exponential back-off and full
+  jitter. ``Retry-After`` (seconds or a date) is honoured up to ``maxRetryWait``; a server asking
+  for longer fails the call at once, saying how long it asked for. POST and PATCH are retried only
+  when the server surely did not act on the request: the connection was never made, 429, or 503.
+- ``maxRequestBytes`` / ``maxResponseBytes``: a body over the limit is never sent; a response over
+  it is read no further (a 1 GB or never-ending body costs at most the limit).
+- ``maxCallsPerMinute``: a call over the rate FAILS at once (error kind ``rate_limited``, the
+  message says when the next call can go) rather than waiting: a chat turn should not hang for up
+  to a minute on a tool, and the model can say so or try later.
+- Cancelling the call (``$/cancelRequest``, a cancelled turn) aborts the request in flight: the
+  connection is closed.
+
+Secrets: every value a call takes from the secret store, the environment or a secret config field
+is masked in the result, in error messages and in the log line of each request.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import random
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+import anyio
+import msgspec
+
+from .... import secrets
+from ....secrets.known import remember
+from ....secrets.shapes import looks_like_credential, looks_secret_name
+from . import results, templates
+from .results import ResultError
+from .spec import HttpSpec, SpecError, StepSpec, check
+from .templates import PLACEHOLDER, MissingValue, RenderError, Template, UrlTemplate, Values
+
+if TYPE_CHECKING:
+    import httpx2
+
+log = logging.getLogger("sidecar.tools.http")
+
+Environ = Callable[[Iterable[str]], Awaitable[Mapping[str, str]]]
+IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
+BACKOFF_BASE = 0.25  # seconds before the first retry (times 2 each time, then jittered)
+BACKOFF_MAX = 8.0
+MIN_HIDDEN = 4  # as secrets.scrub: shorter values would mask ordinary words
+
+
+class HttpFailure(Exception):
+    """The call failed; ``kind`` is the call record's error kind, ``result`` what the error result holds."""
+
+    def __init__(self, message: str, kind: str, result: Any = None) -> None:
+        super().__init__(message)
+        self.message, self.kind, self.result = message, kind, result
+
+
+@dataclass(frozen=True)
+class HttpCall:
+    tool_id: str
+    config: dict[str, Any]  # the stored tool config; ``config["http"]`` is the HttpSpec as data
+    input_schema: dict[str, Any] | None
+    args: dict[str, Any]
+    settings: dict[str, Any]  # the tool's config values, secret ones included
+    secret_keys: frozenset[str]  # which settings are secret
+    timeout: float  # the whole call, retries included
+
+
+@dataclass
+class _Step:
+    spec: StepSpec
+    url: UrlTemplate
+    query: list[tuple[Template, Template]]
+
+
+@dataclass
+class _Prepared:
+    raw: Any  # config["http"] as stored: a changed declaration is prepared again
+    spec: HttpSpec
+    steps: list[_Step]
+    arg_names: frozenset[str]
+    names: frozenset[str]  # placeholders that are config values or secrets
+    client: Any = None  # httpx2.AsyncClient, made on the first call
+    calls: deque[float] = field(default_factory=deque)  # start times within the last minute
+
+
+class HttpTools:
+    """The HTTP tools' runner: one per sidecar, one connection pool per tool."""
+
+    def __init__(self, environ: Environ) -> None:
+        self._environ = environ
+        self._prepared: dict[str, _Prepared] = {}
+        self._retired: list[Any] = []
+
+    async def aclose(self) -> None:
+        clients = [p.client for p in self._prepared.values() if p.client is not None] + self._retired
+        self._prepared.clear()
+        self._retired.clear()
+        with anyio.CancelScope(shield=True):
+            for client in clients:
+                await client.aclose()
+
+    async def run(self, call: HttpCall) -> Any:
+        p = self._prepare(call)
+        if p.spec.max_calls_per_minute is not None:
+            _admit(call.tool_id, p, p.spec.max_calls_per_minute)
+        named, hidden = await self._named(call, p)
+        values = Values(call.args, p.arg_names, named)
+        deadline = anyio.current_time() + call.timeout
+        try:
+            try:
+                with anyio.fail_after(call.timeout):
+                    result: Any = None
+                    for step in p.steps:
+                        result = await self._step(call.tool_id, p, step, values, hidden, deadline)
+                        values.steps[step.spec.id] = result
+            except TimeoutError:
+                raise HttpFailure(f"the tool {call.tool_id} took longer than its timeout ({call.timeout:g} s)",
+                                  "timeout") from None
+            if p.spec.output_schema is not None and (wrong := results.check_output(p.spec.output_schema, result)):
+                raise HttpFailure(wrong, "output", result)
+        except HttpFailure as exc:
+            raise HttpFailure(secrets.scrub(exc.message, hidden), exc.kind, _scrubbed(exc.result, hidden)) from None
+        return _scrubbed(result, hidden)
+
+    # -- preparing ------------------------------------------------------------------------------
+
+    def _prepare(self, call: HttpCall) -> _Prepared:
+        raw = call.config.get("http")
+        p = self._prepared.get(call.tool_id)
+        if p is not None and (p.raw is raw or p.raw == raw):
+            return p
+        try:
+            spec = msgspec.convert(raw, HttpSpec)
+            check(spec, call.input_schema)
+        except (msgspec.ValidationError, SpecError) as exc:
+            # Checked when the toolset was installed; only a database edited by hand gets here.
+            raise HttpFailure(f"the tool's http declaration is not valid: {exc}", "load") from None
+        arg_names = frozenset((call.input_schema or {}).get("properties") or {})
+        steps = [_Step(s, UrlTemplate(s.url_template), _query(s)) for s in spec.requests()]
+        step_ids = {s.id for s in spec.requests()}
+        used = {name.split(".")[0] for s in spec.requests() for text in _texts(s) for name in PLACEHOLDER.findall(text)}
+        fresh = _Prepared(raw, spec, steps, arg_names, frozenset(used - arg_names - step_ids))
+        if p is not None:
+            fresh.calls = p.calls  # the rate holds across an upgrade
+            if p.client is not None:
+                self._retired.append(p.client)  # a call may still be using it; closed with the runner
+        self._prepared[call.tool_id] = fresh
+        return fresh
+
+    async def _named(self, call: HttpCall, p: _Prepared) -> tuple[dict[str, Any], list[str]]:
+        """The config values and secrets the templates use, and which values must never be shown."""
+        named: dict[str, Any] = {}
+        hidden: list[str] = []
+        wanted = [n for n in p.names if n not in call.settings]
+        env = await self._environ(wanted) if wanted else {}
+        for name in p.names:
+            if name in call.settings:
+                named[name] = call.settings[name]
+                if name in call.secret_keys and isinstance(call.settings[name], str):
+                    hidden.append(call.settings[name])
+            elif (value := env.get(name)) is not None:
+                named[name] = value
+                hidden.append(value)  # from the secret store or the environment: never shown
+                if looks_secret_name(name) or looks_like_credential(value):
+                    remember(value)  # and scrubbed from every log line
+        return named, [h for h in hidden if len(h) >= MIN_HIDDEN]
+
+    # -- one request ----------------------------------------------------------------------------
+
+    async def _step(self, tool_id: str, p: _Prepared, step: _Step, values: Values, hidden: list[str],
+                    deadline: float) -> Any:
+        spec = step.spec
+        try:
+            url, authority = step.url.render(values, step.query)
+            headers = [(k.encode(), v.encode()) for k, v in templates.headers(spec.headers, values)]
+            content: bytes | None = None
+            if spec.form is not None:
+                content = templates.form_body(spec.form, values).encode()
+                headers = _with_default(headers, b"content-type", b"application/x-www-form-urlencoded")
+            elif spec.body is not None:
+                content = msgspec.json.encode(templates.json_body(spec.body, values))
+                headers = _with_default(headers, b"content-type", b"application/json")
+        except MissingValue as exc:
+            raise HttpFailure(str(exc), "unconfigured") from None
+        except (RenderError, KeyError) as exc:
+            raise HttpFailure(f"{spec.method} {spec.url_template}: {exc}", "arguments") from None
+        what = f"{spec.method} {_shown(url, hidden)}"
+        _check_host(authority, p.spec.allowed_hosts, tool_id)
+        if content is not None and len(content) > p.spec.max_request_bytes:
+            raise HttpFailure(f"{what}: the request body is {len(content)} bytes; the tool's maxRequestBytes is "
+                              f"{p.spec.max_request_bytes}", "too_large")
+        status, response_headers, body, encoding = await self._send(p, spec.method, url, headers, content, what,
+                                                                    deadline)
+        if 300 <= status < 400:
+            location = _shown(response_headers.get("location", "?"), hidden)
+            raise HttpFailure(f"{what} answered {status}, a redirect to {location}; this tool does not follow "
+                              "redirects (set followRedirects: true and list that host in allowedHosts)",
+                              "upstream", {"status": status, "location": location})
+        if not 200 <= status < 300:
+            raise HttpFailure(f"{what} answered {status} {_reason(status)}", "upstream",
+                              {"status": status, "body": results.excerpt(body, encoding)})
+        try:
+            return results.mapped(body, encoding, spec.response, what)
+        except ResultError as exc:
+            raise HttpFailure(str(exc), "output") from None
+
+    async def _send(self, p: _Prepared, method: str, url: str, headers: list[tuple[bytes, bytes]],
+                    content: bytes | None, what: str, deadline: float) -> tuple[int, Any, bytes, str]:
+        import httpx2  # deferred: a heavy library, never loaded before the first HTTP tool call
+
+        client = p.client or self._client(p)
+        spec = p.spec
+        attempt = 0
+        while True:
+            started = time.perf_counter()
+            wait: float | None = None
+            try:
+                request = client.build_request(method, url, headers=headers, content=content)
+                with anyio.fail_after(min(spec.timeout, max(deadline - anyio.current_time(), 0.001))):
+                    response = await client.send(request, stream=True)
+                    try:
+                        status = response.status_code
+                        if attempt < spec.max_retries and _retryable(method, status):
+                            wait = _retry_after(response.headers.get("retry-after"), what, spec.max_retry_wait)
+                            log.debug("%s answered %d; retrying", what, status)
+                        else:
+                            body = await _read(response, spec.max_response_bytes, what)
+                            log.debug("%s -> %d, %d bytes in %.1f ms", what, status, len(body),
+                                      (time.perf_counter() - started) * 1000)
+                            return status, response.headers, body, response.encoding or "utf-8"
+                    finally:
+                        await response.aclose()
+            except TimeoutError:
+                raise HttpFailure(f"{what} got no complete answer within {spec.timeout:g} s (the tool's timeout)",
+                                  "timeout") from None
+            except httpx2.TimeoutException:
+                raise HttpFailure(f"{what} got no complete answer within {spec.timeout:g} s (the tool's timeout)",
+                                  "timeout") from None
+            except (httpx2.ConnectError, httpx2.ReadError, httpx2.WriteError, httpx2.RemoteProtocolError) as exc:
+                sent = not isinstance(exc, httpx2.ConnectError)
+                reason = _network_reason(exc)
+                if attempt >= spec.max_retries or (sent and method not in IDEMPOTENT):
+                    tries = f" (after {attempt + 1} tries)" if attempt else ""
+                    raise HttpFailure(f"{what} failed: {reason}{tries}", "upstream") from None
+                log.debug("%s failed (%s); retrying", what, reason)
+            attempt += 1
+            delay = wait if wait is not None else random.uniform(0, min(BACKOFF_MAX, BACKOFF_BASE * 2 ** attempt))
+            if anyio.current_time() + delay >= deadline:
+                raise HttpFailure(f"{what}: no time left for retry {attempt} within the tool's timeout", "timeout")
+            await anyio.sleep(delay)
+
+    def _client(self, p: _Prepared) -> Any:
+        import httpx2  # deferred: a heavy library
+
+        limits = httpx2.Limits(max_connections=100, max_keepalive_connections=20)
+        # trust_env off: a proxy or .netrc from the environment must not redirect or authenticate a tool's calls.
+        transport = httpx2.AsyncHTTPTransport(limits=limits, trust_env=False, retries=0)
+        p.client = httpx2.AsyncClient(transport=transport, timeout=httpx2.Timeout(p.spec.timeout),
+                                      follow_redirects=p.spec.follow_redirects, trust_env=False,
+                                      max_redirects=5)
+        return p.client
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+
+
+def _admit(tool_id: str, p: _Prepared, limit: int) -> None:
+    now = time.monotonic()
+    while p.calls and p.calls[0] <= now - 60:
+        p.calls.popleft()
+    if len(p.calls) >= limit:
+        wait = 60 - (now - p.calls[0])
+        raise HttpFailure(f"the tool {tool_id} is limited to {limit} calls a minute (maxCallsPerMinute); "
+                          f"the next call can go in {max(wait, 0.1):.1f} s", "rate_limited")
+    p.calls.append(now)
+
+
+def _query(step: StepSpec) -> list[tuple[Template, Template]]:
+    return [(Template(k), Template(v)) for k, vs in step.query.items() for v in (vs if isinstance(vs, list) else [vs])]
+
+
+def _texts(step: StepSpec) -> list[str]:
+    out = [step.url_template, *step.headers.values(), *(step.form or {}).values()]
+    out += [v for vs in step.query.values() for v in (vs if isinstance(vs, list) else [vs])]
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            out.append(value)
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    walk(step.body)
+    return out
+
+
+def _with_default(headers: list[tuple[bytes, bytes]], name: bytes, value: bytes) -> list[tuple[bytes, bytes]]:
+    if any(k.lower() == name for k, _ in headers):
+        return headers
+    return [*headers, (name, value)]
+
+
+def _check_host(authority: str, allowed: list[str], tool_id: str) -> None:
+    """The destination must be one the tool lists (by name; where it resolves to is the guard's
+    to check when the connection is made)."""
+    parts = urlsplit(f"//{authority}")
+    host = (parts.hostname or "").lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    for pattern in allowed:
+        p = urlsplit(f"//{pattern.lower()}")
+        want = p.hostname or ""
+        if p.port is not None and p.port != port:
+            continue
+        if host == want or (want.startswith("*.") and host.endswith(want[1:])):
+            return
+    raise HttpFailure(f"the host {host!r} is not in the allowedHosts of {tool_id} ({', '.join(allowed)}); "
+                      "add it there if the tool should reach it", "refused")
+
+
+def _retryable(method: str, status: int) -> bool:
+    if status == 429 or status == 503:
+        return True
+    return status >= 500 and method in IDEMPOTENT
+
+
+def _retry_after(value: str | None, what: str, cap: float) -> float | None:
+    """The wait a 429/5xx asks for (None: back off as usual); over ``cap`` the call fails now."""
+    if not value:
+        return None
+    value = value.strip()
+    seconds: float | None = None
+    if value.isdigit():
+        seconds = float(value)
+    else:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+            seconds = max(when.timestamp() - time.time(), 0.0)
+        except (TypeError, ValueError):
+            return None
+    if seconds > cap:
+        raise HttpFailure(f"{what}: the server asked to retry after {seconds:.0f} s, longer than the tool's "
+                          f"maxRetryWait ({cap:g} s); try again later", "rate_limited")
+    return seconds
+
+
+async def _read(response: httpx2.Response, cap: int, what: str) -> bytes:
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > cap:
+        raise HttpFailure(f"{what}: the response is {int(declared)} bytes; the tool's maxResponseBytes is {cap}",
+                          "too_large")
+    body = bytearray()
+    async for chunk in response.aiter_bytes():  # decoded: a compressed body counts at its real size
+        body += chunk
+        if len(body) > cap:
+            raise HttpFailure(f"{what}: the response went past the tool's maxResponseBytes ({cap} bytes); "
+                              "it was not read further", "too_large")
+    return bytes(body)
+
+
+def _network_reason(exc: Exception) -> str:
+    import httpx2  # deferred: a heavy library (already loaded here)
+
+    if isinstance(exc, httpx2.ConnectError):
+        return "could not connect"
+    if isinstance(exc, httpx2.RemoteProtocolError):
+        return "the server closed the connection before the response was complete"
+    return "the connection broke"
+
+
+def _shown(url: str, hidden: list[str]) -> str:
+    return secrets.scrub(secrets.mask_url(url), hidden)
+
+
+def _scrubbed(result: Any, hidden: list[str]) -> Any:
+    if not hidden or result is None:
+        return result
+    data = msgspec.json.encode(result)
+    masked = data
+    for value in sorted(hidden, key=len, reverse=True):
+        masked = masked.replace(msgspec.json.encode(value)[1:-1], secrets.MASK.encode())
+    return result if masked == data else msgspec.json.decode(masked)
+
+
+_REASONS = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 409: "Conflict",
+            422: "Unprocessable Content", 429: "Too Many Requests", 500: "Internal Server Error",
+            502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout"}
+
+
+def _reason(status: int) -> str:
+    return _REASONS.get(status, "")
