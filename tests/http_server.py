@@ -66,6 +66,10 @@ class Request:
     def json(self) -> Any:
         return jsonlib.loads(self.body)
 
+    def form(self) -> list[tuple[str, str]]:
+        """An application/x-www-form-urlencoded body, decoded."""
+        return parse_qsl(self.body.decode("latin-1"), keep_blank_values=True)
+
 
 @dataclass
 class Response:
