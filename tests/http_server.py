@@ -210,7 +210,8 @@ class HttpServer:
             except OSError:
                 pass
             conn.close()
-        self._thread.join(timeout=2)
+        if self._thread.ident is not None:  # (closed without being started: nothing to wait for)
+            self._thread.join(timeout=2)
 
     def __enter__(self) -> HttpServer:
         return self.start()

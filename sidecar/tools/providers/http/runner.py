@@ -254,6 +254,10 @@ class HttpTools:
                     tries = f" (after {attempt + 1} tries)" if attempt else ""
                     raise HttpFailure(f"{what} failed: {reason}{tries}", "upstream") from None
                 log.debug("%s failed (%s); retrying", what, reason)
+            except httpx2.HTTPError as exc:
+                # Anything else httpx2 refuses (a header it will not send, a URL it cannot parse):
+                # the call's error, its text scrubbed of the call's secrets by run().
+                raise HttpFailure(f"{what} could not be sent: {exc}", "arguments") from None
             attempt += 1
             delay = wait if wait is not None else random.uniform(0, min(BACKOFF_MAX, BACKOFF_BASE * 2 ** attempt))
             if anyio.current_time() + delay >= deadline:
