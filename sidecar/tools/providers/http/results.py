@@ -17,8 +17,8 @@ class ResultError(Exception):
     """The response cannot become the result; the message says why and where."""
 
 
-def mapped(body: bytes, encoding: str, spec: ResponseSpec, what: str) -> Any:
-    """``body`` as the result ``spec`` asks for; ``what`` names the request in messages."""
+def mapped(body: bytes, encoding: str, spec: ResponseSpec, what: object) -> Any:
+    """``body`` as the result ``spec`` asks for; ``what`` names the request in messages (its str())."""
     if spec.format == "text":
         return body.decode(encoding, errors="replace")
     if not body.strip():
@@ -32,7 +32,7 @@ def mapped(body: bytes, encoding: str, spec: ResponseSpec, what: str) -> Any:
     return select(data, spec.select, what) if spec.select else data
 
 
-def select(data: Any, pointer: str, what: str) -> Any:
+def select(data: Any, pointer: str, what: object) -> Any:
     """The value at a JSON Pointer (RFC 6901)."""
     value = data
     for raw in pointer.split("/")[1:]:

@@ -25,6 +25,7 @@ is masked in the result, in error messages and in the log line of each request.
 from __future__ import annotations
 
 import email.utils
+import gc
 import logging
 import random
 import time
@@ -55,6 +56,10 @@ IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 BACKOFF_BASE = 0.25  # seconds before the first retry (times 2 each time, then jittered)
 BACKOFF_MAX = 8.0
 MIN_HIDDEN = 4  # as secrets.scrub: shorter values would mask ordinary words
+# Connections per tool: more requests wait for one. httpcore2 scans every pooled connection (a
+# poll() each) whenever a response ends, so a pool of 100 busy connections stalls the event loop
+# for tens of milliseconds; 20 keeps that scan short and still overlaps 20 slow requests.
+POOL = 20
 
 
 class HttpFailure(Exception):
@@ -91,6 +96,10 @@ class _Prepared:
     arg_names: frozenset[str]
     names: frozenset[str]  # placeholders that are config values or secrets
     client: Any = None  # httpx2.AsyncClient, made on the first call
+    # At most POOL calls of the tool in flight; the others wait here before doing any work, so a
+    # burst of calls never holds the event loop for long (each waits its turn cheaply) and the
+    # pool's bookkeeping, which grows with its queue, stays small.
+    gate: anyio.Semaphore = field(default_factory=lambda: anyio.Semaphore(POOL))
     calls: deque[float] = field(default_factory=deque)  # start times within the last minute
 
 
@@ -114,6 +123,10 @@ class HttpTools:
         p = self._prepare(call)
         if p.spec.max_calls_per_minute is not None:
             _admit(call.tool_id, p, p.spec.max_calls_per_minute)
+        async with p.gate:
+            return await self._run(call, p)
+
+    async def _run(self, call: HttpCall, p: _Prepared) -> Any:
         named, hidden = await self._named(call, p)
         values = Values(call.args, p.arg_names, named)
         deadline = anyio.current_time() + call.timeout
@@ -195,7 +208,7 @@ class HttpTools:
             raise HttpFailure(str(exc), "unconfigured") from None
         except (RenderError, KeyError) as exc:
             raise HttpFailure(f"{spec.method} {spec.url_template}: {exc}", "arguments") from None
-        what = f"{spec.method} {_shown(url, hidden)}"
+        what = _What(spec.method, url, hidden)
         _check_host(authority, p.spec.allowed_hosts, tool_id)
         if content is not None and len(content) > p.spec.max_request_bytes:
             raise HttpFailure(f"{what}: the request body is {len(content)} bytes; the tool's maxRequestBytes is "
@@ -216,7 +229,7 @@ class HttpTools:
             raise HttpFailure(str(exc), "output") from None
 
     async def _send(self, p: _Prepared, method: str, url: str, headers: list[tuple[bytes, bytes]],
-                    content: bytes | None, what: str, deadline: float) -> tuple[int, Any, bytes, str]:
+                    content: bytes | None, what: _What, deadline: float) -> tuple[int, Any, bytes, str]:
         import httpx2  # deferred: a heavy library, never loaded before the first HTTP tool call
 
         client = p.client or self._client(p)
@@ -267,16 +280,32 @@ class HttpTools:
     def _client(self, p: _Prepared) -> Any:
         import httpx2  # deferred: a heavy library
 
-        limits = httpx2.Limits(max_connections=100, max_keepalive_connections=20)
+        limits = httpx2.Limits(max_connections=POOL, max_keepalive_connections=POOL)
         # trust_env off: a proxy or .netrc from the environment must not redirect or authenticate a tool's calls.
         transport = httpx2.AsyncHTTPTransport(limits=limits, trust_env=False, retries=0)
         p.client = httpx2.AsyncClient(transport=transport, timeout=httpx2.Timeout(p.spec.timeout),
                                       follow_redirects=p.spec.follow_redirects, trust_env=False,
                                       max_redirects=5)
+        _freeze_once()
         return p.client
 
 
 # -- helpers ---------------------------------------------------------------------------------------
+
+_frozen = False
+
+
+def _freeze_once() -> None:
+    """Move what exists after httpx2's import (the sidecar's modules, httpx2, h11, ssl: about 40k
+    objects) out of the collector's reach. A burst of concurrent calls keeps many objects alive
+    at once, which triggers full collections; each walked all of those and held the event loop
+    25-30 ms on these machines (a ping stalled behind it). Frozen objects are never freed: only
+    long-lived ones exist at this point."""
+    global _frozen
+    if not _frozen:
+        _frozen = True
+        gc.freeze()
+
 
 
 def _admit(tool_id: str, p: _Prepared, limit: int) -> None:
@@ -344,7 +373,7 @@ def _retryable(method: str, status: int) -> bool:
     return status >= 500 and method in IDEMPOTENT
 
 
-def _retry_after(value: str | None, what: str, cap: float) -> float | None:
+def _retry_after(value: str | None, what: _What, cap: float) -> float | None:
     """The wait a 429/5xx asks for (None: back off as usual); over ``cap`` the call fails now."""
     if not value:
         return None
@@ -364,7 +393,7 @@ def _retry_after(value: str | None, what: str, cap: float) -> float | None:
     return seconds
 
 
-async def _read(response: httpx2.Response, cap: int, what: str) -> bytes:
+async def _read(response: httpx2.Response, cap: int, what: _What) -> bytes:
     declared = response.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > cap:
         raise HttpFailure(f"{what}: the response is {int(declared)} bytes; the tool's maxResponseBytes is {cap}",
@@ -386,6 +415,24 @@ def _network_reason(exc: Exception) -> str:
     if isinstance(exc, httpx2.RemoteProtocolError):
         return "the server closed the connection before the response was complete"
     return "the connection broke"
+
+
+class _What:
+    """"GET https://host/path?key=****" for messages and log lines, worked out only when one is
+    written (masking a URL costs more than the rest of a call's bookkeeping)."""
+
+    __slots__ = ("hidden", "method", "text", "url")
+
+    def __init__(self, method: str, url: str, hidden: list[str]) -> None:
+        self.method, self.url, self.hidden, self.text = method, url, hidden, ""
+
+    def __str__(self) -> str:
+        if not self.text:
+            self.text = f"{self.method} {_shown(self.url, self.hidden)}"
+        return self.text
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
 
 
 def _shown(url: str, hidden: list[str]) -> str:
