@@ -390,3 +390,32 @@ _REASONS = {
 
 def _reason(status: int) -> str:
     return _REASONS.get(status, "Status")
+
+
+def inventory(server: HttpServer) -> HttpServer:
+    """The small inventory API the example toolset (tests/fixtures/toolsets/http_example) is written
+    for, as scripts/demo.py and scripts/bench_http.py serve it."""
+    items = {"1": {"id": "1", "name": "Lamp", "price": 12.5}, "2": {"id": "2", "name": "Desk", "price": 149.0}}
+    for item_id, item in items.items():
+        server.route("GET", f"/items/{item_id}", Response(json={"item": item}))
+        server.route("GET", f"/items/{item_id}/note", Response(body=f"{item['name']}: handle with care",
+                                                                  headers={"Content-Type": "text/plain"}))
+    server.route("GET", "/items/slow", Response(json={"item": {"id": "slow", "name": "Sloth", "price": 1}},
+                                                delay=0.05))
+    server.route("GET", "/items", handler=lambda r: Response(json=[
+        i for i in items.values() if dict(r.query).get("q", "").lower() in i["name"].lower()]))
+    server.route("POST", "/items", handler=lambda r: Response(201, json={"id": "3", **r.json()}))
+    server.route("POST", "/login", handler=lambda r: Response(json={"token": "t-" + dict(r.form()).get("user", "")}))
+    server.route("GET", "/orders", handler=lambda r: Response(json={"orders": [
+        {"id": 7, "for": (r.header("authorization") or "").removeprefix("Bearer t-")}]}))
+    return server
+
+
+if __name__ == "__main__":
+    # python -m tests.http_server: the inventory API on a free port for scripts; prints its URL,
+    # serves until its stdin closes.
+    import sys
+
+    with inventory(HttpServer()) as running:
+        print(running.url, flush=True)
+        sys.stdin.read()
