@@ -147,59 +147,76 @@ async def concurrent(client: RawClient) -> tuple[list[float], float, int]:
             pings.append(ms(time.perf_counter() - t0))
             await anyio.sleep(0.005)
 
+    wall = [0.0]
     async with anyio.create_task_group() as tg:
         tg.start_soon(pinger)
         t0 = time.perf_counter()
         async with anyio.create_task_group() as calls:
             for _ in range(CONCURRENT):
                 calls.start_soon(one)
-        wall = ms(time.perf_counter() - t0)
+        wall[0] = ms(time.perf_counter() - t0)
         done.set()
-    return pings, wall, ok
+    return pings, wall[0], ok
+
+
+class Figures:
+    def __init__(self) -> None:
+        self.sidecar: list[float] = []
+        self.direct: list[float] = []
+        self.ping: list[float] = []
+        self.pings: list[float] = []
+        self.wall = 0.0
+        self.ok = 0
+        self.code = -1
+
+
+async def measure(args: argparse.Namespace, tmp: Path, url: str, out: Figures) -> None:
+    folder = tmp / "bench_http"
+    folder.mkdir()
+    (folder / "toolset.yaml").write_text(MANIFEST.replace("URL", url))
+    command = [sys.executable, "-m", "sidecar", "--data-dir", str(tmp / "data"), "--secrets-backend", "file"]
+    async with await anyio.open_process(command, stderr=subprocess.DEVNULL) as proc:
+        client = RawClient(proc)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(client.read)
+            await client.request("initialize", {"clientInfo": {"name": "bench_http", "version": "0"}})
+            await client.request("toolsets/import", {"path": str(folder)})
+            await client.request("secrets/set", {"name": "BENCH_API_KEY", "value": KEY})
+            out.sidecar, out.direct, out.ping = await per_call(client, url, args.calls)
+            out.pings, out.wall, out.ok = await concurrent(client)
+            await client.request("shutdown")
+            await client.notify("exit")
+            out.code = await proc.wait()
 
 
 async def main(args: argparse.Namespace, tmp: Path) -> int:
     print_header(sys.executable)
     server = await anyio.open_process([sys.executable, "-m", "tests.http_server"], cwd=ROOT, stderr=None)
+    assert server.stdout is not None and server.stdin is not None
+    f = Figures()
     try:
-        assert server.stdout is not None and server.stdin is not None
         first = b""
         while not first.endswith(b"\n"):
             first += await server.stdout.receive()
-        url = first.decode().strip()
-        folder = tmp / "bench_http"
-        folder.mkdir()
-        (folder / "toolset.yaml").write_text(MANIFEST.replace("URL", url))
-        command = [sys.executable, "-m", "sidecar", "--data-dir", str(tmp / "data"), "--secrets-backend", "file"]
-        async with await anyio.open_process(command, stderr=subprocess.DEVNULL) as proc:
-            client = RawClient(proc)
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(client.read)
-                await client.request("initialize", {"clientInfo": {"name": "bench_http", "version": "0"}})
-                await client.request("toolsets/import", {"path": str(folder)})
-                await client.request("secrets/set", {"name": "BENCH_API_KEY", "value": KEY})
-                sidecar, direct, ping = await per_call(client, url, args.calls)
-                pings, wall, ok = await concurrent(client)
-                await client.request("shutdown")
-                await client.notify("exit")
-                code = await proc.wait()
+        await measure(args, tmp, first.decode().strip(), f)
     finally:
         await server.stdin.aclose()  # the server's cue to stop
         with anyio.fail_after(10):
             await server.wait()
     rows = Rows()
-    added = pct(sidecar, 50) - pct(direct, 50)
-    rows.add(f"HTTP tool call p50 ({args.calls} sequential)", f"{pct(sidecar, 50):.2f} ms",
-             f"httpx2 direct {pct(direct, 50):.2f} ms", "", None)
-    rows.add("HTTP tool call p99", f"{pct(sidecar, 99):.2f} ms", f"httpx2 direct {pct(direct, 99):.2f} ms", "", None)
-    rows.add("  ping through the same client p50 (RPC floor)", f"{pct(ping, 50):.2f} ms", "", "", None)
+    added = pct(f.sidecar, 50) - pct(f.direct, 50)
+    rows.add(f"HTTP tool call p50 ({args.calls} sequential)", f"{pct(f.sidecar, 50):.2f} ms",
+             f"httpx2 direct {pct(f.direct, 50):.2f} ms", "", None)
+    rows.add("HTTP tool call p99", f"{pct(f.sidecar, 99):.2f} ms", f"httpx2 direct {pct(f.direct, 99):.2f} ms", "",
+             None)
+    rows.add("  ping through the same client p50 (RPC floor)", f"{pct(f.ping, 50):.2f} ms", "", "", None)
     rows.add("added by the sidecar, p50", f"{added:.2f} ms", "", f"<= {BUDGET_OVERHEAD_P50_MS:g} ms",
              added <= BUDGET_OVERHEAD_P50_MS)
-    rows.add(f"{CONCURRENT} concurrent calls to one host (50 ms each), wall", f"{wall:.0f} ms",
-             f"{ok}/{CONCURRENT} succeeded", "", None if ok == CONCURRENT else False)
-    rows.add(f"ping p99 during them ({len(pings)} pings)", f"{pct(pings, 99):.2f} ms",
-             f"p50 {pct(pings, 50):.2f} ms", f"< {BUDGET_PING_P99_MS:g} ms", pct(pings, 99) < BUDGET_PING_P99_MS)
-    rows.add("sidecar exit code", str(code), "", "0", code == 0)
+    rows.add(f"{CONCURRENT} concurrent calls to one host (50 ms each), wall", f"{f.wall:.0f} ms",
+             f"{f.ok}/{CONCURRENT} succeeded", "", None if f.ok == CONCURRENT else False)
+    rows.add(f"ping p99 during them ({len(f.pings)} pings)", f"{pct(f.pings, 99):.2f} ms",
+             f"p50 {pct(f.pings, 50):.2f} ms", f"< {BUDGET_PING_P99_MS:g} ms", pct(f.pings, 99) < BUDGET_PING_P99_MS)
+    rows.add("sidecar exit code", str(f.code), "", "0", f.code == 0)
     print_table(rows)
     return 0
 
