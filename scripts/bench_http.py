@@ -41,7 +41,7 @@ import anyio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from _bench import Rows, pct, print_header, print_table, run_in_temp_dir  # noqa: E402  (scripts/ is on sys.path when run as a script)
+from _bench import Rows, misses_line, pct, print_header, print_table, run_in_temp_dir  # noqa: E402  (scripts/ is on sys.path when run as a script)
 
 BUDGET_OVERHEAD_P50_MS = 1.0
 BUDGET_PING_P99_MS = 20.0
@@ -218,6 +218,7 @@ async def main(args: argparse.Namespace, tmp: Path) -> int:
              f"p50 {pct(f.pings, 50):.2f} ms", f"< {BUDGET_PING_P99_MS:g} ms", pct(f.pings, 99) < BUDGET_PING_P99_MS)
     rows.add("sidecar exit code", str(f.code), "", "0", f.code == 0)
     print_table(rows)
+    print(misses_line(rows))
     return 0
 
 

@@ -1,6 +1,7 @@
 """A whole session against a fresh sidecar, narrated: what a desktop app sees over stdio.
 
-Lifecycle, ping, a chat whose files branch, the App Builder toolset, a card, then a chat turn on the
+Lifecycle, ping, a chat whose files branch, the App Builder toolset, a card, HTTP tools against a
+local server, then a chat turn on the
 offline scripted model (streamed text printed as it arrives, tool calls with their render plans, a
 ``ui/confirmToolCall`` answered ``allowChat``), a retry on a new branch and a switch back.
 
@@ -156,6 +157,8 @@ async def run(data_dir: Path, verbose: bool) -> int:
 
         await configured_tool(sc)
 
+        await http_tools(sc)
+
         await chat_session(sc)
 
         step("secrets are masked by meaning (a careless MCP server prints what it was given)")
@@ -237,6 +240,37 @@ async def configured_tool(sc: SidecarClient) -> None:
                           f"telemetry city {result['telemetry']['city']}, time {result['telemetry']['time']}")
     await sc.request("config/delete", {"toolsetId": "weather", "key": "api_key"})
     show("config/delete api_key", f"the key leaves the secret store; {await statuses()}")
+
+
+# -- HTTP tools (issue 13) against a local server -------------------------------------------------
+
+async def http_tools(sc: SidecarClient) -> None:
+    step("HTTP tools: templated REST calls, against a local inventory API this demo starts")
+    from tests.http_server import HttpServer, inventory  # a real HTTP/1.1 server on 127.0.0.1
+
+    with inventory(HttpServer()) as server:
+        await sc.request("toolsets/import", {"path": str(ROOT / "tests" / "fixtures" / "toolsets" / "http_example")})
+        await sc.request("config/set", {"toolsetId": "http_example", "values": {"api_host": server.netloc}})
+        key = "demo-api-key-7c41"
+        await sc.request("secrets/set", {"name": "EXAMPLE_API_KEY", "value": key})
+
+        async def call(tool: str, args: dict[str, Any]) -> dict[str, Any]:
+            return (await sc.request("tools/call", {"toolId": f"http_example:{tool}", "args": args}))["toolCall"]
+
+        got = await call("get_item", {"id": "1"})
+        seen = server.requests[-1]
+        show("get_item {id: 1}", f"{got['status']}: {got['result']}  (GET {seen.target}, X-Api-Key from the "
+                                 f"secret store: {'sent' if seen.header('X-Api-Key') == key else 'missing'})")
+        got = await call("search_items", {"q": "de"})
+        show("search_items {q: de}", f"{got['result']}  (GET {server.requests[-1].target})")
+        got = await call("get_item", {"id": "../admin?x=1"})
+        show("id: ../admin?x=1", f"GET {server.requests[-1].target} -> {got['errorKind']}: {got['error']}")
+        await sc.request("config/set", {"toolsetId": "http_example", "toolId": "my_orders",
+                                        "values": {"user": "ada", "password": "pw-demo-5e"}})
+        got = await call("my_orders", {})
+        show("my_orders (2 steps)", f"POST /login (form), then GET /orders with its token: {got['result']}")
+        got = await call("item_note", {"id": "2"})
+        show("item_note (text)", f"{got['result']!r}  (the key went in the URL; the log shows it as ****)")
 
 
 # -- a whole chat session on the offline scripted model --------------------------------------------
