@@ -104,6 +104,8 @@ class Manifest(_Decl):
     version: str = "0.0.0"
     description: str = ""
     config_schema: ConfigSchema = {}  # fields shared by every tool of the toolset
+    # Hosts every HTTP tool of the toolset may call, for those that list none of their own.
+    allowed_hosts: list[str] = []
     tools: list[ToolDecl] = []
     tool_overrides: list[OverrideDecl] = []
     mcp_servers: list[McpServerDecl] = []
@@ -236,6 +238,8 @@ def _check(m: Manifest) -> Parsed:
     for i, t in enumerate(m.tools):
         if t.output is not None:
             _check_output(f"tools[{i}].output", t.output)
+        if t.http is not None and not t.http.allowed_hosts and m.allowed_hosts:
+            t.http = msgspec.structs.replace(t.http, allowed_hosts=list(m.allowed_hosts))
         _check_kind(i, t)
     warnings: list[str] = []
     overrides = _with_legacy_renderers(m, warnings)

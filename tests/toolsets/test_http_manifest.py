@@ -95,3 +95,13 @@ def test_a_tool_is_python_or_http() -> None:
     with pytest.raises(ManifestError) as err:
         parse(yaml.safe_dump(data).encode())
     assert err.value.path == "tools[0]" and "needs an entrypoint" in err.value.reason
+
+
+def test_a_toolset_can_list_the_allowed_hosts_once() -> None:
+    data = yaml.safe_load(ISSUE_SHAPE)
+    del data["tools"][0]["http"]["allowedHosts"]
+    with pytest.raises(ManifestError) as err:
+        parse(yaml.safe_dump(data).encode())
+    assert err.value.path == "tools[0].http.allowedHosts"
+    data["allowed_hosts"] = ["api.example.com"]
+    assert parse(yaml.safe_dump(data).encode()).manifest.tools[0].http.allowed_hosts == ["api.example.com"]  # type: ignore[union-attr] - parsed above

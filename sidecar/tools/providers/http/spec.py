@@ -111,7 +111,12 @@ def check(spec: HttpSpec, input_schema: dict[str, Any] | None) -> None:
     if not single and not spec.steps:
         raise SpecError("urlTemplate", 'give the URL to call, e.g. "https://api.example.com/items/${id}"')
     if not spec.allowed_hosts:
-        raise SpecError("allowedHosts", 'list the hosts this tool may call, e.g. ["api.example.com"]')
+        raise SpecError("allowedHosts", 'list the hosts this tool may call, e.g. ["api.example.com"] (or set '
+                                        "allowed_hosts for the whole toolset)")
+    if spec.auth is not None:
+        # Until the auth helpers land, a declared auth block would be silently ignored: refuse it.
+        raise SpecError("auth", "auth helpers are not available yet; send the credential in a header "
+                                '(headers: {Authorization: "Bearer ${API_TOKEN}"})')
     for i, host in enumerate(spec.allowed_hosts):
         if not _HOST_RULE.match(host):
             raise SpecError(f"allowedHosts[{i}]", f"{host!r} is not a host name: write it as "
