@@ -253,3 +253,15 @@ async def test_a_result_holds_no_secret_even_in_its_json_escaping(app, http_serv
     await app.request("secrets/set", {"name": "ECHO_TOKEN", "value": secret})
     record = await call(app, "echo")
     assert record["result"] == {"got": "Bearer ****"} and secret not in json.dumps(record)
+
+
+async def test_a_followed_redirect_is_checked_at_every_hop(app, http_server: HttpServer, tmp_path: Path):
+    http_server.route("GET", "/hop", Response(302, headers={"Location": f"http://localhost:{http_server.port}/end"}))
+    http_server.route("GET", "/near", Response(302, headers={"Location": "/end"}))
+    http_server.route("GET", "/end", Response(json={"arrived": True}))
+    await install(app, tmp_path, tool("hop", {"urlTemplate": f"{http_server.url}/hop", "followRedirects": True}, None),
+                  tool("near", {"urlTemplate": f"{http_server.url}/near", "followRedirects": True}, None))
+    record = await call(app, "hop")  # localhost is not in allowedHosts (only 127.0.0.1 is)
+    assert record["errorKind"] == "refused" and "'localhost' is not in the allowedHosts" in record["error"]
+    assert http_server.requests_to("/end") == []
+    assert (await call(app, "near"))["result"] == {"arrived": True}

@@ -90,6 +90,7 @@ class _Step:
 
 @dataclass
 class _Prepared:
+    tool_id: str
     raw: Any  # config["http"] as stored: a changed declaration is prepared again
     spec: HttpSpec
     steps: list[_Step]
@@ -163,7 +164,7 @@ class HttpTools:
         steps = [_Step(s, UrlTemplate(s.url_template), _query(s)) for s in spec.requests()]
         step_ids = {s.id for s in spec.requests()}
         used = {name.split(".")[0] for s in spec.requests() for text in _texts(s) for name in PLACEHOLDER.findall(text)}
-        fresh = _Prepared(raw, spec, steps, arg_names, frozenset(used - arg_names - step_ids))
+        fresh = _Prepared(call.tool_id, raw, spec, steps, arg_names, frozenset(used - arg_names - step_ids))
         if p is not None:
             fresh.calls = p.calls  # the rate holds across an upgrade
             if p.client is not None:
@@ -283,9 +284,15 @@ class HttpTools:
         limits = httpx2.Limits(max_connections=POOL, max_keepalive_connections=POOL)
         # trust_env off: a proxy or .netrc from the environment must not redirect or authenticate a tool's calls.
         transport = httpx2.AsyncHTTPTransport(limits=limits, trust_env=False, retries=0)
+        allowed, tool_id = p.spec.allowed_hosts, p.tool_id
+
+        async def each_request(request: httpx2.Request) -> None:
+            # Every request the client sends, each redirect hop included, goes to an allowed host.
+            _check_host(request.url.netloc.decode("ascii", "replace"), allowed, tool_id)
+
         p.client = httpx2.AsyncClient(transport=transport, timeout=httpx2.Timeout(p.spec.timeout),
                                       follow_redirects=p.spec.follow_redirects, trust_env=False,
-                                      max_redirects=5)
+                                      max_redirects=5, event_hooks={"request": [each_request]})
         _freeze_once()
         return p.client
 
