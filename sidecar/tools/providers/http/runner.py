@@ -124,23 +124,23 @@ class HttpTools:
         p = self._prepare(call)
         if p.spec.max_calls_per_minute is not None:
             _admit(call.tool_id, p, p.spec.max_calls_per_minute)
-        async with p.gate:
-            return await self._run(call, p)
-
-    async def _run(self, call: HttpCall, p: _Prepared) -> Any:
-        named, hidden = await self._named(call, p)
-        values = Values(call.args, p.arg_names, named)
         deadline = anyio.current_time() + call.timeout
         try:
-            try:
-                with anyio.fail_after(call.timeout):
-                    result: Any = None
-                    for step in p.steps:
-                        result = await self._step(call.tool_id, p, step, values, hidden, deadline)
-                        values.steps[step.spec.id] = result
-            except TimeoutError:
-                raise HttpFailure(f"the tool {call.tool_id} took longer than its timeout ({call.timeout:g} s)",
-                                  "timeout") from None
+            with anyio.fail_after(call.timeout):  # waiting for a turn counts too
+                async with p.gate:
+                    return await self._run(call, p, deadline)
+        except TimeoutError:
+            raise HttpFailure(f"the tool {call.tool_id} took longer than its timeout ({call.timeout:g} s)",
+                              "timeout") from None
+
+    async def _run(self, call: HttpCall, p: _Prepared, deadline: float) -> Any:
+        named, hidden = await self._named(call, p)
+        values = Values(call.args, p.arg_names, named)
+        try:
+            result: Any = None
+            for step in p.steps:
+                result = await self._step(call.tool_id, p, step, values, hidden, deadline)
+                values.steps[step.spec.id] = result
             if p.spec.output_schema is not None and (wrong := results.check_output(p.spec.output_schema, result)):
                 raise HttpFailure(wrong, "output", result)
         except HttpFailure as exc:
