@@ -265,3 +265,18 @@ async def test_a_followed_redirect_is_checked_at_every_hop(app, http_server: Htt
     assert record["errorKind"] == "refused" and "'localhost' is not in the allowedHosts" in record["error"]
     assert http_server.requests_to("/end") == []
     assert (await call(app, "near"))["result"] == {"arrived": True}
+
+
+async def test_retry_after_as_a_date(app, http_server: HttpServer, tmp_path: Path):
+    import email.utils
+    import time
+
+    def busy(_request: Any) -> Response:
+        if len(http_server.requests_to("/dated")) == 1:
+            return Response(503, headers={"Retry-After": email.utils.formatdate(time.time() + 1, usegmt=True)})
+        return Response(json="ok")
+
+    http_server.route("GET", "/dated", handler=busy)
+    await install(app, tmp_path, tool("dated", {"urlTemplate": f"{http_server.url}/dated"}, None))
+    record = await call(app, "dated")
+    assert record["result"] == "ok" and len(http_server.requests_to("/dated")) == 2
