@@ -1,6 +1,6 @@
 """Running an HTTP tool: its requests in order, each templated (``templates.py``), sent with httpx2
-and read as a stream that stops at ``maxResponseBytes``, retried with back-off and jitter, and its
-response mapped to the result (``results.py``).
+(``wire.py``: read as a stream that stops at ``maxResponseBytes``, retried with back-off and
+jitter), and its response mapped to the result (``results.py``).
 
 Limits, and what happens at each:
 - ``timeout``: seconds for one request, from sending to the last byte of the body (a server that
@@ -24,16 +24,12 @@ is masked in the result, in error messages and in the log line of each request.
 
 from __future__ import annotations
 
-import email.utils
-import gc
 import logging
-import random
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from typing import Any
 
 import anyio
 import msgspec
@@ -45,29 +41,12 @@ from . import results, templates
 from .results import ResultError
 from .spec import HttpSpec, SpecError, StepSpec, check
 from .templates import PLACEHOLDER, MissingValue, RenderError, Template, UrlTemplate, Values
-
-if TYPE_CHECKING:
-    import httpx2
+from .wire import POOL, HttpFailure, What, check_host, make_client, send, shown
 
 log = logging.getLogger("sidecar.tools.http")
 
 Environ = Callable[[Iterable[str]], Awaitable[Mapping[str, str]]]
-IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
-BACKOFF_BASE = 0.25  # seconds before the first retry (times 2 each time, then jittered)
-BACKOFF_MAX = 8.0
 MIN_HIDDEN = 4  # as secrets.scrub: shorter values would mask ordinary words
-# Connections per tool: more requests wait for one. httpcore2 scans every pooled connection (a
-# poll() each) whenever a response ends, so a pool of 100 busy connections stalls the event loop
-# for tens of milliseconds; 20 keeps that scan short and still overlaps 20 slow requests.
-POOL = 20
-
-
-class HttpFailure(Exception):
-    """The call failed; ``kind`` is the call record's error kind, ``result`` what the error result holds."""
-
-    def __init__(self, message: str, kind: str, result: Any = None) -> None:
-        super().__init__(message)
-        self.message, self.kind, self.result = message, kind, result
 
 
 @dataclass(frozen=True)
@@ -209,15 +188,16 @@ class HttpTools:
             raise HttpFailure(str(exc), "unconfigured") from None
         except (RenderError, KeyError) as exc:
             raise HttpFailure(f"{spec.method} {spec.url_template}: {exc}", "arguments") from None
-        what = _What(spec.method, url, hidden)
-        _check_host(authority, p.spec.allowed_hosts, tool_id)
+        what = What(spec.method, url, hidden)
+        check_host(authority, p.spec.allowed_hosts, tool_id)
         if content is not None and len(content) > p.spec.max_request_bytes:
             raise HttpFailure(f"{what}: the request body is {len(content)} bytes; the tool's maxRequestBytes is "
                               f"{p.spec.max_request_bytes}", "too_large")
-        status, response_headers, body, encoding = await self._send(p, spec.method, url, headers, content, what,
-                                                                    deadline)
+        client = p.client or self._client(p)
+        status, response_headers, body, encoding = await send(client, p.spec, spec.method, url, headers, content,
+                                                              what, deadline)
         if 300 <= status < 400:
-            location = _shown(response_headers.get("location", "?"), hidden)
+            location = shown(response_headers.get("location", "?"), hidden)
             raise HttpFailure(f"{what} answered {status}, a redirect to {location}; this tool does not follow "
                               "redirects (set followRedirects: true and list that host in allowedHosts)",
                               "upstream", {"status": status, "location": location})
@@ -229,91 +209,12 @@ class HttpTools:
         except ResultError as exc:
             raise HttpFailure(str(exc), "output") from None
 
-    async def _send(self, p: _Prepared, method: str, url: str, headers: list[tuple[bytes, bytes]],
-                    content: bytes | None, what: _What, deadline: float) -> tuple[int, Any, bytes, str]:
-        import httpx2  # deferred: a heavy library, never loaded before the first HTTP tool call
-
-        client = p.client or self._client(p)
-        spec = p.spec
-        attempt = 0
-        while True:
-            started = time.perf_counter()
-            wait: float | None = None
-            try:
-                request = client.build_request(method, url, headers=headers, content=content)
-                with anyio.fail_after(min(spec.timeout, max(deadline - anyio.current_time(), 0.001))):
-                    response = await client.send(request, stream=True)
-                    try:
-                        status = response.status_code
-                        if attempt < spec.max_retries and _retryable(method, status):
-                            wait = _retry_after(response.headers.get("retry-after"), what, spec.max_retry_wait)
-                            log.debug("%s answered %d; retrying", what, status)
-                        else:
-                            body = await _read(response, spec.max_response_bytes, what)
-                            log.debug("%s -> %d, %d bytes in %.1f ms", what, status, len(body),
-                                      (time.perf_counter() - started) * 1000)
-                            return status, response.headers, body, response.encoding or "utf-8"
-                    finally:
-                        await response.aclose()
-            except TimeoutError:
-                raise HttpFailure(f"{what} got no complete answer within {spec.timeout:g} s (the tool's timeout)",
-                                  "timeout") from None
-            except httpx2.TimeoutException:
-                raise HttpFailure(f"{what} got no complete answer within {spec.timeout:g} s (the tool's timeout)",
-                                  "timeout") from None
-            except (httpx2.ConnectError, httpx2.ReadError, httpx2.WriteError, httpx2.RemoteProtocolError) as exc:
-                sent = not isinstance(exc, httpx2.ConnectError)
-                reason = _network_reason(exc)
-                if attempt >= spec.max_retries or (sent and method not in IDEMPOTENT):
-                    tries = f" (after {attempt + 1} tries)" if attempt else ""
-                    raise HttpFailure(f"{what} failed: {reason}{tries}", "upstream") from None
-                log.debug("%s failed (%s); retrying", what, reason)
-            except httpx2.HTTPError as exc:
-                # Anything else httpx2 refuses (a header it will not send, a URL it cannot parse):
-                # the call's error, its text scrubbed of the call's secrets by run().
-                raise HttpFailure(f"{what} could not be sent: {exc}", "arguments") from None
-            attempt += 1
-            delay = wait if wait is not None else random.uniform(0, min(BACKOFF_MAX, BACKOFF_BASE * 2 ** attempt))
-            if anyio.current_time() + delay >= deadline:
-                raise HttpFailure(f"{what}: no time left for retry {attempt} within the tool's timeout", "timeout")
-            await anyio.sleep(delay)
-
     def _client(self, p: _Prepared) -> Any:
-        import httpx2  # deferred: a heavy library
-
-        limits = httpx2.Limits(max_connections=POOL, max_keepalive_connections=POOL)
-        # trust_env off: a proxy or .netrc from the environment must not redirect or authenticate a tool's calls.
-        transport = httpx2.AsyncHTTPTransport(limits=limits, trust_env=False, retries=0)
-        allowed, tool_id = p.spec.allowed_hosts, p.tool_id
-
-        async def each_request(request: httpx2.Request) -> None:
-            # Every request the client sends, each redirect hop included, goes to an allowed host.
-            _check_host(request.url.netloc.decode("ascii", "replace"), allowed, tool_id)
-
-        p.client = httpx2.AsyncClient(transport=transport, timeout=httpx2.Timeout(p.spec.timeout),
-                                      follow_redirects=p.spec.follow_redirects, trust_env=False,
-                                      max_redirects=5, event_hooks={"request": [each_request]})
-        _freeze_once()
+        p.client = make_client(p.spec, p.tool_id)
         return p.client
 
 
 # -- helpers ---------------------------------------------------------------------------------------
-
-_frozen = False
-
-
-def _freeze_once() -> None:
-    """Move what exists after httpx2's import (the sidecar's modules, httpx2, h11, ssl: about 40k
-    objects) out of the collector's reach. A burst of concurrent calls keeps many objects alive
-    at once, which triggers full collections; each walked all of those and held the event loop
-    25-30 ms on these machines (a ping stalled behind it). Frozen objects are never freed: only
-    long-lived ones exist at this point."""
-    global _frozen
-    if not _frozen:
-        _frozen = True
-        gc.freeze()
-
-
 
 def _admit(tool_id: str, p: _Prepared, limit: int) -> None:
     now = time.monotonic()
@@ -352,98 +253,6 @@ def _with_default(headers: list[tuple[bytes, bytes]], name: bytes, value: bytes)
     if any(k.lower() == name for k, _ in headers):
         return headers
     return [*headers, (name, value)]
-
-
-def _check_host(authority: str, allowed: list[str], tool_id: str) -> None:
-    """The destination must be one the tool lists (by name; where it resolves to is the guard's
-    to check when the connection is made)."""
-    parts = urlsplit(f"//{authority}")
-    host = (parts.hostname or "").lower()
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    for pattern in allowed:
-        p = urlsplit(f"//{pattern.lower()}")
-        want = p.hostname or ""
-        if p.port is not None and p.port != port:
-            continue
-        if host == want or (want.startswith("*.") and host.endswith(want[1:])):
-            return
-    raise HttpFailure(f"the host {host!r} is not in the allowedHosts of {tool_id} ({', '.join(allowed)}); "
-                      "add it there if the tool should reach it", "refused")
-
-
-def _retryable(method: str, status: int) -> bool:
-    if status == 429 or status == 503:
-        return True
-    return status >= 500 and method in IDEMPOTENT
-
-
-def _retry_after(value: str | None, what: _What, cap: float) -> float | None:
-    """The wait a 429/5xx asks for (None: back off as usual); over ``cap`` the call fails now."""
-    if not value:
-        return None
-    value = value.strip()
-    seconds: float | None = None
-    if value.isdigit():
-        seconds = float(value)
-    else:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-            seconds = max(when.timestamp() - time.time(), 0.0)
-        except (TypeError, ValueError):
-            return None
-    if seconds > cap:
-        raise HttpFailure(f"{what}: the server asked to retry after {seconds:.0f} s, longer than the tool's "
-                          f"maxRetryWait ({cap:g} s); try again later", "rate_limited")
-    return seconds
-
-
-async def _read(response: httpx2.Response, cap: int, what: _What) -> bytes:
-    declared = response.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > cap:
-        raise HttpFailure(f"{what}: the response is {int(declared)} bytes; the tool's maxResponseBytes is {cap}",
-                          "too_large")
-    body = bytearray()
-    async for chunk in response.aiter_bytes():  # decoded: a compressed body counts at its real size
-        body += chunk
-        if len(body) > cap:
-            raise HttpFailure(f"{what}: the response went past the tool's maxResponseBytes ({cap} bytes); "
-                              "it was not read further", "too_large")
-    return bytes(body)
-
-
-def _network_reason(exc: Exception) -> str:
-    import httpx2  # deferred: a heavy library (already loaded here)
-
-    if isinstance(exc, httpx2.ConnectError):
-        return "could not connect"
-    if isinstance(exc, httpx2.RemoteProtocolError):
-        return "the server closed the connection before the response was complete"
-    return "the connection broke"
-
-
-class _What:
-    """"GET https://host/path?key=****" for messages and log lines, worked out only when one is
-    written (masking a URL costs more than the rest of a call's bookkeeping)."""
-
-    __slots__ = ("hidden", "method", "text", "url")
-
-    def __init__(self, method: str, url: str, hidden: list[str]) -> None:
-        self.method, self.url, self.hidden, self.text = method, url, hidden, ""
-
-    def __str__(self) -> str:
-        if not self.text:
-            self.text = f"{self.method} {_shown(self.url, self.hidden)}"
-        return self.text
-
-    def __format__(self, spec: str) -> str:
-        return format(str(self), spec)
-
-
-def _shown(url: str, hidden: list[str]) -> str:
-    return secrets.scrub(secrets.mask_url(url), hidden)
 
 
 def _scrubbed(result: Any, hidden: list[str]) -> Any:

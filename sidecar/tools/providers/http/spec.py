@@ -129,14 +129,14 @@ def check(spec: HttpSpec, input_schema: dict[str, Any] | None) -> None:
             raise SpecError(f"{where}id", f"{step.id!r} is used by an earlier step")
         if step.id in arguments and spec.steps:
             raise SpecError(f"{where}id", f"{step.id!r} is also an argument in input_schema; rename the step")
-        _check_step(where, step, spec, arguments, earlier)
+        _check_step(where, step, arguments, earlier)
         earlier.add(step.id)
 
 
 _HOST_RULE = re.compile(r"^(\*\.)?[A-Za-z0-9]([A-Za-z0-9.-]{0,252})(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$")
 
 
-def _check_step(where: str, step: StepSpec, spec: HttpSpec, arguments: set[str], earlier: set[str]) -> None:
+def _check_step(where: str, step: StepSpec, arguments: set[str], earlier: set[str]) -> None:
     url = step.url_template
     if not re.match(r"^https?://", url):
         raise SpecError(f"{where}urlTemplate", "must start with http:// or https://")
