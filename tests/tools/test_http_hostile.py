@@ -107,7 +107,7 @@ async def test_the_host_comes_only_from_config_and_must_be_allowed(app, http_ser
     await app.request("config/set", {"toolsetId": "hostile", "values": {"api_host": "localhost.example:1"}})
     record = await call(app, "get", {"id": "1"})
     assert record["errorKind"] == "refused"
-    assert "'localhost.example' is not in the allowedHosts of hostile:get (127.0.0.1)" in record["error"]
+    assert "host 'localhost.example' is not in allowedHosts (127.0.0.1); it was not looked up" in record["error"]
     assert http_server.requests == []
 
 
@@ -262,7 +262,8 @@ async def test_a_followed_redirect_is_checked_at_every_hop(app, http_server: Htt
     await install(app, tmp_path, tool("hop", {"urlTemplate": f"{http_server.url}/hop", "followRedirects": True}, None),
                   tool("near", {"urlTemplate": f"{http_server.url}/near", "followRedirects": True}, None))
     record = await call(app, "hop")  # localhost is not in allowedHosts (only 127.0.0.1 is)
-    assert record["errorKind"] == "refused" and "'localhost' is not in the allowedHosts" in record["error"]
+    assert record["errorKind"] == "refused"
+    assert "host 'localhost' is not in allowedHosts (127.0.0.1)" in record["error"]  # the hop, not the first URL
     assert http_server.requests_to("/end") == []
     assert (await call(app, "near"))["result"] == {"arrived": True}
 
@@ -280,3 +281,15 @@ async def test_retry_after_as_a_date(app, http_server: HttpServer, tmp_path: Pat
     await install(app, tmp_path, tool("dated", {"urlTemplate": f"{http_server.url}/dated"}, None))
     record = await call(app, "dated")
     assert record["result"] == "ok" and len(http_server.requests_to("/dated")) == 2
+
+
+async def test_a_name_that_resolves_to_loopback_is_refused_unless_its_address_is_listed(
+        app, http_server: HttpServer, tmp_path: Path):
+    http_server.route("GET", "/x", Response(json=1))
+    by_name = tool("by_name", {"urlTemplate": f"http://localhost:{http_server.port}/x"}, None)
+    by_name["http"]["allowedHosts"] = ["localhost"]
+    await install(app, tmp_path, by_name)
+    record = await call(app, "by_name")
+    assert record["errorKind"] == "refused"
+    assert "localhost resolved to" in record["error"] and "loopback" in record["error"]
+    assert http_server.requests == []  # never connected

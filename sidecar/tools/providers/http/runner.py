@@ -38,10 +38,11 @@ from .... import secrets
 from ....secrets.known import remember
 from ....secrets.shapes import looks_like_credential, looks_secret_name
 from . import results, templates
+from .guard import Destinations
 from .results import ResultError
 from .spec import HttpSpec, SpecError, StepSpec, check
 from .templates import PLACEHOLDER, MissingValue, RenderError, Template, UrlTemplate, Values
-from .wire import POOL, HttpFailure, What, check_host, make_client, send, shown
+from .wire import POOL, HttpFailure, What, check_destination, make_client, send, shown
 
 log = logging.getLogger("sidecar.tools.http")
 
@@ -75,6 +76,7 @@ class _Prepared:
     steps: list[_Step]
     arg_names: frozenset[str]
     names: frozenset[str]  # placeholders that are config values or secrets
+    destinations: Destinations  # allowedHosts, as the guard applies them
     client: Any = None  # httpx2.AsyncClient, made on the first call
     # At most POOL calls of the tool in flight; the others wait here before doing any work, so a
     # burst of calls never holds the event loop for long (each waits its turn cheaply) and the
@@ -143,7 +145,8 @@ class HttpTools:
         steps = [_Step(s, UrlTemplate(s.url_template), _query(s)) for s in spec.requests()]
         step_ids = {s.id for s in spec.requests()}
         used = {name.split(".")[0] for s in spec.requests() for text in _texts(s) for name in PLACEHOLDER.findall(text)}
-        fresh = _Prepared(call.tool_id, raw, spec, steps, arg_names, frozenset(used - arg_names - step_ids))
+        fresh = _Prepared(call.tool_id, raw, spec, steps, arg_names, frozenset(used - arg_names - step_ids),
+                          Destinations(spec.allowed_hosts))
         if p is not None:
             fresh.calls = p.calls  # the rate holds across an upgrade
             if p.client is not None:
@@ -189,7 +192,7 @@ class HttpTools:
         except (RenderError, KeyError) as exc:
             raise HttpFailure(f"{spec.method} {spec.url_template}: {exc}", "arguments") from None
         what = What(spec.method, url, hidden)
-        check_host(authority, p.spec.allowed_hosts, tool_id)
+        check_destination(p.destinations, step.url.scheme, authority)
         if content is not None and len(content) > p.spec.max_request_bytes:
             raise HttpFailure(f"{what}: the request body is {len(content)} bytes; the tool's maxRequestBytes is "
                               f"{p.spec.max_request_bytes}", "too_large")
@@ -210,7 +213,7 @@ class HttpTools:
             raise HttpFailure(str(exc), "output") from None
 
     def _client(self, p: _Prepared) -> Any:
-        p.client = make_client(p.spec, p.tool_id)
+        p.client = make_client(p.spec, p.destinations)
         return p.client
 
 

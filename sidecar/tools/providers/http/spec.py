@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from .guard import parse_host_entry
 from .templates import PLACEHOLDER, Template, TemplateError
 
 Method = Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
@@ -62,7 +63,8 @@ class HttpSpec(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, rename=
     form: dict[str, str] | None = None
     response: ResponseSpec = ResponseSpec()
     steps: list[StepSpec] = []
-    # Hosts the requests may go to ("api.example.com", "*.example.com", "127.0.0.1:8080").
+    # Hosts the requests may go to ("api.example.com", "*.example.com", "127.0.0.1:8080", "10.0.0.0/8"):
+    # the rules of guard.py, which also refuses private addresses that are not listed.
     allowed_hosts: list[str] = []
     output_schema: dict[str, Any] | None = None  # the result is checked against it
     timeout: Annotated[float, msgspec.Meta(gt=0, le=600)] = DEFAULT_TIMEOUT  # seconds, per request
@@ -118,9 +120,8 @@ def check(spec: HttpSpec, input_schema: dict[str, Any] | None) -> None:
         raise SpecError("auth", "auth helpers are not available yet; send the credential in a header "
                                 '(headers: {Authorization: "Bearer ${API_TOKEN}"})')
     for i, host in enumerate(spec.allowed_hosts):
-        if not _HOST_RULE.match(host):
-            raise SpecError(f"allowedHosts[{i}]", f"{host!r} is not a host name: write it as "
-                                                  '"api.example.com", "*.example.com" or "127.0.0.1:8080"')
+        if isinstance(wrong := parse_host_entry(host), str):
+            raise SpecError(f"allowedHosts[{i}]", wrong)
     arguments = set((input_schema or {}).get("properties") or {})
     earlier: set[str] = set()
     for i, step in enumerate(spec.requests()):
@@ -131,9 +132,6 @@ def check(spec: HttpSpec, input_schema: dict[str, Any] | None) -> None:
             raise SpecError(f"{where}id", f"{step.id!r} is also an argument in input_schema; rename the step")
         _check_step(where, step, arguments, earlier)
         earlier.add(step.id)
-
-
-_HOST_RULE = re.compile(r"^(\*\.)?[A-Za-z0-9]([A-Za-z0-9.-]{0,252})(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$")
 
 
 def _check_step(where: str, step: StepSpec, arguments: set[str], earlier: set[str]) -> None:

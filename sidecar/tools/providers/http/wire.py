@@ -15,6 +15,8 @@ from urllib.parse import urlsplit
 import anyio
 
 from .... import secrets
+from ....errors import DestinationRefused
+from .guard import Destinations
 from .spec import HttpSpec
 
 if TYPE_CHECKING:
@@ -63,6 +65,8 @@ async def send(client: Any, spec: HttpSpec, method: str, url: str, headers: list
                         return status, response.headers, body, response.encoding or "utf-8"
                 finally:
                     await response.aclose()
+        except DestinationRefused as exc:
+            raise HttpFailure(exc.message, "refused") from None
         except TimeoutError:
             raise HttpFailure(f"{what} got no complete answer within {spec.timeout:g} s (the tool's timeout)",
                               "timeout") from None
@@ -87,21 +91,17 @@ async def send(client: Any, spec: HttpSpec, method: str, url: str, headers: list
         await anyio.sleep(delay)
 
 
-def make_client(spec: HttpSpec, tool_id: str) -> Any:
+def make_client(spec: HttpSpec, destinations: Destinations) -> Any:
     import httpx2  # deferred: a heavy library
 
     limits = httpx2.Limits(max_connections=POOL, max_keepalive_connections=POOL)
-    # trust_env off: a proxy or .netrc from the environment must not redirect or authenticate a tool's calls.
-    transport = httpx2.AsyncHTTPTransport(limits=limits, trust_env=False, retries=0)
-    allowed = spec.allowed_hosts
-
-    async def each_request(request: httpx2.Request) -> None:
-        # Every request the client sends, each redirect hop included, goes to an allowed host.
-        check_host(request.url.netloc.decode("ascii", "replace"), allowed, tool_id)
-
+    # The guard checks every request the transport sends (each redirect hop too), resolves a name
+    # once and connects to the address it checked (no private, loopback, link-local or metadata
+    # address unless allowedHosts lists it). trust_env off: a proxy or .netrc from the environment
+    # must not redirect or authenticate a tool's calls.
+    transport = destinations.transport(limits=limits, trust_env=False, retries=0)
     client = httpx2.AsyncClient(transport=transport, timeout=httpx2.Timeout(spec.timeout),
-                                follow_redirects=spec.follow_redirects, trust_env=False,
-                                max_redirects=5, event_hooks={"request": [each_request]})
+                                follow_redirects=spec.follow_redirects, trust_env=False, max_redirects=5)
     _freeze_once()
     return client
 
@@ -121,24 +121,18 @@ def _freeze_once() -> None:
         gc.freeze()
 
 
-def check_host(authority: str, allowed: list[str], tool_id: str) -> None:
-    """The destination must be one the tool lists (by name; where it resolves to is the guard's
-    to check when the connection is made)."""
+def check_destination(destinations: Destinations, scheme: str, authority: str) -> None:
+    """The first, cheap check, before anything is sent: the host by name, against allowedHosts (the
+    guard's transport checks it again with the address it resolves to)."""
     parts = urlsplit(f"//{authority}")
-    host = (parts.hostname or "").lower()
     try:
-        port = parts.port
+        port = parts.port or (443 if scheme == "https" else 80)
     except ValueError:
-        port = None
-    for pattern in allowed:
-        p = urlsplit(f"//{pattern.lower()}")
-        want = p.hostname or ""
-        if p.port is not None and p.port != port:
-            continue
-        if host == want or (want.startswith("*.") and host.endswith(want[1:])):
-            return
-    raise HttpFailure(f"the host {host!r} is not in the allowedHosts of {tool_id} ({', '.join(allowed)}); "
-                      "add it there if the tool should reach it", "refused")
+        raise HttpFailure(f"{authority!r} has no valid port", "arguments") from None
+    try:
+        destinations.check_host(parts.hostname or "", port)
+    except DestinationRefused as exc:
+        raise HttpFailure(exc.message, "refused") from None
 
 
 def _retryable(method: str, status: int) -> bool:
