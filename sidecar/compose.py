@@ -103,7 +103,7 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     catalog = Catalog(db, servers.host)
     await _recover(db, catalog, data_dir)
     config = ToolConfig(db, catalog, secrets)
-    http_tools = HttpTools(secrets.environ)
+    http_tools = HttpTools(secrets.environ, oauth)
     on_close("HTTP tool connections", http_tools.aclose)
     tool_calls = ToolCallService(db, workspace, workers, data_dir / "scratch", catalog, config, http_tools)
     on_close("tool call records", tool_calls.aclose)

@@ -293,3 +293,28 @@ async def test_a_name_that_resolves_to_loopback_is_refused_unless_its_address_is
     assert record["errorKind"] == "refused"
     assert "localhost resolved to" in record["error"] and "loopback" in record["error"]
     assert http_server.requests == []  # never connected
+
+
+async def test_auth_helpers_apply_and_a_401_refreshes_the_oauth2_token_once(app, http_server: HttpServer,
+                                                                           tmp_path: Path):
+    tokens = iter(["tok-old-1111", "tok-new-2222"])
+    http_server.route("POST", "/token", handler=lambda r: Response(json={"access_token": next(tokens),
+                                                                         "expires_in": 3600}))
+    http_server.route("GET", "/me", handler=lambda r: Response(json={"auth": r.header("authorization")})
+                      if r.header("authorization") == "Bearer tok-new-2222" else Response(401))
+    http_server.route("GET", "/bearer", handler=lambda r: Response(json={"auth": r.header("authorization")}))
+    await app.request("secrets/set", {"name": "CLIENT_SECRET", "value": "cs-secret-9999"})
+    await app.request("secrets/set", {"name": "BEARER_TOKEN", "value": "bt-secret-8888"})
+    oauth = tool("me", {"urlTemplate": f"{http_server.url}/me", "auth": {
+        "type": "oauth2", "tokenUrl": f"{http_server.url}/token", "clientId": "app",
+        "clientSecret": "${CLIENT_SECRET}"}}, None)
+    bearer = tool("bearer", {"urlTemplate": f"{http_server.url}/bearer",
+                             "auth": {"type": "bearer", "token": "${BEARER_TOKEN}"}}, None)
+    await install(app, tmp_path, oauth, bearer)
+    record = await call(app, "me")
+    assert record["status"] == "success", record
+    assert len(http_server.requests_to("/token")) == 2 and len(http_server.requests_to("/me")) == 2
+    assert "tok-new-2222" not in json.dumps(record)  # the token sent is masked in the echoed result
+    record = await call(app, "bearer")
+    assert http_server.requests_to("/bearer")[-1].header("authorization") == "Bearer bt-secret-8888"
+    assert record["result"] == {"auth": "Bearer ****"}

@@ -35,10 +35,13 @@ import anyio
 import msgspec
 
 from .... import secrets
+from ....errors import Conflict
 from ....secrets.known import remember
 from ....secrets.shapes import looks_like_credential, looks_secret_name
 from . import results, templates
+from .auth import Authenticator, authenticator
 from .guard import Destinations
+from .oauth import OAuthTokens
 from .results import ResultError
 from .spec import HttpSpec, SpecError, StepSpec, check
 from .templates import PLACEHOLDER, MissingValue, RenderError, Template, UrlTemplate, Values
@@ -88,8 +91,9 @@ class _Prepared:
 class HttpTools:
     """The HTTP tools' runner: one per sidecar, one connection pool per tool."""
 
-    def __init__(self, environ: Environ) -> None:
+    def __init__(self, environ: Environ, tokens: OAuthTokens) -> None:
         self._environ = environ
+        self._tokens = tokens
         self._prepared: dict[str, _Prepared] = {}
         self._retired: list[Any] = []
 
@@ -116,17 +120,25 @@ class HttpTools:
 
     async def _run(self, call: HttpCall, p: _Prepared, deadline: float) -> Any:
         named, hidden = await self._named(call, p)
+        try:
+            auth = await authenticator(p.spec.auth, tool_id=call.tool_id, settings=call.settings,
+                                       environ=self._environ, tokens=self._tokens,
+                                       transport=lambda: p.destinations.transport(trust_env=False))
+        except Conflict as exc:
+            raise HttpFailure(exc.message, "unconfigured") from None
+        hidden = hidden + [v for v in auth.secret_values() if len(v) >= MIN_HIDDEN]
         values = Values(call.args, p.arg_names, named)
         try:
             result: Any = None
             for step in p.steps:
-                result = await self._step(call.tool_id, p, step, values, hidden, deadline)
+                result = await self._step(call.tool_id, p, step, values, hidden, deadline, auth)
                 values.steps[step.spec.id] = result
             if p.spec.output_schema is not None and (wrong := results.check_output(p.spec.output_schema, result)):
                 raise HttpFailure(wrong, "output", result)
         except HttpFailure as exc:
-            raise HttpFailure(secrets.scrub(exc.message, hidden), exc.kind, _scrubbed(exc.result, hidden)) from None
-        return _scrubbed(result, hidden)
+            shown = hidden + [v for v in auth.secret_values() if len(v) >= MIN_HIDDEN]  # an OAuth2 token too
+            raise HttpFailure(secrets.scrub(exc.message, shown), exc.kind, _scrubbed(exc.result, shown)) from None
+        return _scrubbed(result, hidden + [v for v in auth.secret_values() if len(v) >= MIN_HIDDEN])
 
     # -- preparing ------------------------------------------------------------------------------
 
@@ -175,7 +187,7 @@ class HttpTools:
     # -- one request ----------------------------------------------------------------------------
 
     async def _step(self, tool_id: str, p: _Prepared, step: _Step, values: Values, hidden: list[str],
-                    deadline: float) -> Any:
+                    deadline: float, auth: Authenticator) -> Any:
         spec = step.spec
         try:
             url, authority = step.url.render(values, step.query)
@@ -198,7 +210,7 @@ class HttpTools:
                               f"{p.spec.max_request_bytes}", "too_large")
         client = p.client or self._client(p)
         status, response_headers, body, encoding = await send(client, p.spec, spec.method, url, headers, content,
-                                                              what, deadline)
+                                                              what, deadline, auth)
         if 300 <= status < 400:
             location = shown(response_headers.get("location", "?"), hidden)
             raise HttpFailure(f"{what} answered {status}, a redirect to {location}; this tool does not follow "

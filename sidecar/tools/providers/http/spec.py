@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from .auth import HttpAuth
 from .guard import parse_host_entry
 from .templates import PLACEHOLDER, Template, TemplateError
 
@@ -74,7 +75,7 @@ class HttpSpec(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, rename=
     max_response_bytes: Annotated[int, msgspec.Meta(gt=0, le=HARD_MAX_BYTES)] = DEFAULT_MAX_RESPONSE
     max_calls_per_minute: Annotated[int, msgspec.Meta(gt=0, le=100_000)] | None = None
     follow_redirects: bool = False
-    auth: dict[str, Any] | None = None  # typed by the auth helpers (http/auth.py) once they land
+    auth: HttpAuth | None = None  # the auth helpers (auth.py): bearer, basic, apiKey, hmac, oauth2
 
     def requests(self) -> list[StepSpec]:
         """The requests in order (a one-request tool is one step)."""
@@ -115,10 +116,6 @@ def check(spec: HttpSpec, input_schema: dict[str, Any] | None) -> None:
     if not spec.allowed_hosts:
         raise SpecError("allowedHosts", 'list the hosts this tool may call, e.g. ["api.example.com"] (or set '
                                         "allowed_hosts for the whole toolset)")
-    if spec.auth is not None:
-        # Until the auth helpers land, a declared auth block would be silently ignored: refuse it.
-        raise SpecError("auth", "auth helpers are not available yet; send the credential in a header "
-                                '(headers: {Authorization: "Bearer ${API_TOKEN}"})')
     for i, host in enumerate(spec.allowed_hosts):
         if isinstance(wrong := parse_host_entry(host), str):
             raise SpecError(f"allowedHosts[{i}]", wrong)

@@ -16,6 +16,7 @@ import anyio
 
 from .... import secrets
 from ....errors import DestinationRefused
+from .auth import Authenticator
 from .guard import Destinations
 from .spec import HttpSpec
 
@@ -42,20 +43,25 @@ class HttpFailure(Exception):
 
 
 async def send(client: Any, spec: HttpSpec, method: str, url: str, headers: list[tuple[bytes, bytes]],
-           content: bytes | None, what: What, deadline: float) -> tuple[int, Any, bytes, str]:
+           content: bytes | None, what: What, deadline: float,
+           auth: Authenticator) -> tuple[int, Any, bytes, str]:
     import httpx2  # deferred: a heavy library, never loaded before the first HTTP tool call
 
     attempt = 0
+    refreshed = False
     while True:
         started = time.perf_counter()
         wait: float | None = None
         try:
             request = client.build_request(method, url, headers=headers, content=content)
+            await auth.apply(request)  # after the body is built: an HMAC signs the bytes sent
             with anyio.fail_after(min(spec.timeout, max(deadline - anyio.current_time(), 0.001))):
                 response = await client.send(request, stream=True)
                 try:
                     status = response.status_code
-                    if attempt < spec.max_retries and _retryable(method, status):
+                    if status == 401 and await auth.refresh_after_401():
+                        refreshed = True  # OAuth2: a new token, sent again once (not a retry)
+                    elif attempt < spec.max_retries and _retryable(method, status):
                         wait = _retry_after(response.headers.get("retry-after"), what, spec.max_retry_wait)
                         log.debug("%s answered %d; retrying", what, status)
                     else:
@@ -84,6 +90,9 @@ async def send(client: Any, spec: HttpSpec, method: str, url: str, headers: list
             # Anything else httpx2 refuses (a header it will not send, a URL it cannot parse):
             # the call's error, its text scrubbed of the call's secrets by run().
             raise HttpFailure(f"{what} could not be sent: {exc}", "arguments") from None
+        if refreshed:
+            refreshed = False
+            continue
         attempt += 1
         delay = wait if wait is not None else random.uniform(0, min(BACKOFF_MAX, BACKOFF_BASE * 2 ** attempt))
         if anyio.current_time() + delay >= deadline:
