@@ -19,8 +19,9 @@ import pytest
 
 from sidecar.errors import Conflict, ManifestError, UpstreamError
 from sidecar.logs import ScrubFilter
+from sidecar.secrets import mask_url
 from sidecar.secrets.store import SecretStore
-from sidecar.tools.providers.http.auth import authenticator, load_auth, send, string_to_sign
+from sidecar.tools.providers.http.auth import Authenticator, authenticator, load_auth, string_to_sign
 from sidecar.tools.providers.http.oauth import OAuthTokens, cache_name
 from tests.tools.http.auth_server import AuthServer, auth_server
 
@@ -74,6 +75,28 @@ def log_lines() -> Iterator[list[str]]:
     finally:
         root.removeHandler(handler)
         root.setLevel(old)
+
+
+async def send(client: httpx2.AsyncClient, request: httpx2.Request, authenticator: Authenticator, *,
+               stream: bool = False) -> httpx2.Response:
+    """What the runner (http/wire.py) does around a request, for these unit tests: on a 401 an OAuth2
+    token is refreshed and the request sent once more; a 401 after that is an UpstreamError.
+    Send ``request`` authenticated: on a 401 an OAuth2 token is refreshed and the request sent
+    once more; a 401 after that is an UpstreamError (never a loop). Other answers are returned."""
+    await authenticator.apply(request)
+    response = await client.send(request, stream=stream)
+    if response.status_code != 401 or not await authenticator.refresh_after_401():
+        return response
+    await response.aclose()
+    await authenticator.apply(request)
+    response = await client.send(request, stream=stream)
+    if response.status_code == 401:
+        await response.aclose()
+        where = authenticator.mask(mask_url(str(request.url.copy_with(query=None))))
+        raise UpstreamError("http", (
+            f"{where} answered 401 Unauthorized again with a freshly refreshed OAuth2 token: check the "
+            "clientId, clientSecret, scope and audience of the tool's auth"), authenticator.tool_id)
+    return response
 
 
 async def call(server: AuthServer, auth: dict[str, Any] | None, store: SecretStore, tokens: OAuthTokens | None = None,

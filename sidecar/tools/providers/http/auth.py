@@ -44,9 +44,9 @@ from urllib.parse import quote, urlsplit
 
 import msgspec
 
-from ....errors import Conflict, ManifestError, UpstreamError
+from ....errors import Conflict, ManifestError
 from ....secrets.known import remember
-from ....secrets.masking import clean, mask_url
+from ....secrets.masking import clean
 from ....secrets.store import is_user_name
 from ....secrets.variables import references
 from .oauth import Grant, OAuthTokens
@@ -343,26 +343,3 @@ def _add_query(request: httpx2.Request, name: str, value: str) -> None:
 def remember_all(values: Iterable[str]) -> None:
     for value in values:
         remember(value)
-
-
-# -- sending with it ---------------------------------------------------------------------------
-
-
-async def send(client: httpx2.AsyncClient, request: httpx2.Request, authenticator: Authenticator, *,
-               stream: bool = False) -> httpx2.Response:
-    """Send ``request`` authenticated: on a 401 an OAuth2 token is refreshed and the request sent
-    once more; a 401 after that is an UpstreamError (never a loop). Other answers are returned."""
-    await authenticator.apply(request)
-    response = await client.send(request, stream=stream)
-    if response.status_code != 401 or not await authenticator.refresh_after_401():
-        return response
-    await response.aclose()
-    await authenticator.apply(request)
-    response = await client.send(request, stream=stream)
-    if response.status_code == 401:
-        await response.aclose()
-        where = authenticator.mask(mask_url(str(request.url.copy_with(query=None))))
-        raise UpstreamError("http", (
-            f"{where} answered 401 Unauthorized again with a freshly refreshed OAuth2 token: check the "
-            "clientId, clientSecret, scope and audience of the tool's auth"), authenticator.tool_id)
-    return response

@@ -48,7 +48,7 @@ async def send(client: Any, spec: HttpSpec, method: str, url: str, headers: list
     import httpx2  # deferred: a heavy library, never loaded before the first HTTP tool call
 
     attempt = 0
-    refreshed = False
+    refreshed = renewed = False
     while True:
         started = time.perf_counter()
         wait: float | None = None
@@ -60,7 +60,10 @@ async def send(client: Any, spec: HttpSpec, method: str, url: str, headers: list
                 try:
                     status = response.status_code
                     if status == 401 and await auth.refresh_after_401():
-                        refreshed = True  # OAuth2: a new token, sent again once (not a retry)
+                        refreshed = renewed = True  # OAuth2: a new token, sent again once (not a retry)
+                    elif status == 401 and renewed:
+                        raise HttpFailure(f"{what} answered 401 Unauthorized again with a freshly refreshed OAuth2 "
+                                          "token: check the client's scope and its access to this API", "upstream")
                     elif attempt < spec.max_retries and _retryable(method, status):
                         wait = _retry_after(response.headers.get("retry-after"), what, spec.max_retry_wait)
                         log.debug("%s answered %d; retrying", what, status)
