@@ -98,3 +98,30 @@ async def test_a_name_resolving_to_loopback_is_refused_until_its_address_is_list
     reached = await call(sidecar, "listed")
     assert (reached["status"], reached["result"]) == ("success", {"secret": "local only"})
     assert local.requests[0].header("host") == f"localhost:{local.port}"  # the name, not the address
+
+
+async def test_a_redirect_to_another_allowed_host_carries_none_of_the_tools_headers(
+        sidecar: SidecarClient, api: HttpServer, tmp_path: Path):
+    key = "dest-api-key-7Rq2Wm9Xc4Lp"
+    with HttpServer("127.0.0.3") as other:
+        other.route("GET", "/landing", Response(json={"landed": True}))
+        api.route("GET", "/start", Response(302, headers={"Location": f"{other.url}/landing"}))
+        api.route("GET", "/near", Response(302, headers={"Location": f"{api.url}/landing"}))
+        api.route("GET", "/landing", Response(json={"landed": True}))
+        await sidecar.request("secrets/set", {"name": "DEST_KEY", "value": key})
+        headers = {"X-Api-Key": "${DEST_KEY}", "Accept": "application/json"}
+        made = [tool(name, f"{api.url}/{name}", ["127.0.0.2", "127.0.0.3"]) for name in ("start", "near")]
+        for t in made:
+            t["http"]["headers"] = dict(headers)
+        await install(sidecar, tmp_path, made)
+
+        far, near = await call(sidecar, "start"), await call(sidecar, "near")
+        assert far["status"] == "success" and far["result"] == {"landed": True}, far
+        assert near["status"] == "success", near
+        [first] = api.requests_to("/start")
+        [landed] = other.requests_to("/landing")
+        assert first.header("X-Api-Key") == key
+        # The key was for the host the tool addressed; the next origin gets only neutral headers.
+        assert landed.header("X-Api-Key") is None and landed.header("Accept") == "application/json"
+        [same_origin] = api.requests_to("/landing")
+        assert same_origin.header("X-Api-Key") == key  # a redirect within the origin keeps them

@@ -55,6 +55,7 @@ async def send(client: Any, spec: HttpSpec, method: str, url: str, headers: list
         try:
             request = client.build_request(method, url, headers=headers, content=content)
             await auth.apply(request)  # after the body is built: an HMAC signs the bytes sent
+            request.extensions = {**request.extensions, ORIGIN: request.url.origin}
             with anyio.fail_after(min(spec.timeout, max(deadline - anyio.current_time(), 0.001))):
                 response = await client.send(request, stream=True)
                 try:
@@ -113,9 +114,26 @@ def make_client(spec: HttpSpec, destinations: Destinations) -> Any:
     # must not redirect or authenticate a tool's calls.
     transport = destinations.transport(limits=limits, trust_env=False, retries=0)
     client = httpx2.AsyncClient(transport=transport, timeout=httpx2.Timeout(spec.timeout),
-                                follow_redirects=spec.follow_redirects, trust_env=False, max_redirects=5)
+                                follow_redirects=spec.follow_redirects, trust_env=False, max_redirects=5,
+                                event_hooks={"request": [_keep_credentials_home]})
     _freeze_once()
     return client
+
+
+ORIGIN = "covalt.origin"  # a request's extension: the origin the tool addressed (redirects keep it)
+# What a request may carry to another origin; httpx2 itself drops only Authorization there.
+NEUTRAL_HEADERS = frozenset({"accept", "accept-encoding", "accept-language", "connection", "content-length",
+                             "content-type", "host", "transfer-encoding", "user-agent"})
+
+
+async def _keep_credentials_home(request: Any) -> None:
+    """A redirect to another origin carries none of the tool's own headers: an API key in
+    ``X-Api-Key`` or a signature is meant for the host the tool addressed, not for the next one
+    (even an allowed one)."""
+    origin = request.extensions.get(ORIGIN)
+    if origin is not None and request.url.origin != origin:
+        for name in [k for k in request.headers if k.lower() not in NEUTRAL_HEADERS]:
+            del request.headers[name]
 
 
 _frozen = False
