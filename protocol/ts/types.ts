@@ -114,6 +114,8 @@ export interface ToolCall {
   preManifestId?: string | null;
   postManifestId?: string | null;
   finishedAt?: string | null;
+  /** HTTP tools: the requests the call made, in order (steps and failed ones included), secrets masked. */
+  requests?: SentRequest[] | null;
 }
 
 /** Show a workspace file or content as code. */
@@ -170,6 +172,17 @@ export interface CardConfig {
   accentColor?: string | null;
   /** A CSS colour, of the same forms, for the card's background. */
   backgroundColor?: string | null;
+}
+
+export interface SentRequest {
+  /** The HTTP method. */
+  method: string;
+  /** The URL as sent, every secret value in it masked (****). */
+  url: string;
+  /** The final status (after retries and a followed redirect); absent when no answer came (refused, timed out, connection failed). */
+  status?: number | null;
+  /** From the first attempt to the end of the answer. */
+  durationMs?: number;
 }
 
 export interface TokenUsage {

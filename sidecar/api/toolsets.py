@@ -347,6 +347,15 @@ class CardPlan(Model, tag="card", tag_field="renderer"):
 RenderPlan = CodePlan | DocumentPlan | HtmlPlan | FramePlan | CardPlan
 
 
+class SentRequest(Model):
+    method: Annotated[str, msgspec.Meta(description="The HTTP method.")]
+    url: Annotated[str, msgspec.Meta(description="The URL as sent, every secret value in it masked (****).")]
+    status: Annotated[int | None, msgspec.Meta(description=(
+        "The final status (after retries and a followed redirect); absent when no answer came (refused, "
+        "timed out, connection failed)."))] = None
+    duration_ms: Annotated[float, msgspec.Meta(description="From the first attempt to the end of the answer.")] = 0.0
+
+
 class ToolCall(Model):
     id: str
     tool_id: str
@@ -364,6 +373,8 @@ class ToolCall(Model):
     pre_manifest_id: str | None = None
     post_manifest_id: str | None = None
     finished_at: str | None = None
+    requests: Annotated[list[SentRequest] | None, msgspec.Meta(description=(
+        "HTTP tools: the requests the call made, in order (steps and failed ones included), secrets masked."))] = None
 
 
 class ToolCallResult(Model):

@@ -45,10 +45,12 @@ class ToolCallRow(msgspec.Struct, kw_only=True):
     pre_manifest_id: str | None = None
     post_manifest_id: str | None = None
     finished_at: str | None = None
+    requests: list[dict[str, Any]] | None = None
+    """What an HTTP tool sent: ``{method, url (secrets masked), status, durationMs}`` per request."""
 
 
 _COLS = ("id, tool_id, chat_id, message_id, args, status, started_at, result, error, error_kind, "
-         "render_plan, pre_manifest_id, post_manifest_id, finished_at")
+         "render_plan, pre_manifest_id, post_manifest_id, finished_at, requests")
 
 
 def _result_json(result: Any) -> Any:
@@ -60,9 +62,9 @@ def _result_json(result: Any) -> Any:
 
 
 def _row(r: aiosqlite.Row) -> ToolCallRow:
-    result, plan = r["result"], r["render_plan"]
+    result, plan, sent = r["result"], r["render_plan"], r["requests"]
     return named(ToolCallRow, r, args=_decode(r["args"]), result=_decode(result) if result is not None else None,
-                 render_plan=_decode(plan) if plan else None)
+                 render_plan=_decode(plan) if plan else None, requests=_decode(sent) if sent else None)
 
 
 _INSERT = ("INSERT INTO tool_calls (id, tool_id, chat_id, message_id, args, status, started_at, "
@@ -144,18 +146,19 @@ class ToolCallRepo:
     @staticmethod
     async def _write(w: aiosqlite.Connection, calls: list[ToolCallRow], inserted: bool) -> None:
         outcomes = [(c.status, _result_json(c.result), c.error, c.error_kind,
-                     _encode(c.render_plan) if c.render_plan else None, c.post_manifest_id, c.finished_at)
+                     _encode(c.render_plan) if c.render_plan else None, c.post_manifest_id, c.finished_at,
+                     _encode(c.requests) if c.requests else None)
                     for c in calls]
         if inserted:
             await w.executemany(
                 "UPDATE tool_calls SET status = ?, result = ?, error = ?, error_kind = ?, render_plan = ?, "
-                "post_manifest_id = ?, finished_at = ? WHERE id = ?",
+                "post_manifest_id = ?, finished_at = ?, requests = ? WHERE id = ?",
                 [(*o, c.id) for c, o in zip(calls, outcomes, strict=True)])
         else:
             await w.executemany(
                 "INSERT INTO tool_calls (id, tool_id, chat_id, message_id, args, started_at, pre_manifest_id, "
-                "status, result, error, error_kind, render_plan, post_manifest_id, finished_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "status, result, error, error_kind, render_plan, post_manifest_id, finished_at, requests) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(c.id, c.tool_id, c.chat_id, c.message_id, _encode(c.args), c.started_at, c.pre_manifest_id, *o)
                  for c, o in zip(calls, outcomes, strict=True)])
         await w.executemany("UPDATE tools SET call_count = call_count + 1, last_called_at = ? WHERE tool_id = ?",

@@ -111,8 +111,8 @@ class ToolCallService:
                 started = True
                 if on_started is not None:
                     await on_started(record)
+                call = _Call(args, workspace, chat_id, record.id, settings, client_context)
                 try:
-                    call = _Call(args, workspace, chat_id, record.id, settings, client_context)
                     result = await self._run(target, call, on_progress, raw_result)
                     if isinstance(result, msgspec.Raw):  # read for $return, or for a card
                         result = await _settle(result, needed=tool.renderer is not None or output.shows_card)
@@ -127,6 +127,8 @@ class ToolCallService:
                 except BaseException:
                     record.status, record.error, record.error_kind = "error", "the call was cancelled", "cancelled"
                     raise
+                finally:
+                    record.requests = call.sent or None
         finally:
             # Written after the snapshot (taken as the workspace context closes), also when the
             # call was cancelled; not when it never got recorded as started.
@@ -213,7 +215,7 @@ class ToolCallService:
             secret_keys = frozenset(target.settings.secrets) if target.settings is not None else frozenset()
             try:
                 return await self.http.run(HttpCall(tool.id, target.config, tool.input_schema, args,
-                                                    call.settings or {}, secret_keys, timeout))
+                                                    call.settings or {}, secret_keys, timeout, call.sent))
             except HttpFailure as exc:
                 raise _Failed(exc.message, exc.kind, exc.result) from None
         raise _Failed(f"tools of provider {tool.provider!r} cannot be run here", "load")
@@ -287,6 +289,7 @@ class _Call(msgspec.Struct):
     call_id: str
     settings: dict[str, Any] | None
     client_context: ClientContext | None
+    sent: list[dict[str, Any]] = []  # an HTTP tool's requests, as its record shows them
 
     def secret_values(self, target: Resolved) -> list[str]:
         keys = target.settings.secrets if target.settings is not None else {}

@@ -98,6 +98,10 @@ async def test_steps_log_in_with_a_form_then_use_the_token(app, http_server: Htt
     assert record["result"] == [{"id": 1}]
     login_seen = http_server.requests_to("/login")[-1]
     assert login_seen.header("content-type") == "application/x-www-form-urlencoded"
+    # The record says which requests the call made, in order.
+    assert [(r["method"], r["url"], r["status"]) for r in record["requests"]] == [
+        ("POST", f"{http_server.url}/login", 200), ("GET", f"{http_server.url}/orders", 200)]
+    assert all(r["durationMs"] >= 0 for r in record["requests"])
 
 
 async def test_a_text_response(app, http_server: HttpServer):
@@ -123,6 +127,27 @@ async def test_an_error_status_is_an_error_result_with_the_servers_answer(app, h
     assert record["error"].startswith(f"GET http://{http_server.netloc}/items/zz answered 404")
     assert record["result"] == {"status": 404, "body": {"error": "no item zz"}}
     assert len(http_server.requests_to("/items/zz")) == 1  # a 404 is not retried
+    assert [(r["method"], r["url"], r["status"]) for r in record["requests"]] == [
+        ("GET", f"{http_server.url}/items/zz", 404)]
+
+
+async def test_the_recorded_request_masks_a_secret_in_the_url_and_a_refused_one_is_not_recorded_as_sent(
+        app, http_server: HttpServer, tmp_path: Path):
+    http_server.route("GET", "/feed", Response(json={"ok": True}))
+    folder = tmp_path / "keyed"
+    folder.mkdir()
+    (folder / "toolset.yaml").write_text(json.dumps({"manifest_version": "1", "id": "keyed", "name": "Keyed", "tools": [
+        {"id": "feed", "http": {"urlTemplate": f"{http_server.url}/feed?key=${{FEED_KEY}}",
+                                "allowedHosts": ["127.0.0.1"]}},
+        {"id": "elsewhere", "http": {"urlTemplate": "http://10.1.2.3/feed", "allowedHosts": ["127.0.0.1"]}}]}))
+    await app.request("toolsets/import", {"path": str(folder)})
+    await app.request("secrets/set", {"name": "FEED_KEY", "value": KEY})
+    ok = (await app.request("tools/call", {"toolId": "keyed:feed", "args": {}}))["toolCall"]
+    assert ok["status"] == "success" and http_server.requests[-1].query == [("key", KEY)]
+    assert [(r["url"], r["status"]) for r in ok["requests"]] == [(f"{http_server.url}/feed?key=****", 200)]
+    refused = (await app.request("tools/call", {"toolId": "keyed:elsewhere", "args": {}}))["toolCall"]
+    assert refused["status"] == "error" and refused["errorKind"] == "refused"
+    assert refused.get("requests") is None  # refused by name: nothing was sent
 
 
 async def test_invalid_json_where_json_is_expected(app, http_server: HttpServer):

@@ -62,6 +62,7 @@ class HttpCall:
     settings: dict[str, Any]  # the tool's config values, secret ones included
     secret_keys: frozenset[str]  # which settings are secret
     timeout: float  # the whole call, retries included
+    sent: list[dict[str, Any]] = field(default_factory=list)  # filled as requests go: the call's record
 
 
 @dataclass
@@ -131,7 +132,7 @@ class HttpTools:
         try:
             result: Any = None
             for step in p.steps:
-                result = await self._step(call.tool_id, p, step, values, hidden, deadline, auth)
+                result = await self._step(call, p, step, values, hidden, deadline, auth)
                 values.steps[step.spec.id] = result
             if p.spec.output_schema is not None and (wrong := results.check_output(p.spec.output_schema, result)):
                 raise HttpFailure(wrong, "output", result)
@@ -186,7 +187,7 @@ class HttpTools:
 
     # -- one request ----------------------------------------------------------------------------
 
-    async def _step(self, tool_id: str, p: _Prepared, step: _Step, values: Values, hidden: list[str],
+    async def _step(self, call: HttpCall, p: _Prepared, step: _Step, values: Values, hidden: list[str],
                     deadline: float, auth: Authenticator) -> Any:
         spec = step.spec
         try:
@@ -209,8 +210,15 @@ class HttpTools:
             raise HttpFailure(f"{what}: the request body is {len(content)} bytes; the tool's maxRequestBytes is "
                               f"{p.spec.max_request_bytes}", "too_large")
         client = p.client or self._client(p)
-        status, response_headers, body, encoding = await send(client, p.spec, spec.method, url, headers, content,
-                                                              what, deadline, auth)
+        sent: dict[str, Any] = {"method": spec.method, "url": str(what).partition(" ")[2], "status": None}
+        call.sent.append(sent)
+        started = time.perf_counter()
+        try:
+            status, response_headers, body, encoding = await send(client, p.spec, spec.method, url, headers,
+                                                                  content, what, deadline, auth)
+        finally:
+            sent["durationMs"] = round((time.perf_counter() - started) * 1000, 3)
+        sent["status"] = status
         if 300 <= status < 400:
             location = shown(response_headers.get("location", "?"), hidden)
             raise HttpFailure(f"{what} answered {status}, a redirect to {location}; this tool does not follow "
