@@ -17,6 +17,7 @@ from .masking import (
     placeholder_map,
     placeholder_url,
     scrub,
+    scrub_json,
     secret_values,
 )
 from .variables import MissingVariable, is_reference, references, references_in, resolve, resolve_mapping
@@ -24,5 +25,6 @@ from .variables import MissingVariable, is_reference, references, references_in,
 __all__ = [
     "MASK", "MissingVariable", "Placeholders", "clean", "is_reference", "mask", "mask_args", "mask_map",
     "mask_text", "mask_url", "masked_command", "masked_key", "placeholder_args", "placeholder_map",
-    "placeholder_url", "references", "references_in", "resolve", "resolve_mapping", "scrub", "secret_values",
+    "placeholder_url", "references", "references_in", "resolve", "resolve_mapping", "scrub", "scrub_json",
+    "secret_values",
 ]

@@ -28,7 +28,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from typing import Any
 from urllib.parse import unquote, unquote_plus, urlsplit, urlunsplit
+
+import msgspec
 
 from .known import scrub_known
 from .shapes import looks_like_credential, looks_secret_name
@@ -49,6 +52,22 @@ def scrub(text: str, values: Iterable[str], shown: Callable[[str], str] = lambda
     for value in sorted({v for v in values if len(v) >= 4}, key=len, reverse=True):
         text = text.replace(value, shown(value))
     return text
+
+
+def scrub_json(result: Any, values: Iterable[str]) -> Any:
+    """A tool's result (any JSON value, or its JSON as ``msgspec.Raw``) with every secret value in it
+    masked, as `scrub` does for text: the values are replaced in the result's JSON, as JSON spells
+    them. The result itself when nothing was in it."""
+    wanted = sorted({v for v in values if len(v) >= 4}, key=len, reverse=True)
+    if not wanted or result is None:
+        return result
+    data = bytes(result) if isinstance(result, msgspec.Raw) else msgspec.json.encode(result)
+    masked = data
+    for value in wanted:
+        masked = masked.replace(msgspec.json.encode(value)[1:-1], MASK.encode())
+    if masked == data:
+        return result
+    return msgspec.Raw(masked) if isinstance(result, msgspec.Raw) else msgspec.json.decode(masked)
 
 
 def refers(value: str) -> bool:

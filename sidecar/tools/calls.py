@@ -199,7 +199,7 @@ class ToolCallService:
                 # A tool's error often quotes what it was given (an HTTP library's "Illegal header
                 # value b'Bearer sk-...'"): a secret from its settings is masked in it.
                 raise _Failed(secrets.scrub(message, hidden), exc.kind) from None
-            return _scrub_result(result, hidden) if hidden else result
+            return secrets.scrub_json(result, hidden)
         if tool.provider == "mcp":
             try:
                 result = await self.catalog.host.call_tool(
@@ -294,18 +294,6 @@ class _Call(msgspec.Struct):
     def secret_values(self, target: Resolved) -> list[str]:
         keys = target.settings.secrets if target.settings is not None else {}
         return [v for k, v in (self.settings or {}).items() if k in keys and isinstance(v, str)]
-
-
-def _scrub_result(result: Any, hidden: list[str]) -> Any:
-    """A result with the secret values of the call's settings masked (a tool echoing its key)."""
-    data = bytes(result) if isinstance(result, msgspec.Raw) else msgspec.json.encode(result)
-    masked = data
-    for value in sorted(hidden, key=len, reverse=True):
-        if len(value) >= 4:  # as secrets.scrub: shorter ones would mask ordinary words
-            masked = masked.replace(msgspec.json.encode(value)[1:-1], secrets.MASK.encode())
-    if masked is data or masked == data:
-        return result
-    return msgspec.Raw(masked) if isinstance(result, msgspec.Raw) else msgspec.json.decode(masked)
 
 
 async def _settle(result: msgspec.Raw, *, needed: bool) -> Any:

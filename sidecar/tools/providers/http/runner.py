@@ -138,8 +138,9 @@ class HttpTools:
                 raise HttpFailure(wrong, "output", result)
         except HttpFailure as exc:
             shown = hidden + [v for v in auth.secret_values() if len(v) >= MIN_HIDDEN]  # an OAuth2 token too
-            raise HttpFailure(secrets.scrub(exc.message, shown), exc.kind, _scrubbed(exc.result, shown)) from None
-        return _scrubbed(result, hidden + [v for v in auth.secret_values() if len(v) >= MIN_HIDDEN])
+            raise HttpFailure(secrets.scrub(exc.message, shown), exc.kind,
+                              secrets.scrub_json(exc.result, shown)) from None
+        return secrets.scrub_json(result, hidden + [v for v in auth.secret_values() if len(v) >= MIN_HIDDEN])
 
     # -- preparing ------------------------------------------------------------------------------
 
@@ -276,16 +277,6 @@ def _with_default(headers: list[tuple[bytes, bytes]], name: bytes, value: bytes)
     if any(k.lower() == name for k, _ in headers):
         return headers
     return [*headers, (name, value)]
-
-
-def _scrubbed(result: Any, hidden: list[str]) -> Any:
-    if not hidden or result is None:
-        return result
-    data = msgspec.json.encode(result)
-    masked = data
-    for value in sorted(hidden, key=len, reverse=True):
-        masked = masked.replace(msgspec.json.encode(value)[1:-1], secrets.MASK.encode())
-    return result if masked == data else msgspec.json.decode(masked)
 
 
 _REASONS = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 409: "Conflict",
