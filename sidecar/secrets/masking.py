@@ -111,6 +111,8 @@ class Placeholders:
             base = f"{self._prefix}_{base}"
         if base[0].isdigit():
             base = "_" + base
+        # A name the user can set (secrets/set takes at most 128 characters), room left for "_<n>".
+        base = base[:120]
         candidate, n = base, 1
         while self._values.get(candidate, value) != value:
             n += 1

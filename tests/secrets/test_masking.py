@@ -62,3 +62,13 @@ def test_scrub_replaces_known_values_longest_first_and_leaves_short_ones() -> No
     assert scrub(text, ["sk-live-123", "sk-live-123456", "abc"]) == "sent **** and **** and abc"
     assert scrub("GET https://h/x?token=t1t1 failed", ["https://h/x?token=t1t1"], mask_url) == \
         "GET https://h/x?token=**** failed"
+
+
+def test_a_placeholder_name_is_one_the_user_can_set_however_long_its_key():
+    from sidecar.secrets import Placeholders
+    from sidecar.secrets.store import is_user_name
+
+    names = Placeholders(prefix="weather")
+    first, second = names("API_KEY_" + "X" * 300, "sk-one-1234567890"), names("API_KEY_" + "X" * 300, "sk-two-1234567890")
+    assert first != second
+    assert all(is_user_name(n) for n in names.allocated())
