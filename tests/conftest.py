@@ -35,8 +35,9 @@ async def sidecar(data_dir: Path) -> AsyncIterator[SidecarClient]:
 
 @pytest.fixture
 async def app(data_dir: Path) -> AsyncIterator[SidecarClient]:
-    """The same app served in this event loop over an in-memory pipe: unit speed, same wire."""
-    async with SidecarClient.in_process(data_dir) as client:
+    """The same app served in this event loop over an in-memory pipe: unit speed, same wire. Its
+    secrets go to the file backend: no keystore is probed (tests/keystore.py brings a real one)."""
+    async with SidecarClient.in_process(data_dir, secrets_backend="file") as client:
         yield client
     assert client.proc.returncode == 0
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import shutil
 import zipfile
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +20,6 @@ WEATHER = Path(__file__).resolve().parents[1] / "fixtures" / "toolsets" / "weath
 KEY = "wk-9f3b7c1d5e2a4b6c8d0e"  # distinct enough to grep for
 UNITS = "si-units-q7"
 
-
-@pytest.fixture
-async def app(data_dir: Path) -> AsyncIterator[SidecarClient]:
-    """The in-process app on the secret store's file backend (no keystore needed)."""
-    async with SidecarClient.in_process(data_dir, secrets_backend="file") as client:
-        yield client
-    assert client.proc.returncode == 0
 
 
 def weather_copy(tmp_path: Path, name: str = "weather", edit: tuple[str, str] | None = None) -> Path:

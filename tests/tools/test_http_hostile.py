@@ -5,7 +5,6 @@ or cut response, a 429, a dead port and a cancelled call each end the call with 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +20,6 @@ pytestmark = pytest.mark.anyio
 ALLOWED = ["127.0.0.1"]
 ID_SCHEMA = {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}
 
-
-@pytest.fixture
-async def app(data_dir: Path) -> AsyncIterator[SidecarClient]:
-    async with SidecarClient.in_process(data_dir, secrets_backend="file") as client:
-        yield client
-    assert client.proc.returncode == 0
 
 
 async def install(app: SidecarClient, tmp_path: Path, *tools: dict[str, Any], config: dict[str, Any] | None = None

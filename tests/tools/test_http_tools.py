@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import zipfile
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +20,6 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "toolsets" / "http_
 KEY = "ek-7Hq2Zr9Lx4Pw1Nv6"  # distinct enough to grep for
 PASSWORD = "pw-Jt5Kc8Rm3Qy0"
 
-
-@pytest.fixture
-async def app(data_dir: Path) -> AsyncIterator[SidecarClient]:
-    """The in-process app on the secret store's file backend (no keystore needed)."""
-    async with SidecarClient.in_process(data_dir, secrets_backend="file") as client:
-        yield client
-    assert client.proc.returncode == 0
 
 
 async def install(app: SidecarClient, server: HttpServer) -> None:

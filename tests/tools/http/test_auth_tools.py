@@ -8,7 +8,7 @@ import base64
 import hashlib
 import hmac
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -98,11 +98,6 @@ async def install(app: SidecarClient, folder: Path, server: AuthServer) -> None:
 async def call(app: SidecarClient, tool: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
     return (await app.request("tools/call", {"toolId": f"authed:{tool}", "args": args or {}}))["toolCall"]
 
-
-@pytest.fixture
-async def app(data_dir: Path) -> AsyncIterator[SidecarClient]:
-    async with SidecarClient.in_process(data_dir, secrets_backend="file") as client:
-        yield client
 
 
 async def test_each_auth_type_reaches_the_server_and_no_secret_reaches_the_record(
