@@ -44,7 +44,6 @@ log = logging.getLogger("sidecar.secrets")
 
 Backend = Literal["keystore", "file"]
 Preference = Literal["auto", "keystore", "file"]
-PREFERENCES: tuple[Preference, ...] = ("auto", "keystore", "file")
 
 FILE_NAME = SECRETS_FILE
 INDEX_NAME = SECRETS_INDEX
