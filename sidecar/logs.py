@@ -12,8 +12,6 @@ import logging.handlers
 import queue
 import sys
 
-from .secrets.masking import clean
-
 # The HTTP clients under the SDKs, by their logger names (the SDKs pinned here ship httpx2/httpcore2).
 HTTP_LOGGERS = ("httpx", "httpcore", "httpx2", "httpcore2")
 
@@ -25,6 +23,10 @@ class ScrubFilter(logging.Filter):
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
+        # Deferred: compiling the masking module's patterns costs about 8 ms, which the first
+        # initialize answer need not wait for (records are filtered on the log listener's thread).
+        from .secrets.masking import clean
+
         try:
             message = record.getMessage()
         except Exception:  # noqa: BLE001 - a bad format string must not drop the record (or its secrets)
