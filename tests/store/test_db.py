@@ -39,6 +39,40 @@ async def test_fresh_database_has_the_whole_schema_and_pragmas(tmp_path: Path):
         await db.close()
 
 
+def _schema(path: Path) -> list[tuple[str, str, str]]:
+    raw = sqlite3.connect(path)
+    try:
+        return sorted(raw.execute("SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL"))
+    finally:
+        raw.close()
+
+
+async def test_a_new_database_has_the_schema_the_migrations_make_one_by_one(tmp_path: Path):
+    # A new file is built in one go (sidecar/store/db.py create); an old one migrates step by step.
+    (tmp_path / "old").mkdir()
+    old = tmp_path / "old" / "s.db"
+    sqlite3.connect(old).close()  # exists, empty, version 0: migrated as an old database is
+    db = await Database.open(old)
+    await db.close()
+    new = tmp_path / "new.db"
+    db = await Database.open(new)
+    await db.close()
+    assert _schema(new) == _schema(old)
+    assert len(_schema(new)) > 20
+
+
+async def test_a_database_left_half_made_by_a_crash_is_built_again(tmp_path: Path):
+    path = tmp_path / "s.db"
+    (tmp_path / "s.db.new").write_bytes(b"SQLite format 3\x00 cut off by a crash")
+    db = await Database.open(path)
+    try:
+        assert (await db.fetchone("PRAGMA user_version"))[0] == migrations()[-1][0]
+        assert (await db.fetchone("PRAGMA journal_mode"))[0] == "wal"
+    finally:
+        await db.close()
+    assert not (tmp_path / "s.db.new").exists()
+
+
 async def test_reopening_applies_nothing_and_keeps_data(tmp_path: Path):
     db = await Database.open(tmp_path / "s.db")
     async with db.write() as w:
