@@ -73,3 +73,34 @@ def test_settings_from_env_and_argv(tmp_path: Path):
     s = parse(["--data-dir", str(tmp_path / "arg"), "--log-level", "error"], env)
     assert (s.data_dir, s.log_level) == (tmp_path / "arg", "error")
     assert parse([], {}).data_dir.name == "covalt-sidecar"  # the platform's per-user directory
+
+
+def test_the_first_answer_builds_only_the_lifecycle_models_and_the_rest_come_when_asked(tmp_path: Path):
+    # Every API model costs start-up time (about 13 ms): the table serving ``initialize`` has only
+    # the lifecycle methods, and learns the others when the first of them arrives.
+    import subprocess
+    import sys
+
+    code = """
+import json, pathlib, sys
+from sidecar.app import Sidecar
+from sidecar.handlers import Deferred
+from sidecar.settings import Settings
+table = Deferred(Sidecar(Settings(data_dir=pathlib.Path(sys.argv[1])))).table
+api = lambda: sorted(m for m in sys.modules if m.startswith("sidecar.api"))
+before = api()
+assert table.get("initialize") is not None and table.get("ping") is not None
+at_initialize = api()
+found = table.get("tools/call")
+print(json.dumps({"before": before, "atInitialize": at_initialize, "after": api(),
+                  "toolsCall": found is not None and found.params_type is not None,
+                  "unknown": table.get("no/suchMethod") is None}))
+"""
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
+                          timeout=60, cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    light = ["sidecar.api", "sidecar.api.base", "sidecar.api.errors", "sidecar.api.lifecycle"]
+    assert seen["before"] == light and seen["atInitialize"] == light
+    assert {"sidecar.api.specs", "sidecar.api.chats", "sidecar.api.toolsets"} <= set(seen["after"])
+    assert seen["toolsCall"] and seen["unknown"]

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from sidecar.api import SPECS
+from sidecar.api.lifecycle import SERVER_REQUESTS
+from sidecar.api.specs import SPECS
 from sidecar.handlers import LIFECYCLE_METHODS
 from sidecar.handlers.areas import AREAS
 from sidecar.handlers.routes import served_by
@@ -30,6 +31,11 @@ def test_every_client_method_has_a_handler_and_every_handler_a_spec():
         served += served_by(area)
     expected = {s.name for s in SPECS if s.direction != "serverToClient"} - {"$/cancelRequest"}
     assert sorted(served) == sorted(expected)  # each once
+
+
+def test_initialize_lists_every_server_to_client_request_of_the_contract():
+    declared = [s.name for s in SPECS if s.direction == "serverToClient" and s.kind == "request"]
+    assert sorted(SERVER_REQUESTS) == sorted(declared)
 
 
 def test_wildcards_and_mismatch_reporting():

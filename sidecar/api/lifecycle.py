@@ -66,6 +66,10 @@ class ProgressParams(Model):
     value: ProgressValue
 
 
+# The server-to-client requests of the whole contract, which ``initialize`` lists. Written out so
+# the first answer needs no other API module; tests/test_protocol.py keeps it equal to api.specs.
+SERVER_REQUESTS = ("ui/confirmToolCall", "ui/elicit")
+
 SPECS = (
     MethodSpec(
         "initialize", "clientToServer", "request",

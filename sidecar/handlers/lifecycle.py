@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from .. import __version__
-from ..api import SPECS
 from ..api.base import Empty
 from ..api.lifecycle import (
     PROTOCOL_VERSION,
+    SERVER_REQUESTS,
     InitializeParams,
     InitializeResult,
     ServerCapabilities,
@@ -21,7 +21,6 @@ from ..settings import Settings
 from .routes import method
 
 _EMPTY = Empty()
-_SERVER_REQUESTS = [s.name for s in SPECS if s.direction == "serverToClient" and s.kind == "request"]
 
 
 class Lifecycle(Protocol):
@@ -52,7 +51,7 @@ class LifecycleHandlers:
             capabilities=ServerCapabilities(
                 max_line_bytes=self.app.settings.max_line_bytes,
                 cancellation=["$/cancelRequest"],
-                server_requests=_SERVER_REQUESTS,
+                server_requests=list(SERVER_REQUESTS),
                 secrets_backend=self.app.settings.recorded_secrets_backend(),
             ),
             data_dir=str(self.app.settings.data_dir),

@@ -6,24 +6,24 @@ A handler is a method of a small per-area class whose constructor takes the serv
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from ..api import SPECS
+from ..api.base import MethodSpec
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 ENGINE_METHODS = frozenset({"$/cancelRequest"})  # answered by the engine itself
-SPEC_BY_NAME = {s.name: s for s in SPECS}
-# What a handler may serve: every client-to-server method but the engine's own.
-CLIENT_METHODS = frozenset(s.name for s in SPECS if s.direction != "serverToClient") - ENGINE_METHODS
 _MARK = "__rpc_method__"
 
 
+def client_methods(specs: Iterable[MethodSpec]) -> dict[str, MethodSpec]:
+    """What a handler may serve: every client-to-server method but the engine's own, by name."""
+    return {s.name: s for s in specs if s.direction != "serverToClient" and s.name not in ENGINE_METHODS}
+
+
 def method(name: str) -> Callable[[F], F]:
-    """Serve the client-to-server method ``name``; unknown names fail at import, not at run time."""
-    if name not in CLIENT_METHODS:
-        raise LookupError(f"sidecar/api has no client-to-server method {name!r}")
+    """Serve the client-to-server method ``name`` (the method table checks it has a spec)."""
 
     def mark(fn: F) -> F:
         setattr(fn, _MARK, name)

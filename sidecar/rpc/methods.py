@@ -34,8 +34,11 @@ class Method:
 
 
 class MethodTable:
-    def __init__(self) -> None:
+    def __init__(self, on_unknown: Callable[[], None] | None = None) -> None:
+        """``on_unknown``: called once, the first time a name the table lacks is looked up, to add
+        what it can (a table may start with a few methods and learn the rest when first needed)."""
         self._methods: dict[str, Method] = {}
+        self._on_unknown = on_unknown
 
     def add(
         self,
@@ -63,7 +66,13 @@ class MethodTable:
         self._methods[name].handler = handler
 
     def get(self, name: str) -> Method | None:
-        return self._methods.get(name)
+        found = self._methods.get(name)
+        if found is None and self._on_unknown is not None:
+            complete, self._on_unknown = self._on_unknown, None
+            complete()
+            found = self._methods.get(name)
+        return found
 
     def names(self) -> list[str]:
+        self.get("")  # whatever the table has yet to learn, it learns now
         return sorted(self._methods)
