@@ -36,7 +36,7 @@ from ..api.chats import (
 )
 from ..api.errors import ErrorCode
 from ..api.toolsets import ClientContext, ToolCall
-from ..errors import InvalidParams, NotConfigured, ProviderError, SidecarError
+from ..errors import InvalidParams, NotConfigured, ProviderError, SidecarError, ToolsSwitchedOff
 from ..secrets import clean
 from ..store.chats import MessageRow, MessageStatus
 from ..store.rows import new_id, now
@@ -70,7 +70,10 @@ WaitCancel = Callable[[], Awaitable[None]]
 CHECKPOINT_EVERY = 2.0  # seconds between writes of a running turn's message
 MAX_TURNS = 100
 SPILL_DIR = ".tool-results"
-_NEVER_RAN = {"unknown_tool", "arguments", "denied", "cancelled", "unavailable", "unconfigured"}
+_NEVER_RAN = {"unknown_tool", "arguments", "denied", "cancelled", "unavailable", "unconfigured", "tools_off"}
+# What a model is told while the user's kill switch is off (it is offered no tools then).
+TOOLS_OFF = ("The user has switched all tools off: none can be called in this conversation until they are "
+             "switched on again. Answer without tools, and say so if a tool would have been needed.")
 _STATUS_AFTER: dict[StopReason, MessageStatus] = {
     "endTurn": "complete", "maxTurns": "complete", "cancelled": "cancelled", "error": "error"}
 
@@ -196,6 +199,7 @@ class TurnService:
         """Run one tool in a chat without a model (the "+" palette, seed 002): it becomes a
         ``tool`` message in the branch (under ``parent_id``; UNSET: the active leaf; None: as a
         new first message), with its call, render plan and the files after it."""
+        self.tool_calls.switch.check()  # refused before anything joins the branch
         await self.workspace.require_chat(chat_id)
         target = await self.tool_calls.catalog.resolve(tool_id)
         tool = target.tool
@@ -229,10 +233,14 @@ class TurnService:
     async def _loop(self, turn: _Turn, provider: Provider, p: SendParams, history: list[ChatMessage],
                     confirm: Confirm) -> StopReason:
         specs = turn.tools.specs()
+        switch = self.tool_calls.switch
         for _ in range(p.max_turns):
             said: list[str] = []
             asked: list[ToolCallRequest] = []
-            async for event in provider.stream(TurnRequest(p.model, history, specs)):
+            # Read per model call: switched off mid-turn, the next call is offered no tools.
+            request = (TurnRequest(p.model, history, specs) if switch.enabled
+                       else TurnRequest(p.model, history, [], system=TOOLS_OFF))
+            async for event in provider.stream(request):
                 if isinstance(event, TextDelta):
                     said.append(event.text)
                     turn.add_text(event.text)
@@ -266,7 +274,9 @@ class TurnService:
         step: dict[str, Any] = {"t": "call", "id": record.id, "callId": call.id, "name": call.name}
         turn.add_step(step)
         display = chosen.display if chosen else call.name
-        if chosen is None:
+        if not self.tool_calls.switch.enabled:
+            row = await self._refuse(turn, record, display, "tools_off", ToolsSwitchedOff.MESSAGE)
+        elif chosen is None:
             names = ", ".join(sorted(turn.tools.by_alias)) or "none"
             row = await self._refuse(turn, record, display, "unknown_tool",
                                      f"there is no tool {call.name!r} in this chat; the tools are: {names}")
@@ -316,6 +326,8 @@ class TurnService:
                                              client_context=turn.client_context)
         except NotConfigured as exc:  # the model hears which keys the user has to set first
             return await self._refuse(turn, record, display, "unconfigured", exc.message)
+        except ToolsSwitchedOff as exc:  # switched off while the user was being asked
+            return await self._refuse(turn, record, display, "tools_off", exc.message)
         except SidecarError as exc:  # the tool went away or was switched off since the turn began
             return await self._refuse(turn, record, display, "unavailable", exc.message)
         await turn.events.send(ToolCallFinishedEvent(call_out(row)))
