@@ -205,6 +205,7 @@ class TurnService:
         tool = target.tool
         self.tool_calls.config.check_ready(tool.id, target.settings)  # refused before anything joins the branch
         check_args(tool.input_schema, args)
+        attached = not tool.enabled and await self._attached(chat_id, tool.id, parent_id)
         self.chats.claim(chat_id)
         try:
             msg = MessageRow(id=new_id(), chat_id=chat_id, role="tool", content=f"Ran {tool.name}", status="streaming",
@@ -212,7 +213,7 @@ class TurnService:
             _, start_manifest = await self.chats.append(chat_id, parent_id, msg)
             row: ToolCallRow | None = None
             try:
-                row = await self.tool_calls.call(tool.id, args, chat_id, message_id=msg.id,
+                row = await self.tool_calls.call(tool.id, args, chat_id, message_id=msg.id, allow_disabled=attached,
                                                  client_context=client_context)
                 # How later turns are given this result, decided now as for a model's call.
                 msg.parts = json.dumps({"views": {row.id: (await self._view(row)).stored()}})
@@ -229,6 +230,16 @@ class TurnService:
             return msg, row
         finally:
             self.chats.release(chat_id)
+
+    async def _attached(self, chat_id: str, tool_id: str, parent_id: str | None | msgspec.UnsetType) -> bool:
+        """Whether the branch a palette call joins attached the tool (seed 003): then it runs, as a
+        model's call would there, though its toolset is off; in any other branch or chat it does not."""
+        if parent_id is None:
+            return False
+        chat, messages = await self.chats.get(chat_id)
+        leaf = chat.active_leaf_message_id if isinstance(parent_id, msgspec.UnsetType) else parent_id
+        box = await toolbox.build(self.tool_calls.catalog, toolbox.branch_attachments(context.branch(messages, leaf)))
+        return any(t.attached and t.tool.id == tool_id for t in box.tools)
 
     async def _loop(self, turn: _Turn, provider: Provider, p: SendParams, history: list[ChatMessage],
                     confirm: Confirm) -> StopReason:

@@ -166,6 +166,10 @@ async def test_a_toolset_attached_in_one_chat_is_not_offered_or_run_in_another(a
     assert ran["status"] == "success" and await files(app, a) == ["w.txt"]
     shown_a = {t["id"] for t in (await app.request("tools/list", {"chatId": a}))["tools"]}
     assert tool in shown_a
+    # The "+" palette of chat A runs it as A's model did (its branch attached the toolset).
+    palette = await app.request("chat/invokeTool", {"chatId": a, "toolId": tool,
+                                                    "args": {"path": "p.txt", "content": "c"}})
+    assert palette["toolCall"]["status"] == "success" and await files(app, a) == ["p.txt", "w.txt"]
 
     shown_b = {t["id"] for t in (await app.request("tools/list", {"chatId": b}))["tools"]}
     assert tool not in shown_b
@@ -179,3 +183,22 @@ async def test_a_toolset_attached_in_one_chat_is_not_offered_or_run_in_another(a
             await app.request(method, params)
         assert info.value.code == -32011 and "disabled" in info.value.message, method
     assert await files(app, b) == []
+
+
+async def test_a_message_or_version_of_another_chat_cannot_be_built_on_or_read_from_this_one(app: SidecarClient):
+    # A branch made from chat B's message, or a version of B's files, would bring B's workspace in.
+    a, b = await chat(app), await chat(app)
+    wrote = await call(app, "write_file", {"path": "s.txt", "content": "B's secret"}, b["id"])
+    said = await send(app, b["id"], "hello")
+    for method, params in (
+            ("chat/send", {"chatId": a["id"], "content": "/tool read_file {\"path\": \"s.txt\"}",
+                           "parentId": said["messageId"]}),
+            ("chat/invokeTool", {"chatId": a["id"], "toolId": "read_file", "args": {"path": "s.txt"},
+                                 "parentId": said["messageId"]}),
+            ("workspace/readFile", {"chatId": a["id"], "path": "s.txt", "manifestId": wrote["postManifestId"]}),
+            ("workspace/files", {"chatId": a["id"], "manifestId": wrote["postManifestId"]})):
+        with pytest.raises(RemoteError) as info:
+            await app.request(method, params)
+        assert info.value.code == -32010 and "B's secret" not in info.value.message, method
+    assert (await app.request("chats/get", {"id": a["id"]}))["messages"] == []
+    assert await files(app, a["id"]) == []
