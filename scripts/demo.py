@@ -221,7 +221,9 @@ async def kill_switch(sc: SidecarClient) -> None:
     slow = sc.expect("sleeper")
     await sc.send({"jsonrpc": "2.0", "id": "sleeper", "method": "tools/call",
                    "params": {"toolId": "run_command", "args": {"command": "sleep 30"}, "chatId": cid}})
-    while (await sc.request("debug/info"))["toolsRunning"] < 1:
+    for _ in range(1000):  # until the command runs (debug/info counts what the switch would stop)
+        if (await sc.request("debug/info"))["toolsRunning"]:
+            break
         await anyio.sleep(0.01)
     show("running", "run_command `sleep 30`")
     t0 = time.perf_counter()

@@ -43,6 +43,7 @@ from ..store.rows import new_id, now
 from ..store.tool_calls import ToolCallRow
 from ..tools import output as tool_output
 from ..tools import permissions
+from ..tools.switch import Killed
 from ..tools.validate import check_args
 from . import context, framing, toolbox
 from .events import Emit, EventStream
@@ -308,8 +309,11 @@ class TurnService:
         if tool.requires_confirmation and not await permissions.allowed(self.db, turn.chat_id, tool):
             await turn.events.flush()
             try:
-                answer = await confirm(ConfirmToolCallParams(turn.chat_id, record.id, tool.id, display, record.args,
-                                                             turn.message.id, tool.description))
+                # Switched off meanwhile, the question is withdrawn (the UI gets $/cancelRequest).
+                answer = await self.tool_calls.switch.run(confirm, ConfirmToolCallParams(
+                    turn.chat_id, record.id, tool.id, display, record.args, turn.message.id, tool.description))
+            except Killed:
+                return await self._refuse(turn, record, display, "tools_off", ToolsSwitchedOff.MESSAGE)
             except anyio.get_cancelled_exc_class():
                 with anyio.CancelScope(shield=True):  # the turn ends here; the question stays in its history
                     await self._refuse(turn, record, display, "cancelled", "the turn was cancelled before the "

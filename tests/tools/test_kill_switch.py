@@ -4,6 +4,7 @@ refuses every tool call at once, stops the ones running, and chat turns go on wi
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -12,6 +13,7 @@ import pytest
 from sidecar.chat.turns import TOOLS_OFF
 from sidecar.client import RemoteError, SidecarClient
 from tests.e2e.test_chat import events, new_chat, scripted, send, tool_line
+from tests.e2e.test_mcp import add, status
 
 pytestmark = pytest.mark.anyio
 
@@ -147,7 +149,25 @@ async def test_switching_off_mid_turn_stops_the_tool_and_the_turn_goes_on_withou
     assert seen[0] == {"role": "system", "content": TOOLS_OFF}  # the model's next call was told
 
 
-async def test_a_call_waiting_for_its_confirmation_is_refused_when_tools_go_off_meanwhile(app: SidecarClient):
+async def test_switching_off_withdraws_a_confirmation_question_and_the_turn_goes_on(app: SidecarClient):
+    chat_id = await new_chat(app)
+    turn_id = app.new_id()
+    await app.send({"jsonrpc": "2.0", "id": turn_id, "method": "chat/send",
+                    "params": {"chatId": chat_id, "content": tool_line("run_command", {"command": "echo hi > out.txt"})}})
+    asked = await app.wait_for(lambda: next((r for r in app.server_requests if r["method"] == "ui/confirmToolCall"),
+                                            None))
+    await switch(app, False)  # the user never answers: the question is taken back
+    withdrawn = await app.wait_notification("$/cancelRequest")
+    assert withdrawn["params"] == {"id": asked["id"]}
+    with anyio.fail_after(10):
+        answer = (await app.expect(turn_id)(10))["result"]
+    assert answer["stopReason"] == "endTurn"
+    [call] = finished(app, answer["messageId"])
+    assert call["errorKind"] == "tools_off"
+    assert (await app.request("workspace/files", {"chatId": chat_id}))["files"] == []
+
+
+async def test_a_call_allowed_just_as_tools_go_off_is_refused(app: SidecarClient):
     chat_id = await new_chat(app)
 
     async def off_then_allow(params: dict[str, Any]) -> dict[str, Any]:
@@ -159,3 +179,20 @@ async def test_a_call_waiting_for_its_confirmation_is_refused_when_tools_go_off_
     [call] = finished(app, answer["messageId"])
     assert call["errorKind"] == "tools_off"
     assert (await app.request("workspace/files", {"chatId": chat_id}))["files"] == []
+
+
+async def test_switching_off_stops_an_mcp_tool_at_its_server(app: SidecarClient, tmp_path: Path):
+    await add(app, "basic")
+    await status(app, "basic~basic", "connected")
+    marker = tmp_path / "cancelled"
+    answer = app.expect("long")
+    await app.send({"jsonrpc": "2.0", "id": "long", "method": "tools/call",
+                    "params": {"toolId": "mcp:basic~basic:slow", "args": {"seconds": 30, "marker": str(marker)}}})
+    await running(app, 1)
+    await switch(app, False)
+    with anyio.fail_after(10):
+        call = (await answer(10))["result"]["toolCall"]
+    assert call["status"] == "error" and call["errorKind"] == "killed"
+    with anyio.fail_after(10):
+        while not marker.exists():  # the server was told and stopped the tool
+            await anyio.sleep(0.05)
