@@ -13,7 +13,9 @@ import pytest
 from sidecar.chat.turns import TOOLS_OFF
 from sidecar.client import RemoteError, SidecarClient
 from tests.e2e.test_chat import events, new_chat, scripted, send, tool_line
+from tests.e2e.test_http_tools import EXAMPLE as HTTP_EXAMPLE
 from tests.e2e.test_mcp import add, status
+from tests.http_server import HttpServer, Response
 
 pytestmark = pytest.mark.anyio
 
@@ -196,3 +198,18 @@ async def test_switching_off_stops_an_mcp_tool_at_its_server(app: SidecarClient,
     with anyio.fail_after(10):
         while not marker.exists():  # the server was told and stopped the tool
             await anyio.sleep(0.05)
+
+
+async def test_switching_off_stops_an_http_tool_waiting_on_its_server(app: SidecarClient, http_server: HttpServer):
+    http_server.route("GET", "/items/slow", Response(json={"item": {"id": "slow", "name": "x", "price": 1}}, delay=30))
+    await app.request("toolsets/import", {"path": str(HTTP_EXAMPLE)})
+    await app.request("config/set", {"toolsetId": "http_example", "values": {"api_host": http_server.netloc}})
+    await app.request("secrets/set", {"name": "EXAMPLE_API_KEY", "value": "ek-kill-switch-0001"})
+    answer = app.expect("get")
+    await app.send({"jsonrpc": "2.0", "id": "get", "method": "tools/call",
+                    "params": {"toolId": "http_example:get_item", "args": {"id": "slow"}}})
+    await running(app, 1)
+    await switch(app, False)
+    with anyio.fail_after(10):  # not the 30 s the server waits
+        call = (await answer(10))["result"]["toolCall"]
+    assert call["status"] == "error" and call["errorKind"] == "killed"
