@@ -341,7 +341,7 @@ class TurnService:
                                              client_context=turn.client_context)
         except NotConfigured as exc:  # the model hears which keys the user has to set first
             return await self._refuse(turn, record, display, "unconfigured", exc.message)
-        except ToolsSwitchedOff as exc:  # switched off while the user was being asked
+        except ToolsSwitchedOff as exc:  # switched off since this call was checked (just after an answer)
             return await self._refuse(turn, record, display, "tools_off", exc.message)
         except SidecarError as exc:  # the tool went away or was switched off since the turn began
             return await self._refuse(turn, record, display, "unavailable", exc.message)
