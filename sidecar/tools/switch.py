@@ -86,7 +86,7 @@ class ToolSwitch:
             stopped = list(self._running)
             for scope in stopped:
                 scope.cancel()
-            log.warning("tools switched off by the user; %d running tool calls stopped", len(stopped))
+            log.info("tools switched off by the user; %d running tool calls stopped", len(stopped))
             await self.repo.save({TOOLS_ENABLED: False})
         else:
             await self.repo.save({TOOLS_ENABLED: True})

@@ -74,11 +74,16 @@ async def test_off_refuses_every_call_at_once_and_on_lets_them_run_again(app: Si
         err = await refusal(app, method, params)
         assert err.code == -32012 and err.data == {"reason": "toolsOff"}, (method, err)
         assert "switched off" in err.message and "settings/set" in err.message
+    # A turn in the chat offers no tools (the catalog still lists them), and an unknown chat is still unknown.
+    assert (await app.request("tools/list", {"chatId": chat_id}))["tools"] == []
+    assert (await app.request("tools/list"))["tools"]
+    assert (await refusal(app, "tools/list", {"chatId": "nope"})).code == -32010
     # The palette's refusal left nothing in the chat, and nothing ran.
     assert (await app.request("chats/get", {"id": chat_id}))["messages"] == []
     assert (await app.request("workspace/files", {"chatId": chat_id}))["files"] == []
 
     await switch(app, True)
+    assert (await app.request("tools/list", {"chatId": chat_id}))["tools"]
     ran = (await app.request("tools/call", {"toolId": "write_file", "args": args, "chatId": chat_id}))["toolCall"]
     assert ran["status"] == "success"
 
