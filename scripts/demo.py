@@ -3,7 +3,8 @@
 Lifecycle, ping, a chat whose files branch, the App Builder toolset, a card, HTTP tools against a
 local server, then a chat turn on the
 offline scripted model (streamed text printed as it arrives, tool calls with their render plans, a
-``ui/confirmToolCall`` answered ``allowChat``), a retry on a new branch and a switch back.
+``ui/confirmToolCall`` answered ``allowChat``), a retry on a new branch and a switch back, and the
+kill switch stopping a running tool.
 
 Runs offline on a temporary data directory (pass --data-dir to keep it, -v to see the raw traffic).
 """
@@ -161,6 +162,8 @@ async def run(data_dir: Path, verbose: bool) -> int:
 
         await chat_session(sc)
 
+        await kill_switch(sc)
+
         step("secrets are masked by meaning (a careless MCP server prints what it was given)")
         careless = "import os, sys; print(*sys.argv[1:], os.environ['API_TOKEN'], file=sys.stderr); sys.exit(2)"
         added = (await sc.request("mcpServers/add", {
@@ -208,6 +211,39 @@ async def run(data_dir: Path, verbose: bool) -> int:
         code = await sc.wait_exit()
         show("exit code", f"{GREEN if code == 0 else RED}{code}{RESET}")
     return code
+
+
+# -- the kill switch (seed 004 "Safety Guardrails") --------------------------------------------------
+
+async def kill_switch(sc: SidecarClient) -> None:
+    step("the kill switch: every tool off at once, the running one stopped, chats go on without tools")
+    cid = (await sc.request("chats/create", {"title": "Kill switch"}))["chat"]["id"]
+    slow = sc.expect("sleeper")
+    await sc.send({"jsonrpc": "2.0", "id": "sleeper", "method": "tools/call",
+                   "params": {"toolId": "run_command", "args": {"command": "sleep 30"}, "chatId": cid}})
+    for _ in range(1000):  # until the command runs (debug/info counts what the switch would stop)
+        if (await sc.request("debug/info"))["toolsRunning"]:
+            break
+        await anyio.sleep(0.01)
+    show("running", "run_command `sleep 30`")
+    t0 = time.perf_counter()
+    await sc.request("settings/set", {"toolsEnabled": False})
+    stopped = (await slow(10))["result"]["toolCall"]
+    show("settings/set", f"toolsEnabled false -> the call ended after {(time.perf_counter() - t0) * 1000:.0f} ms: "
+                         f"{stopped['status']} ({stopped['errorKind']})")
+    note = next(n for n in sc.notifications if n["method"] == "settings/changed")
+    show("settings/changed", note["params"])
+    try:
+        await sc.request("tools/call", {"toolId": "list_files", "args": {}, "chatId": cid})
+    except RemoteError as exc:
+        show("tools/call", f"{exc.code} {exc.message}")
+    turn = await sc.request("chat/send", {"chatId": cid, "content": '/tool list_files {}'})
+    got = await sc.request("chats/get", {"id": cid})
+    reply = next(m for m in got["messages"] if m["id"] == turn["messageId"])
+    show("a chat turn", f"stopReason {turn['stopReason']}; its tool call: {reply['toolCalls'][0]['errorKind']} "
+                        "(the model was offered no tools and told they are off)")
+    await sc.request("settings/set", {"toolsEnabled": True})
+    show("switched on again", (await sc.request("settings/get"))["settings"])
 
 
 # -- a tool that needs configuration (seed 004) ---------------------------------------------------

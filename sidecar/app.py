@@ -27,6 +27,7 @@ from .handlers import Deferred
 from .rpc import Connection, MethodTable, RequestContext, StdioTransport, Transport
 from .settings import Settings
 from .store import Database
+from .store.settings import tools_enabled as stored_tools_enabled
 
 log = logging.getLogger("sidecar")
 
@@ -38,6 +39,7 @@ class Sidecar:
         self.settings = settings
         self.started_at = time.monotonic()
         self.connection: Connection | None = None
+        self.tools_enabled = True  # the stored kill switch, which ``initialize`` reports
         self.exit_code = process.EXIT_OK
         self.shutdown_done = False
         self._stop = anyio.Event()
@@ -194,6 +196,11 @@ async def serve(
             log.error("%s", exc.message)
             return await _refuse(app, transport, exc, process.EXIT_STORAGE)
         app.on_close("database", db.close)
+        try:
+            app.tools_enabled = await stored_tools_enabled(db)
+        except StorageError as exc:
+            log.error("%s", exc.message)
+            return await _refuse(app, transport, exc, process.EXIT_STORAGE)  # (its teardown closes the database)
         deferred = Deferred(app)
 
         async def start_services(tg: TaskGroup, conn: Connection) -> None:

@@ -32,6 +32,7 @@ from .tools.config import ToolConfig
 from .tools.providers.http.oauth import OAuthTokens
 from .tools.providers.http.runner import HttpTools
 from .tools.providers.python.workers import WorkerHost
+from .tools.switch import ToolSwitch
 from .toolsets.authoring import LocalToolsets
 from .toolsets.service import ToolsetService
 from .workspace.service import WorkspaceService
@@ -56,6 +57,7 @@ class Services:
     toolsets: ToolsetService
     turns: TurnService
     config: ToolConfig
+    switch: ToolSwitch  # the user's kill switch over every tool call
     oauth: OAuthTokens  # HTTP tools' OAuth2 tokens: one cache, one lock per tool
 
 
@@ -105,7 +107,9 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     config = ToolConfig(db, catalog, secrets)
     http_tools = HttpTools(secrets.environ, oauth)
     on_close("HTTP tool connections", http_tools.aclose)
-    tool_calls = ToolCallService(db, workspace, workers, data_dir / "scratch", catalog, config, http_tools)
+    # The kill switch tells the UI when it changes (and schedules pause on it: wired with them).
+    switch = await ToolSwitch.load(db, on_change=notifier.tools_switched)
+    tool_calls = ToolCallService(db, workspace, workers, data_dir / "scratch", catalog, config, http_tools, switch)
     on_close("tool call records", tool_calls.aclose)
     on_close("MCP servers", servers.aclose)  # closed first: calls still running end before their records
     tool_calls.bind(tg)
@@ -120,7 +124,7 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     await servers.sync()  # returns at once: the servers connect in the background
     return Services(settings=settings, started_at=started_at, db=db, secrets=secrets, workspace=workspace, chats=chats,
                     providers=providers, mcp_servers=servers, catalog=catalog, tool_calls=tool_calls,
-                    toolsets=toolsets, turns=turns, config=config, oauth=oauth)
+                    toolsets=toolsets, turns=turns, config=config, switch=switch, oauth=oauth)
 
 
 async def _move_provider_keys(providers: ProviderService) -> None:

@@ -8,6 +8,8 @@
     │   └── NotConfigured                a tool whose required config has no value; data also
     │                                    {toolsetId, toolId, missing}
     ├── PermissionDenied         -32012  the user said no, a path outside its root, a host not allowed
+    │   ├── ToolsSwitchedOff             the user's kill switch (settings toolsEnabled false) is off;
+    │   │                                data {reason: "toolsOff"}
     │   └── DestinationRefused           an HTTP tool's request (or a redirect) to a host outside its
     │                                    allowedHosts or to a non-public address; data {host, port,
     │                                    address, reason, allow}
@@ -96,6 +98,17 @@ class NotConfigured(Conflict):
 
 class PermissionDenied(SidecarError):
     code = ErrorCode.PERMISSION_DENIED
+
+
+class ToolsSwitchedOff(PermissionDenied):
+    """The user switched every tool off (``settings/set {toolsEnabled: false}``): no tool call
+    starts, whoever asks (``tools/call``, the "+" palette, a model, a schedule)."""
+
+    MESSAGE = ("tools are switched off by the user; no tool runs until they are switched on again "
+               "(settings/set with toolsEnabled: true)")
+
+    def __init__(self) -> None:
+        super().__init__(self.MESSAGE, {"reason": "toolsOff"})
 
 
 class DestinationRefused(PermissionDenied):

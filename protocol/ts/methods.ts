@@ -107,6 +107,10 @@ export interface ClientRequests {
   "secrets/list": { params: undefined; result: T.SecretsResult };
   /** Remove a secret. Servers and providers that refer to it keep what they connected with; at their next connect ${NAME} comes from the environment, or is reported missing. */
   "secrets/delete": { params: T.SecretNameParams; result: T.Empty };
+  /** The user's settings (toolsEnabled, ...). */
+  "settings/get": { params: undefined; result: T.SettingsResult };
+  /** Change the settings given; the others keep their values. Takes effect at once and is stored: toolsEnabled false refuses new tool calls and stops the running ones before the answer. Every change is announced with settings/changed (also to the client that made it). StorageError when it could not be stored (switching tools off still holds until the sidecar stops). */
+  "settings/set": { params: T.SetSettingsParams; result: T.SettingsResult };
   /** Process facts: pid, memory, uptime, which heavy modules are loaded. */
   "debug/info": { params: undefined; result: T.DebugInfo };
   /** Wait ms milliseconds (reporting $/progress when given a workDoneToken); cancellable. For exercising cancellation and progress. */
@@ -147,6 +151,8 @@ export interface ServerNotifications {
   "toolsets/changed": { params: T.ToolsetChangedParams };
   /** A server's status changed (connecting, connected, error, disabled) or its tools did. */
   "mcpServers/status": { params: T.ServerStatusParams };
+  /** A setting changed (by settings/set, from this client or another way). */
+  "settings/changed": { params: T.SettingsChangedParams };
 }
 
 export const ErrorCodes = {

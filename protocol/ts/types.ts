@@ -26,6 +26,8 @@ export interface ServerInfo {
 export interface ServerCapabilities {
   maxLineBytes: number;
   cancellation: string[];
+  /** The user's kill switch as stored (settings/get toolsEnabled): false while every tool is switched off. Changes later come as settings/changed. */
+  toolsEnabled: boolean;
   progress?: boolean;
   serverRequests?: string[];
   experimental?: Record<string, unknown>;
@@ -847,6 +849,28 @@ export interface SecretNameParams {
   name: string;
 }
 
+export interface SettingsResult {
+  /** Every setting, with its current value. */
+  settings: UserSettings;
+}
+
+export interface UserSettings {
+  /** The kill switch. false: every tool call is refused at once with PermissionDenied (data.reason 'toolsOff'), from tools/call, chat/invokeTool, a model in a chat turn or a schedule; calls running when it goes off are stopped and recorded as errors with errorKind 'killed'; chat turns go on without tools (the model is offered none and is told tools are off); schedules pause. Kept across restarts; initialize (capabilities.toolsEnabled) and debug/info report it. Default true. */
+  toolsEnabled: boolean;
+}
+
+export interface SetSettingsParams {
+  /** Turn every tool on (true) or off (false). Left out: unchanged. */
+  toolsEnabled?: boolean;
+}
+
+export interface SettingsChangedParams {
+  /** Every setting, after the change. */
+  settings: UserSettings;
+  /** The settings that changed, by their wire names (e.g. ['toolsEnabled']). */
+  changed: string[];
+}
+
 export interface DebugInfo {
   pid: number;
   version: string;
@@ -856,6 +880,8 @@ export interface DebugInfo {
   rssBytes: number;
   inflightRequests: number;
   heavyModulesLoaded: string[];
+  toolsEnabled: boolean;
+  toolsRunning: number;
   dbTransactions?: number;
   secretsBackend?: string | null;
   secretsError?: string | null;

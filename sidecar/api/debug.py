@@ -17,6 +17,9 @@ class DebugInfo(Model):
     inflight_requests: int
     # Heavy optional modules already imported: start-up must not pay for them.
     heavy_modules_loaded: list[str]
+    # The kill switch (settings toolsEnabled) and how many tool runs it would stop now.
+    tools_enabled: bool
+    tools_running: int
     # Database write transactions committed since start (benchmarks count what a turn costs).
     db_transactions: int = 0
     # Where secrets are kept ("keystore" | "file"); absent while none was ever stored in this data

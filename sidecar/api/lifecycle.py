@@ -34,6 +34,9 @@ class ServerInfo(Model):
 class ServerCapabilities(Model):
     max_line_bytes: int
     cancellation: list[str]
+    tools_enabled: Annotated[bool, msgspec.Meta(
+        description="The user's kill switch as stored (settings/get toolsEnabled): false while every tool is "
+                    "switched off. Changes later come as settings/changed.")]
     progress: bool = True
     server_requests: list[str] = []
     experimental: dict[str, Any] = {}

@@ -212,7 +212,8 @@ _TOOLSET_SPECS = (
 
 class ToolsListParams(Model):
     # The tools a turn in this chat offers: the enabled ones plus what its active branch attached,
-    # attached ones named as the chat shows them (<source>.<tool>).
+    # attached ones named as the chat shows them (<source>.<tool>); none while the user's kill
+    # switch (settings toolsEnabled) is off.
     chat_id: str | None = None
     include_disabled: bool = False  # without chatId: disabled tools too
 

@@ -36,13 +36,14 @@ from ..api.chats import (
 )
 from ..api.errors import ErrorCode
 from ..api.toolsets import ClientContext, ToolCall
-from ..errors import InvalidParams, NotConfigured, ProviderError, SidecarError
+from ..errors import InvalidParams, NotConfigured, ProviderError, SidecarError, ToolsSwitchedOff
 from ..secrets import clean
 from ..store.chats import MessageRow, MessageStatus
 from ..store.rows import new_id, now
 from ..store.tool_calls import ToolCallRow
 from ..tools import output as tool_output
 from ..tools import permissions
+from ..tools.switch import Killed
 from ..tools.validate import check_args
 from . import context, framing, toolbox
 from .events import Emit, EventStream
@@ -70,7 +71,10 @@ WaitCancel = Callable[[], Awaitable[None]]
 CHECKPOINT_EVERY = 2.0  # seconds between writes of a running turn's message
 MAX_TURNS = 100
 SPILL_DIR = ".tool-results"
-_NEVER_RAN = {"unknown_tool", "arguments", "denied", "cancelled", "unavailable", "unconfigured"}
+_NEVER_RAN = {"unknown_tool", "arguments", "denied", "cancelled", "unavailable", "unconfigured", "tools_off"}
+# What a model is told while the user's kill switch is off (it is offered no tools then).
+TOOLS_OFF = ("The user has switched all tools off: none can be called in this conversation until they are "
+             "switched on again. Answer without tools, and say so if a tool would have been needed.")
 _STATUS_AFTER: dict[StopReason, MessageStatus] = {
     "endTurn": "complete", "maxTurns": "complete", "cancelled": "cancelled", "error": "error"}
 
@@ -196,11 +200,13 @@ class TurnService:
         """Run one tool in a chat without a model (the "+" palette, seed 002): it becomes a
         ``tool`` message in the branch (under ``parent_id``; UNSET: the active leaf; None: as a
         new first message), with its call, render plan and the files after it."""
+        self.tool_calls.switch.check()  # refused before anything joins the branch
         await self.workspace.require_chat(chat_id)
         target = await self.tool_calls.catalog.resolve(tool_id)
         tool = target.tool
         self.tool_calls.config.check_ready(tool.id, target.settings)  # refused before anything joins the branch
         check_args(tool.input_schema, args)
+        attached = not tool.enabled and await self._attached(chat_id, tool.id, parent_id)
         self.chats.claim(chat_id)
         try:
             msg = MessageRow(id=new_id(), chat_id=chat_id, role="tool", content=f"Ran {tool.name}", status="streaming",
@@ -208,7 +214,7 @@ class TurnService:
             _, start_manifest = await self.chats.append(chat_id, parent_id, msg)
             row: ToolCallRow | None = None
             try:
-                row = await self.tool_calls.call(tool.id, args, chat_id, message_id=msg.id,
+                row = await self.tool_calls.call(tool.id, args, chat_id, message_id=msg.id, allow_disabled=attached,
                                                  client_context=client_context)
                 # How later turns are given this result, decided now as for a model's call.
                 msg.parts = json.dumps({"views": {row.id: (await self._view(row)).stored()}})
@@ -226,13 +232,27 @@ class TurnService:
         finally:
             self.chats.release(chat_id)
 
+    async def _attached(self, chat_id: str, tool_id: str, parent_id: str | None | msgspec.UnsetType) -> bool:
+        """Whether the branch a palette call joins attached the tool (seed 003): then it runs, as a
+        model's call would there, though its toolset is off; in any other branch or chat it does not."""
+        if parent_id is None:
+            return False
+        chat, messages = await self.chats.get(chat_id)
+        leaf = chat.active_leaf_message_id if isinstance(parent_id, msgspec.UnsetType) else parent_id
+        box = await toolbox.build(self.tool_calls.catalog, toolbox.branch_attachments(context.branch(messages, leaf)))
+        return any(t.attached and t.tool.id == tool_id for t in box.tools)
+
     async def _loop(self, turn: _Turn, provider: Provider, p: SendParams, history: list[ChatMessage],
                     confirm: Confirm) -> StopReason:
         specs = turn.tools.specs()
+        switch = self.tool_calls.switch
         for _ in range(p.max_turns):
             said: list[str] = []
             asked: list[ToolCallRequest] = []
-            async for event in provider.stream(TurnRequest(p.model, history, specs)):
+            # Read per model call: switched off mid-turn, the next call is offered no tools.
+            request = (TurnRequest(p.model, history, specs) if switch.enabled
+                       else TurnRequest(p.model, history, [], system=TOOLS_OFF))
+            async for event in provider.stream(request):
                 if isinstance(event, TextDelta):
                     said.append(event.text)
                     turn.add_text(event.text)
@@ -266,7 +286,9 @@ class TurnService:
         step: dict[str, Any] = {"t": "call", "id": record.id, "callId": call.id, "name": call.name}
         turn.add_step(step)
         display = chosen.display if chosen else call.name
-        if chosen is None:
+        if not self.tool_calls.switch.enabled:
+            row = await self._refuse(turn, record, display, "tools_off", ToolsSwitchedOff.MESSAGE)
+        elif chosen is None:
             names = ", ".join(sorted(turn.tools.by_alias)) or "none"
             row = await self._refuse(turn, record, display, "unknown_tool",
                                      f"there is no tool {call.name!r} in this chat; the tools are: {names}")
@@ -287,8 +309,11 @@ class TurnService:
         if tool.requires_confirmation and not await permissions.allowed(self.db, turn.chat_id, tool):
             await turn.events.flush()
             try:
-                answer = await confirm(ConfirmToolCallParams(turn.chat_id, record.id, tool.id, display, record.args,
-                                                             turn.message.id, tool.description))
+                # Switched off meanwhile, the question is withdrawn (the UI gets $/cancelRequest).
+                answer = await self.tool_calls.switch.run(confirm, ConfirmToolCallParams(
+                    turn.chat_id, record.id, tool.id, display, record.args, turn.message.id, tool.description))
+            except Killed:
+                return await self._refuse(turn, record, display, "tools_off", ToolsSwitchedOff.MESSAGE)
             except anyio.get_cancelled_exc_class():
                 with anyio.CancelScope(shield=True):  # the turn ends here; the question stays in its history
                     await self._refuse(turn, record, display, "cancelled", "the turn was cancelled before the "
@@ -316,6 +341,8 @@ class TurnService:
                                              client_context=turn.client_context)
         except NotConfigured as exc:  # the model hears which keys the user has to set first
             return await self._refuse(turn, record, display, "unconfigured", exc.message)
+        except ToolsSwitchedOff as exc:  # switched off since this call was checked (just after an answer)
+            return await self._refuse(turn, record, display, "tools_off", exc.message)
         except SidecarError as exc:  # the tool went away or was switched off since the turn began
             return await self._refuse(turn, record, display, "unavailable", exc.message)
         await turn.events.send(ToolCallFinishedEvent(call_out(row)))

@@ -11,6 +11,7 @@ from .mcp import McpHandlers
 from .providers import ProviderHandlers
 from .routes import routes
 from .secrets import SecretHandlers
+from .settings import SettingsHandlers
 from .toolsets import ToolsetHandlers
 from .workspace import WorkspaceHandlers
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from ..compose import Services
 
 AREAS = (ChatHandlers, ConfigHandlers, DebugHandlers, McpHandlers, ProviderHandlers, SecretHandlers,
-         ToolsetHandlers, WorkspaceHandlers)
+         SettingsHandlers, ToolsetHandlers, WorkspaceHandlers)
 
 
 def service_routes(s: Services) -> dict[str, Any]:
@@ -26,10 +27,11 @@ def service_routes(s: Services) -> dict[str, Any]:
     for area in (
         ChatHandlers(s.chats, s.turns, s.workspace, s.tool_calls.repo),
         ConfigHandlers(s.config),
-        DebugHandlers(s.settings, s.db, s.started_at, s.secrets),
+        DebugHandlers(s.settings, s.db, s.started_at, s.secrets, s.switch),
         McpHandlers(s.mcp_servers),
         ProviderHandlers(s.providers),
         SecretHandlers(s.secrets, s.mcp_servers, s.providers),
+        SettingsHandlers(s.switch),
         ToolsetHandlers(s.toolsets, s.tool_calls, s.catalog, s.chats),
         WorkspaceHandlers(s.workspace, s.chats),
     ):

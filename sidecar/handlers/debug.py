@@ -23,6 +23,7 @@ from ..rpc import RequestContext
 from ..secrets.store import SecretStore
 from ..settings import Settings
 from ..store import Database
+from ..tools.switch import ToolSwitch
 from .routes import method
 
 HEAVY_MODULES = ("mcp", "pydantic", "openai", "anthropic", "watchfiles", "httpx", "httpx2", "nh3", "yaml", "keyring")
@@ -33,7 +34,9 @@ class DebugRaised(RuntimeError):
 
 
 class DebugHandlers:
-    def __init__(self, settings: Settings, db: Database, started_at: float, secrets: SecretStore) -> None:
+    def __init__(self, settings: Settings, db: Database, started_at: float, secrets: SecretStore,
+                 switch: ToolSwitch) -> None:
+        self.switch = switch
         self.settings = settings
         self.db = db
         self.started_at = started_at
@@ -50,6 +53,8 @@ class DebugHandlers:
             rss_bytes=rss_bytes(),
             inflight_requests=ctx.connection.inflight_count,
             heavy_modules_loaded=[m for m in HEAVY_MODULES if m in sys.modules],
+            tools_enabled=self.switch.enabled,
+            tools_running=self.switch.running,
             db_transactions=self.db.transactions,
             secrets_backend=self.secrets.backend if self.secrets.chosen else None,
             secrets_error=self.secrets.error,

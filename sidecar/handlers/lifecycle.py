@@ -27,6 +27,7 @@ class Lifecycle(Protocol):
     """What the process lifecycle (``app.Sidecar``) offers these handlers."""
 
     settings: Settings
+    tools_enabled: bool  # the kill switch as stored, read before the first answer
 
     def watch_parent(self, pid: int) -> None: ...
     def initialized(self) -> None: ...
@@ -51,6 +52,7 @@ class LifecycleHandlers:
             capabilities=ServerCapabilities(
                 max_line_bytes=self.app.settings.max_line_bytes,
                 cancellation=["$/cancelRequest"],
+                tools_enabled=self.app.tools_enabled,
                 server_requests=list(SERVER_REQUESTS),
                 secrets_backend=self.app.settings.recorded_secrets_backend(),
             ),

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from ..api.mcp import ElicitParams, ElicitResult, McpServer, ServerStatusParams
+from ..api.settings import SettingsChangedParams, UserSettings
 from ..api.toolsets import ToolsetChangedParams
 from ..api.workspace import ChangedParams, Changes
 from ..mcp_host.elicitation import ElicitAnswer, Elicitation, InvalidAnswer
@@ -46,6 +47,10 @@ class Notifier:
         reason = clean(reason)  # it may quote the edited manifest or a module's error, secrets and all
         await self._peer.notify("toolsets/changed", ToolsetChangedParams(
             toolset_id, "reloadFailed", error=f"{path}: {reason}" if path else reason, error_path=path or None))
+
+    async def tools_switched(self, enabled: bool) -> None:
+        await self._peer.notify("settings/changed", SettingsChangedParams(UserSettings(tools_enabled=enabled),
+                                                                          ["toolsEnabled"]))
 
     async def elicit(self, request: Elicitation) -> ElicitAnswer:
         """`ui/elicit`: the user's answer to an MCP server's question. A malformed answer is `InvalidAnswer`."""

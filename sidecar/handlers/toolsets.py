@@ -100,6 +100,9 @@ class ToolsetHandlers:
     async def tools_list(self, p: ToolsListParams, ctx: RequestContext) -> ToolsResult:
         if p.chat_id is None:
             return ToolsResult(await self.catalog.list_tools(p.include_disabled))
+        if not self.tool_calls.switch.enabled:
+            await self.chats.workspace.require_chat(p.chat_id)  # an unknown chat is still NotFound
+            return ToolsResult([])  # a turn offers none
         return ToolsResult((await toolbox.for_chat(self.chats, self.catalog, p.chat_id)).shown())
 
     @method("tools/get")

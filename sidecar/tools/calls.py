@@ -36,6 +36,7 @@ from .providers.http.runner import HttpCall, HttpFailure, HttpTools
 from .providers.python.worker import ToolFailure, decode_result
 from .render import RenderError, load_artifact_page, render_plan
 from .resolved import Resolved
+from .switch import Killed, ToolSwitch
 from .telemetry import telemetry
 from .validate import check_args
 
@@ -55,8 +56,9 @@ OnProgress = Callable[[float, "float | None", "str | None"], Awaitable[None]]
 
 class ToolCallService:
     def __init__(self, db: Database, workspace: WorkspaceService, workers: WorkerHost, scratch: Path,
-                 catalog: Catalog, config: ToolConfig, http: HttpTools) -> None:
+                 catalog: Catalog, config: ToolConfig, http: HttpTools, switch: ToolSwitch) -> None:
         self.db = db
+        self.switch = switch  # the user's kill switch: off, no call starts and running ones stop
         self.http = http
         self.workspace = workspace
         self.workers = workers
@@ -83,6 +85,7 @@ class ToolCallService:
         (``msgspec.Raw``): a big one then never holds the event loop while it is built and
         encoded again. ``client_context``: what the UI said of the user's time and place (a
         Python tool's ``telemetry``)."""
+        self.switch.check()
         target = await self.catalog.resolve(tool_id)
         tool_id = target.tool.id  # canonical, also when a legacy MCP id was given
         tool = target.tool
@@ -113,7 +116,7 @@ class ToolCallService:
                     await on_started(record)
                 call = _Call(args, workspace, chat_id, record.id, settings, client_context)
                 try:
-                    result = await self._run(target, call, on_progress, raw_result)
+                    result = await self.switch.run(self._run, target, call, on_progress, raw_result)
                     if isinstance(result, msgspec.Raw):  # read for $return, or for a card
                         result = await _settle(result, needed=tool.renderer is not None or output.shows_card)
                     record.result = result
@@ -124,6 +127,8 @@ class ToolCallService:
                 except _Failed as failure:
                     record.status, record.error, record.error_kind = "error", failure.message, failure.kind
                     record.result = failure.result
+                except Killed:
+                    record.status, record.error, record.error_kind = "error", Killed.message, "killed"
                 except BaseException:
                     record.status, record.error, record.error_kind = "error", "the call was cancelled", "cancelled"
                     raise

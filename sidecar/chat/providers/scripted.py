@@ -9,7 +9,8 @@ what the "model" says:
     {"text": "...", "toolCalls": [{"tool": "write_file", "args": {...}}], "delayMs": 5,
      "chunk": 3, "error": "cut", "usage": {"inputTokens": 1, "outputTokens": 2}, "stamp": false}
 
-``echoContext`` replies with the messages it was given, as JSON (``[{role, content}, ...]``);
+``echoContext`` replies with the messages it was given, as JSON (``[{role, content}, ...]``, the request's
+system text first when it has one);
 ``chunk`` is words per delta (default 1); ``delayMs`` waits before each delta; ``error`` fails the
 stream after the text; ``stamp`` prefixes each delta with ``@<CLOCK_MONOTONIC ns>@`` so a client on
 the same machine can measure how long a delta took to reach it.
@@ -61,6 +62,8 @@ class ScriptedProvider:
         if reply.get("echoContext"):
             # What the "model" was given, as its reply: tests read exactly what a model would see.
             given = [{"role": m.role, "content": m.content} for m in request.messages]
+            if request.system:
+                given.insert(0, {"role": "system", "content": request.system})
             reply = {**reply, "text": json.dumps(given, ensure_ascii=False)}
         async for event in self._play(reply, request.tools):
             yield event

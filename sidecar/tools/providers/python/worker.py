@@ -63,6 +63,7 @@ class Reply(msgspec.Struct):
 
 class CallAnswer(msgspec.Struct):
     result: msgspec.Raw
+    lingering: bool = False  # the tool left threads running (worker_main.py)
 
 
 class CallReply(msgspec.Struct):
@@ -87,6 +88,9 @@ class Worker:
         self.child = child
         self.generation = generation
         self.reusable = True
+        # The workspace a thread an earlier call left running may still write into (its folder
+        # was the process's current one): this worker runs no call of another workspace.
+        self.bound_to: str | None = None
         self._ids = itertools.count(1)
         self._max_line = max_line
         self._splitter = LineSplitter(max_line)
@@ -129,6 +133,10 @@ class Worker:
             )
         if isinstance(reply, _TooDeep):
             raise ToolFailure("output", f"{what}: the worker's answer is nested too deeply to be read")
+        if method == "call":
+            lingering = (reply.error.data or {}).get("lingering") if reply.error is not None else (
+                isinstance(reply.result, CallAnswer) and reply.result.lingering)
+            self.bound_to = params["context"]["workspace"] if lingering else None
         if reply.error is not None:
             raise self._failure(reply.error, what)
         return reply.result

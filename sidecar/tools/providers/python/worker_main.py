@@ -14,10 +14,12 @@ It speaks NDJSON JSON-RPC 2.0 on stdin/stdout. Methods:
 - ``describe {tools: {toolId: entrypoint}}`` -> ``{toolId: {"ok": {name, description, inputSchema,
   requiresConfirmation, timeout, legacy}} | {"error": "tools/x.py: what is wrong"}}``
 - ``call {tool, entrypoint, args, inputSchema, context: {workspace, chatId, toolCallId, settings,
-  telemetry}}`` -> ``{"result": value}``. The toolset id and folder in the tool's context come from
-  the config. ``settings`` holds the tool's configuration, secret values included: it arrives on
-  stdin with each call, never in the environment or on the command line, and the worker never
-  writes it anywhere.
+  telemetry}}`` -> ``{"result": value}``, plus ``"lingering": true`` (in ``data`` of an error) when
+  the tool left threads running: they may still write relative to the current folder, which the
+  next call changes to its own workspace, so the host gives this worker no call of another chat.
+  The toolset id and folder in the tool's context come from the config. ``settings`` holds the
+  tool's configuration, secret values included: it arrives on stdin with each call, never in the
+  environment or on the command line, and the worker never writes it anywhere.
 - ``shutdown`` -> ``{}``, then the worker exits.
 
 A failed call is a JSON-RPC error whose ``data.kind`` says how it failed: ``arguments`` (-32602,
@@ -224,9 +226,16 @@ class Worker:
             raise Failure("load", f"cannot enter the workspace {ctx.workspace}: {exc.strerror}") from None
         try:
             result = self.run(invoke, ctx)
+        except Failure as failure:
+            if _threads_left():
+                failure.data["lingering"] = True
+            raise
         finally:
             os.chdir(self.home)
-        return {"result": msgspec.Raw(self.encode_result(result))}
+        answer: dict[str, Any] = {"result": msgspec.Raw(self.encode_result(result))}
+        if _threads_left():
+            answer["lingering"] = True
+        return answer
 
     def shutdown(self, raw: msgspec.Raw) -> dict[str, Any]:
         self.stopping = True
@@ -477,6 +486,12 @@ def _user_tasks() -> int | None:
             except OSError:
                 continue  # it exited meanwhile
     return total
+
+
+def _threads_left() -> bool:
+    """Whether a tool left a thread running (only a tool that imported threading can have)."""
+    threading = sys.modules.get("threading")
+    return threading is not None and threading.active_count() > 1
 
 
 def _exit(code: int) -> None:

@@ -109,7 +109,7 @@ class ToolsetWorkers:
             "context": context,
         }
         answer: CallAnswer = await self._request(
-            "call", params, timeout or self.limits.default_timeout, tool_id, CALL_REPLY)
+            "call", params, timeout or self.limits.default_timeout, tool_id, CALL_REPLY, context.get("workspace"))
         return answer.result if raw else await decode_result(answer.result)
 
     async def restart(self) -> None:
@@ -142,10 +142,11 @@ class ToolsetWorkers:
     # -- internals -------------------------------------------------------------------------------
 
     async def _request(
-        self, method: str, params: dict[str, Any], limit: float, what: str, decoder: Decoder = REPLY
+        self, method: str, params: dict[str, Any], limit: float, what: str, decoder: Decoder = REPLY,
+        workspace: str | None = None,
     ) -> Any:
         async with self._slots:
-            worker = await self._take()
+            worker = await self._take(workspace)
             try:
                 if self._closed:  # while the worker started
                     raise self._shut_down()
@@ -156,7 +157,7 @@ class ToolsetWorkers:
     def _shut_down(self) -> ToolFailure:
         return ToolFailure("cancelled", f"the workers of toolset {self.toolset_id} were shut down")
 
-    async def _take(self) -> Worker:
+    async def _take(self, workspace: str | None) -> Worker:
         if self._closed:
             raise self._shut_down()
         # The worker quits by itself after idle_seconds: leave a margin so it never quits
@@ -164,7 +165,10 @@ class ToolsetWorkers:
         fresh_for = self.limits.idle_seconds - min(2.0, self.limits.idle_seconds / 4)
         while self._idle:
             worker = self._idle.pop()
-            if worker.generation == self._generation and worker.alive and worker.idle_for() < fresh_for:
+            # A worker whose tool left threads in one chat's folder never serves another (data scope).
+            foreign = workspace is not None and worker.bound_to not in (None, workspace)
+            if (worker.generation == self._generation and worker.alive and worker.idle_for() < fresh_for
+                    and not foreign):
                 self._busy.add(worker)
                 return worker
             await worker.stop()
