@@ -40,7 +40,7 @@ from ..errors import InvalidParams, NotConfigured, ProviderError, SidecarError, 
 from ..secrets import clean
 from ..store.chats import MessageRow, MessageStatus
 from ..store.rows import new_id, now
-from ..store.tool_calls import ToolCallRow
+from ..store.tool_calls import PALETTE, Confirmation, Initiator, ToolCallRow
 from ..tools import output as tool_output
 from ..tools import permissions
 from ..tools.switch import Killed
@@ -215,7 +215,7 @@ class TurnService:
             row: ToolCallRow | None = None
             try:
                 row = await self.tool_calls.call(tool.id, args, chat_id, message_id=msg.id, allow_disabled=attached,
-                                                 client_context=client_context)
+                                                 client_context=client_context, origin=PALETTE)
                 # How later turns are given this result, decided now as for a model's call.
                 msg.parts = json.dumps({"views": {row.id: (await self._view(row)).stored()}})
             finally:
@@ -282,7 +282,9 @@ class TurnService:
         chosen = turn.tools.by_alias.get(call.name)
         record = ToolCallRow(id=new_id(), tool_id=chosen.tool.id if chosen else call.name, chat_id=turn.chat_id,
                              message_id=turn.message.id, args=call.arguments or {}, status="running",
-                             started_at=now())
+                             started_at=now(), started_by="model",
+                             toolset_id=chosen.tool.toolset_id if chosen else None,
+                             provider=chosen.tool.provider if chosen else None)
         step: dict[str, Any] = {"t": "call", "id": record.id, "callId": call.id, "name": call.name}
         turn.add_step(step)
         display = chosen.display if chosen else call.name
@@ -306,7 +308,10 @@ class TurnService:
             check_args(tool.input_schema, record.args)
         except InvalidParams as exc:
             return await self._refuse(turn, record, display, "arguments", _why(exc))
-        if tool.requires_confirmation and not await permissions.allowed(self.db, turn.chat_id, tool):
+        confirmation: Confirmation = "notNeeded"
+        if tool.requires_confirmation:
+            confirmation = await permissions.granted(self.db, turn.chat_id, tool) or "userOnce"
+        if confirmation == "userOnce":
             await turn.events.flush()
             try:
                 # Switched off meanwhile, the question is withdrawn (the UI gets $/cancelRequest).
@@ -322,7 +327,9 @@ class TurnService:
             except Exception as exc:  # the UI answered with an error, or went away
                 return await self._refuse(turn, record, display, "denied", f"the user could not be asked: {exc}")
             if answer.decision == "deny":
+                record.confirmation = "userDenied"
                 return await self._refuse(turn, record, display, "denied", "the user denied this tool call")
+            confirmation = _ANSWERED[answer.decision]
             if answer.args is not None:
                 record.args = answer.args
                 try:
@@ -338,7 +345,8 @@ class TurnService:
         try:
             row = await self.tool_calls.call(tool.id, record.args, turn.chat_id, message_id=turn.message.id,
                                              on_started=started, call_id=record.id, allow_disabled=chosen.attached,
-                                             client_context=turn.client_context)
+                                             client_context=turn.client_context,
+                                             origin=Initiator(started_by="model", confirmation=confirmation))
         except NotConfigured as exc:  # the model hears which keys the user has to set first
             return await self._refuse(turn, record, display, "unconfigured", exc.message)
         except ToolsSwitchedOff as exc:  # switched off since this call was checked (just after an answer)
@@ -401,6 +409,10 @@ class TurnService:
         msg.usage = json.dumps({"inputTokens": turn.input_tokens, "outputTokens": turn.output_tokens})
         await self.chats.repo.update(msg)
         turn.saved_at = time.monotonic()
+
+
+_ANSWERED: dict[str, Confirmation] = {"allowOnce": "userOnce", "allowChat": "userChat",
+                                       "allowAlways": "userAlways"}
 
 
 def _why(exc: InvalidParams) -> str:

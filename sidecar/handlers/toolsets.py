@@ -33,6 +33,7 @@ from ..api.toolsets import (
 from ..chat import toolbox
 from ..chat.chats import ChatService
 from ..rpc import RequestContext, Verbatim
+from ..store.tool_calls import API
 from ..store.toolsets import ToolsetRow
 from ..tools.calls import OnProgress, ToolCallService
 from ..tools.catalog import Catalog
@@ -117,7 +118,7 @@ class ToolsetHandlers:
     async def call(self, p: ToolCallParams, ctx: RequestContext) -> ToolCallResult:
         progress = _reporter(ctx, p.work_done_token) if p.work_done_token is not None else None
         row = await self.tool_calls.call(p.tool_id, p.args, p.chat_id, on_progress=progress, raw_result=True,
-                                         client_context=p.client_context)
+                                         client_context=p.client_context, origin=API)
         call = msgspec.convert(row, ToolCall, from_attributes=True)
         if isinstance(call.result, msgspec.Raw):
             call.result = Verbatim(call.result)  # a big one is sent as it is, never copied on the loop

@@ -28,6 +28,26 @@ _decode = msgspec.json.decode
 
 
 ToolCallStatus = Literal["pending", "running", "success", "error"]
+StartedBy = Literal["model", "palette", "api", "schedule"]
+# How a call came to run without (or despite) asking: the tool needs no confirmation; the user
+# answered this call's question (once, for the chat, always, or denied it); an earlier "allow
+# for this chat" or "always" grant; the schedule's permission to run it unattended.
+Confirmation = Literal["notNeeded", "userOnce", "userChat", "userAlways", "userDenied", "chatGrant",
+                       "alwaysGrant", "schedule"]
+
+
+class Initiator(msgspec.Struct, frozen=True, kw_only=True):
+    """Who started a tool call, for the audit trail (``ToolCallService.call(origin=...)``)."""
+
+    started_by: StartedBy
+    schedule_id: str | None = None
+    """The schedule that ran it (``started_by="schedule"``)."""
+    confirmation: Confirmation | None = None
+    """None: the user started the call themselves (palette, tools/call), nothing was asked."""
+
+
+API = Initiator(started_by="api")
+PALETTE = Initiator(started_by="palette")
 
 
 class ToolCallRow(msgspec.Struct, kw_only=True):
@@ -47,10 +67,22 @@ class ToolCallRow(msgspec.Struct, kw_only=True):
     finished_at: str | None = None
     requests: list[dict[str, Any]] | None = None
     """What an HTTP tool sent: ``{method, url (secrets masked), status, durationMs}`` per request."""
+    started_by: StartedBy = "api"
+    schedule_id: str | None = None
+    confirmation: Confirmation | None = None
+    toolset_id: str | None = None
+    provider: str | None = None
+    duration_ms: float | None = None
+    """How long the tool ran (from the start of its record to its end); None if it never ran."""
+
+    def started(self, origin: Initiator) -> None:
+        self.started_by, self.schedule_id, self.confirmation = (origin.started_by, origin.schedule_id,
+                                                                origin.confirmation)
 
 
 _COLS = ("id, tool_id, chat_id, message_id, args, status, started_at, result, error, error_kind, "
-         "render_plan, pre_manifest_id, post_manifest_id, finished_at, requests")
+         "render_plan, pre_manifest_id, post_manifest_id, finished_at, requests, started_by, schedule_id, "
+         "confirmation, toolset_id, provider, duration_ms")
 
 
 def _result_json(result: Any) -> Any:
@@ -68,12 +100,14 @@ def _row(r: aiosqlite.Row) -> ToolCallRow:
 
 
 _INSERT = ("INSERT INTO tool_calls (id, tool_id, chat_id, message_id, args, status, started_at, "
-           "pre_manifest_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+           "pre_manifest_id, started_by, schedule_id, confirmation, toolset_id, provider) "
+           "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 
 
 def _values(call: ToolCallRow) -> tuple[Any, ...]:
     return (call.id, call.tool_id, call.chat_id, call.message_id, _encode(call.args), call.status,
-            call.started_at, call.pre_manifest_id)
+            call.started_at, call.pre_manifest_id, call.started_by, call.schedule_id, call.confirmation,
+            call.toolset_id, call.provider)
 
 
 class ToolCallRepo:
@@ -147,19 +181,21 @@ class ToolCallRepo:
     async def _write(w: aiosqlite.Connection, calls: list[ToolCallRow], inserted: bool) -> None:
         outcomes = [(c.status, _result_json(c.result), c.error, c.error_kind,
                      _encode(c.render_plan) if c.render_plan else None, c.post_manifest_id, c.finished_at,
-                     _encode(c.requests) if c.requests else None)
+                     _encode(c.requests) if c.requests else None, c.duration_ms)
                     for c in calls]
         if inserted:
             await w.executemany(
                 "UPDATE tool_calls SET status = ?, result = ?, error = ?, error_kind = ?, render_plan = ?, "
-                "post_manifest_id = ?, finished_at = ?, requests = ? WHERE id = ?",
+                "post_manifest_id = ?, finished_at = ?, requests = ?, duration_ms = ? WHERE id = ?",
                 [(*o, c.id) for c, o in zip(calls, outcomes, strict=True)])
         else:
             await w.executemany(
                 "INSERT INTO tool_calls (id, tool_id, chat_id, message_id, args, started_at, pre_manifest_id, "
-                "status, result, error, error_kind, render_plan, post_manifest_id, finished_at, requests) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(c.id, c.tool_id, c.chat_id, c.message_id, _encode(c.args), c.started_at, c.pre_manifest_id, *o)
+                "started_by, schedule_id, confirmation, toolset_id, provider, "
+                "status, result, error, error_kind, render_plan, post_manifest_id, finished_at, requests, "
+                "duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(c.id, c.tool_id, c.chat_id, c.message_id, _encode(c.args), c.started_at, c.pre_manifest_id,
+                  c.started_by, c.schedule_id, c.confirmation, c.toolset_id, c.provider, *o)
                  for c, o in zip(calls, outcomes, strict=True)])
         await w.executemany("UPDATE tools SET call_count = call_count + 1, last_called_at = ? WHERE tool_id = ?",
                             [(c.finished_at, c.tool_id) for c in calls])

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -26,7 +27,7 @@ from ..errors import Conflict, InvalidParams, McpError, NotFound, StorageError
 from ..mcp_host.state import CallOrigin
 from ..store import Database
 from ..store.rows import new_id, now
-from ..store.tool_calls import ToolCallRepo, ToolCallRow
+from ..store.tool_calls import API, Initiator, ToolCallRepo, ToolCallRow
 from . import cards
 from . import output as tool_output
 from .catalog import Catalog
@@ -77,14 +78,15 @@ class ToolCallService:
         self, tool_id: str, args: dict[str, Any], chat_id: str | None, *,
         message_id: str | None = None, on_started: OnStarted | None = None,
         on_progress: OnProgress | None = None, call_id: str | None = None, allow_disabled: bool = False,
-        raw_result: bool = False, client_context: ClientContext | None = None,
+        raw_result: bool = False, client_context: ClientContext | None = None, origin: Initiator = API,
     ) -> ToolCallRow:
         """``allow_disabled``: a tool a chat got from an attachment runs even when its toolset is
         off globally (seed 003); one the user switched off itself never runs. ``raw_result``: the
         caller only stores and sends the result, so a Python tool's may stay as its JSON
         (``msgspec.Raw``): a big one then never holds the event loop while it is built and
         encoded again. ``client_context``: what the UI said of the user's time and place (a
-        Python tool's ``telemetry``)."""
+        Python tool's ``telemetry``). ``origin``: who started the call and how it was confirmed,
+        as the audit trail shows it."""
         self.switch.check()
         target = await self.catalog.resolve(tool_id)
         tool_id = target.tool.id  # canonical, also when a legacy MCP id was given
@@ -101,7 +103,10 @@ class ToolCallService:
         if chat_id is None and needs_workspace:
             raise InvalidParams("params.chatId", f"{tool_id} works on a chat's workspace files; pass the chatId")
         record = ToolCallRow(id=call_id or new_id(), tool_id=tool_id, chat_id=chat_id, message_id=message_id,
-                             args=args, status="running", started_at=now())
+                             args=args, status="running", started_at=now(), toolset_id=tool.toolset_id,
+                             provider=tool.provider)
+        record.started(origin)
+        began = time.perf_counter()
         # A call in a chat is recorded when it starts (a crash leaves it as interrupted) and when it
         # ends; one outside a chat touches nothing that lasts, so one write at the end will do.
         durable = chat_id is not None or on_started is not None
@@ -138,6 +143,7 @@ class ToolCallService:
             # Written after the snapshot (taken as the workspace context closes), also when the
             # call was cancelled; not when it never got recorded as started.
             if started:
+                record.duration_ms = round((time.perf_counter() - began) * 1000, 3)
                 with anyio.CancelScope(shield=True):
                     await self._finish(target, record, workspace, inserted=durable)
         return record

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Literal
 
 from ..api.toolsets import Tool
 from ..store import Database
@@ -17,12 +18,13 @@ def digest(tool: Tool) -> str:
     return hashlib.sha256(json.dumps(shown, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
-async def allowed(db: Database, chat_id: str, tool: Tool) -> bool:
+async def granted(db: Database, chat_id: str, tool: Tool) -> Literal["alwaysGrant", "chatGrant"] | None:
+    """Which grant lets the tool run in this chat without asking, if one does."""
     repo = PermissionRepo(db)
     want = digest(tool)
     if await repo.always(tool.id) == want:
-        return True
-    return (await repo.chat_grants(chat_id)).get(tool.id) == want
+        return "alwaysGrant"
+    return "chatGrant" if (await repo.chat_grants(chat_id)).get(tool.id) == want else None
 
 
 async def remember(db: Database, chat_id: str, tool: Tool, decision: str) -> None:

@@ -1,7 +1,9 @@
-"""Tool call records: a result kept as the worker's JSON is stored and read back as its value."""
+"""Tool call records: a result kept as the worker's JSON is stored and read back as its value;
+who started a call is kept with it."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import anyio
@@ -9,7 +11,8 @@ import msgspec
 import pytest
 
 from sidecar.store import Database
-from sidecar.store.tool_calls import ToolCallRepo, ToolCallRow
+from sidecar.store.db import migrations
+from sidecar.store.tool_calls import Initiator, ToolCallRepo, ToolCallRow
 
 pytestmark = pytest.mark.anyio
 
@@ -42,5 +45,53 @@ async def test_a_result_still_in_json_reads_back_as_the_value_a_built_one_does(t
             assert got is not None and got.result == value, call_id
         stored = {r[0]: r[1] for r in await db.fetchall("SELECT id, result FROM tool_calls")}
         assert stored["raw"] == stored["built"] == stored["in-chat"]
+    finally:
+        await db.close()
+
+
+async def test_records_made_before_the_audit_trail_say_who_started_them(tmp_path: Path):
+    """Migration 0007 fills in, for the records already there, what the audit trail filters on."""
+    path = tmp_path / "s.db"
+    raw = sqlite3.connect(path)
+    for number, _, sql in migrations()[:6]:
+        raw.executescript(f"BEGIN;\n{sql}\nPRAGMA user_version={number};\nCOMMIT;")
+    raw.executescript(f"""
+        INSERT INTO chats (id, created_at, updated_at) VALUES ('c1', '{NOW}', '{NOW}');
+        INSERT INTO messages (id, chat_id, role, content, created_at) VALUES
+            ('a1', 'c1', 'assistant', '', '{NOW}'), ('p1', 'c1', 'tool', 'Ran it', '{NOW}');
+        INSERT INTO toolsets (id, name, source_type, installed_at, updated_at)
+            VALUES ('ts', 'ts', 'local', '{NOW}', '{NOW}');
+        INSERT INTO tools (tool_id, toolset_id, provider, name) VALUES ('ts:x', 'ts', 'python', 'x');
+        INSERT INTO tool_calls (id, chat_id, message_id, tool_id, status, started_at, finished_at) VALUES
+            ('model', 'c1', 'a1', 'ts:x', 'success', '2026-11-22T00:00:00.000000Z', '2026-11-22T00:00:00.250000Z'),
+            ('palette', 'c1', 'p1', 'write_file', 'success', '{NOW}', '{NOW}'),
+            ('api', NULL, NULL, 'mcp:ts~srv:echo', 'error', '{NOW}', NULL);
+    """)
+    raw.close()
+    db = await Database.open(path)
+    try:
+        got = {r["id"]: dict(r) for r in await db.fetchall(
+            "SELECT id, started_by, toolset_id, provider, duration_ms, confirmation FROM tool_calls")}
+    finally:
+        await db.close()
+    assert got["model"] == {"id": "model", "started_by": "model", "toolset_id": "ts", "provider": "python",
+                            "duration_ms": 250.0, "confirmation": None}
+    assert got["palette"]["started_by"] == "palette"
+    assert got["api"] == {"id": "api", "started_by": "api", "toolset_id": "ts", "provider": "mcp",
+                          "duration_ms": None, "confirmation": None}
+
+
+async def test_who_started_a_call_is_kept_on_its_record(tmp_path: Path):
+    db = await Database.open(tmp_path / "s.db")
+    try:
+        repo = ToolCallRepo(db)
+        call = row("sched", {"ok": True})
+        call.started(Initiator(started_by="schedule", schedule_id="s1", confirmation="schedule"))
+        call.toolset_id, call.provider, call.duration_ms = "ts", "http", 12.5
+        await repo.finish(call, inserted=False)
+        got = await repo.get("sched")
+        assert got is not None
+        assert (got.started_by, got.schedule_id, got.confirmation) == ("schedule", "s1", "schedule")
+        assert (got.toolset_id, got.provider, got.duration_ms) == ("ts", "http", 12.5)
     finally:
         await db.close()
