@@ -26,6 +26,7 @@ from .settings import Settings
 from .store import Database
 from .store.chats import ChatRepo
 from .store.tool_calls import ToolCallRepo
+from .tools.audit import AuditTrail
 from .tools.calls import ToolCallService
 from .tools.catalog import Catalog
 from .tools.config import ToolConfig
@@ -54,6 +55,7 @@ class Services:
     mcp_servers: McpServers
     catalog: Catalog
     tool_calls: ToolCallService
+    audit: AuditTrail  # toolCalls/list and export over the records tool_calls writes
     toolsets: ToolsetService
     turns: TurnService
     config: ToolConfig
@@ -124,7 +126,8 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     await servers.sync()  # returns at once: the servers connect in the background
     return Services(settings=settings, started_at=started_at, db=db, secrets=secrets, workspace=workspace, chats=chats,
                     providers=providers, mcp_servers=servers, catalog=catalog, tool_calls=tool_calls,
-                    toolsets=toolsets, turns=turns, config=config, switch=switch, oauth=oauth)
+                    toolsets=toolsets, turns=turns, config=config, switch=switch, oauth=oauth,
+                    audit=AuditTrail(tool_calls.repo))
 
 
 async def _move_provider_keys(providers: ProviderService) -> None:

@@ -107,6 +107,8 @@ export interface ToolCall {
   args: Record<string, unknown>;
   status: "error" | "pending" | "running" | "success";
   startedAt: string;
+  /** Who started the call: model (a model's tool call in a chat turn), palette (chat/invokeTool, the "+" palette), api (tools/call), schedule (a schedule ran it; scheduleId says which). */
+  startedBy: "api" | "model" | "palette" | "schedule";
   chatId?: string | null;
   messageId?: string | null;
   result?: unknown;
@@ -118,6 +120,16 @@ export interface ToolCall {
   finishedAt?: string | null;
   /** HTTP tools: the requests the call made, in order (steps and failed ones included), secrets masked. */
   requests?: SentRequest[] | null;
+  /** How long the call ran, in milliseconds, from its start (after waiting for the chat's workspace) to its end, the workspace snapshot included; absent while it runs and for a call refused before it ran. */
+  durationMs?: number | null;
+  /** The schedule that ran it (startedBy schedule). */
+  scheduleId?: string | null;
+  /** How the call came to run, or not, where a confirmation applies (model and schedule calls): notNeeded (the tool requires none), userOnce / userChat / userAlways (the user allowed this call when asked, once / for the chat / always), userDenied (the user denied it), chatGrant / alwaysGrant (an earlier "allow for this chat" / "always" answer let it run without asking), schedule (the schedule allows it to run unattended). Absent when the user started the call themselves (palette, tools/call). */
+  confirmation?: "alwaysGrant" | "chatGrant" | "notNeeded" | "schedule" | "userAlways" | "userChat" | "userDenied" | "userOnce" | null;
+  /** The toolset the tool belonged to when it ran (kept after the toolset is gone); absent for built-ins and a call of an unknown tool. */
+  toolsetId?: string | null;
+  /** What ran the tool: builtin, python, mcp or http; absent for a call of an unknown tool. */
+  provider?: string | null;
 }
 
 /** Show a workspace file or content as code. */
@@ -615,6 +627,78 @@ export interface HtmlPageParams {
 
 export interface HtmlPageResult {
   html: string;
+}
+
+export interface ListToolCallsParams {
+  /** Calls made in this chat. */
+  chatId?: string | null;
+  /** Calls of this toolset's tools (as it was when they ran; also after it was uninstalled). */
+  toolsetId?: string | null;
+  /** Calls of this tool, by its canonical id. */
+  toolId?: string | null;
+  /** Calls of tools of this kind. */
+  provider?: "builtin" | "http" | "mcp" | "python" | null;
+  /** success or error (a finished call); running for calls in a chat still running. */
+  status?: "error" | "pending" | "running" | "success" | null;
+  /** model, palette (chat/invokeTool), api (tools/call) or schedule. */
+  startedBy?: "api" | "model" | "palette" | "schedule" | null;
+  /** Calls this schedule ran. */
+  scheduleId?: string | null;
+  /** How the call was confirmed (see toolCall.confirmation), e.g. userDenied for the calls the user refused. */
+  confirmation?: "alwaysGrant" | "chatGrant" | "notNeeded" | "schedule" | "userAlways" | "userChat" | "userDenied" | "userOnce" | null;
+  /** Calls started at or after this time. An ISO 8601 date-time with a timezone (2026-11-23T10:00:00Z, 2026-11-23T11:00:00+01:00) or a date (2026-11-23, midnight UTC). */
+  since?: string | null;
+  /** Calls started before this time. An ISO 8601 date-time with a timezone (2026-11-23T10:00:00Z, 2026-11-23T11:00:00+01:00) or a date (2026-11-23, midnight UTC). */
+  until?: string | null;
+  /** Calls per page, newest first (1-500). */
+  pageSize?: number;
+  /** nextPageToken of the previous page, with the same filters; absent for the first page. Pages hold still while calls are added: a page never repeats or skips a call. */
+  pageToken?: string | null;
+  /** Include each call's result and render plan (masked like the rest). Off by default: results can be large and a list view rarely shows them. */
+  withResults?: boolean;
+}
+
+export interface ToolCallsResult {
+  /** Newest first: durationMs, status and errorKind say how each went; arguments, results, errors and request URLs with every secret masked (****): values the sidecar knows to be secret (stored secrets, tool config, keys), values named like one (an argument called token, password, apiKey...; so one called code or key shows masked too) and values shaped like one (sk-..., a JWT, Bearer ..., ?token=...). */
+  toolCalls: ToolCall[];
+  /** Pass it as pageToken for the next page; absent on the last page. */
+  nextPageToken?: string | null;
+}
+
+export interface ExportToolCallsParams {
+  /** Calls made in this chat. */
+  chatId?: string | null;
+  /** Calls of this toolset's tools (as it was when they ran; also after it was uninstalled). */
+  toolsetId?: string | null;
+  /** Calls of this tool, by its canonical id. */
+  toolId?: string | null;
+  /** Calls of tools of this kind. */
+  provider?: "builtin" | "http" | "mcp" | "python" | null;
+  /** success or error (a finished call); running for calls in a chat still running. */
+  status?: "error" | "pending" | "running" | "success" | null;
+  /** model, palette (chat/invokeTool), api (tools/call) or schedule. */
+  startedBy?: "api" | "model" | "palette" | "schedule" | null;
+  /** Calls this schedule ran. */
+  scheduleId?: string | null;
+  /** How the call was confirmed (see toolCall.confirmation), e.g. userDenied for the calls the user refused. */
+  confirmation?: "alwaysGrant" | "chatGrant" | "notNeeded" | "schedule" | "userAlways" | "userChat" | "userDenied" | "userOnce" | null;
+  /** Calls started at or after this time. An ISO 8601 date-time with a timezone (2026-11-23T10:00:00Z, 2026-11-23T11:00:00+01:00) or a date (2026-11-23, midnight UTC). */
+  since?: string | null;
+  /** Calls started before this time. An ISO 8601 date-time with a timezone (2026-11-23T10:00:00Z, 2026-11-23T11:00:00+01:00) or a date (2026-11-23, midnight UTC). */
+  until?: string | null;
+  /** Where to write: an absolute path to a file (not a folder) in a folder that exists. A file there is replaced whole; a failed export leaves it as it was. */
+  path: string;
+  /** jsonl (one toolCall object a line, with its result) or csv (one row a call, a header row first; args and result as JSON text). Default: csv when path ends in .csv, else jsonl. */
+  format?: "csv" | "jsonl" | null;
+}
+
+export interface ExportToolCallsResult {
+  /** The file written. */
+  path: string;
+  /** How many calls it holds. */
+  count: number;
+  /** The format written. */
+  format: "csv" | "jsonl";
 }
 
 export interface ConfigScopeParams {

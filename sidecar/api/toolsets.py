@@ -357,12 +357,26 @@ class SentRequest(Model):
     duration_ms: Annotated[float, msgspec.Meta(description="From the first attempt to the end of the answer.")] = 0.0
 
 
+StartedBy = Literal["model", "palette", "api", "schedule"]
+Confirmation = Literal["notNeeded", "userOnce", "userChat", "userAlways", "userDenied", "chatGrant",
+                       "alwaysGrant", "schedule"]
+_STARTED_BY = ("Who started the call: model (a model's tool call in a chat turn), palette (chat/invokeTool, "
+               "the \"+\" palette), api (tools/call), schedule (a schedule ran it; scheduleId says which).")
+_CONFIRMATION = (
+    "How the call came to run, or not, where a confirmation applies (model and schedule calls): notNeeded "
+    "(the tool requires none), userOnce / userChat / userAlways (the user allowed this call when asked, "
+    "once / for the chat / always), userDenied (the user denied it), chatGrant / alwaysGrant (an earlier "
+    "\"allow for this chat\" / \"always\" answer let it run without asking), schedule (the schedule allows "
+    "it to run unattended). Absent when the user started the call themselves (palette, tools/call).")
+
+
 class ToolCall(Model):
     id: str
     tool_id: str
     args: dict[str, Any]
     status: Literal["pending", "running", "success", "error"]
     started_at: str
+    started_by: Annotated[StartedBy, msgspec.Meta(description=_STARTED_BY)]
     chat_id: str | None = None
     message_id: str | None = None
     result: Any = None
@@ -376,6 +390,18 @@ class ToolCall(Model):
     finished_at: str | None = None
     requests: Annotated[list[SentRequest] | None, msgspec.Meta(description=(
         "HTTP tools: the requests the call made, in order (steps and failed ones included), secrets masked."))] = None
+    duration_ms: Annotated[float | None, msgspec.Meta(description=(
+        "How long the call ran, in milliseconds, from its start (after waiting for the chat's workspace) to "
+        "its end, the workspace snapshot included; absent while it runs and for a call refused before it "
+        "ran."))] = None
+    schedule_id: Annotated[str | None, msgspec.Meta(
+        description="The schedule that ran it (startedBy schedule).")] = None
+    confirmation: Annotated[Confirmation | None, msgspec.Meta(description=_CONFIRMATION)] = None
+    toolset_id: Annotated[str | None, msgspec.Meta(description=(
+        "The toolset the tool belonged to when it ran (kept after the toolset is gone); absent for built-ins "
+        "and a call of an unknown tool."))] = None
+    provider: Annotated[str | None, msgspec.Meta(description=(
+        "What ran the tool: builtin, python, mcp or http; absent for a call of an unknown tool."))] = None
 
 
 class ToolCallResult(Model):

@@ -12,6 +12,7 @@ from .providers import ProviderHandlers
 from .routes import routes
 from .secrets import SecretHandlers
 from .settings import SettingsHandlers
+from .tool_calls import ToolCallHandlers
 from .toolsets import ToolsetHandlers
 from .workspace import WorkspaceHandlers
 
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from ..compose import Services
 
 AREAS = (ChatHandlers, ConfigHandlers, DebugHandlers, McpHandlers, ProviderHandlers, SecretHandlers,
-         SettingsHandlers, ToolsetHandlers, WorkspaceHandlers)
+         SettingsHandlers, ToolCallHandlers, ToolsetHandlers, WorkspaceHandlers)
 
 
 def service_routes(s: Services) -> dict[str, Any]:
@@ -32,6 +33,7 @@ def service_routes(s: Services) -> dict[str, Any]:
         ProviderHandlers(s.providers),
         SecretHandlers(s.secrets, s.mcp_servers, s.providers),
         SettingsHandlers(s.switch),
+        ToolCallHandlers(s.audit),
         ToolsetHandlers(s.toolsets, s.tool_calls, s.catalog, s.chats),
         WorkspaceHandlers(s.workspace, s.chats),
     ):

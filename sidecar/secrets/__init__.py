@@ -8,6 +8,7 @@ from .masking import (
     clean,
     mask,
     mask_args,
+    mask_json,
     mask_map,
     mask_text,
     mask_url,
@@ -23,7 +24,7 @@ from .masking import (
 from .variables import MissingVariable, is_reference, references, references_in, resolve, resolve_mapping
 
 __all__ = [
-    "MASK", "MissingVariable", "Placeholders", "clean", "is_reference", "mask", "mask_args", "mask_map",
+    "MASK", "MissingVariable", "Placeholders", "clean", "is_reference", "mask", "mask_args", "mask_json", "mask_map",
     "mask_text", "mask_url", "masked_command", "masked_key", "placeholder_args", "placeholder_map",
     "placeholder_url", "references", "references_in", "resolve", "resolve_mapping", "scrub", "scrub_json",
     "secret_values",

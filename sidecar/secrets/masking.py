@@ -440,3 +440,19 @@ def clean(text: str) -> str:
     value known to be secret, then every secret by its shape, masked."""
     return mask_text(scrub_known(text)) if text else text
 
+
+def mask_json(value: Any, name: str = "") -> Any:
+    """A JSON value a tool was given or gave back (arguments, a result), as records of calls show
+    it: a string under a name that says secret (``{"apiKey": ...}``; items of a named list too) or
+    shaped like a credential is masked as a named value is; any other string as `clean` shows text.
+    A new value: the one given is left as it was."""
+    if isinstance(value, str):
+        if name and value and not refers(value) and (looks_secret_name(name) or looks_like_credential(value)):
+            return _with_scheme(name, value, _masked)
+        return clean(value)
+    if isinstance(value, dict):
+        return {k: mask_json(v, k if isinstance(k, str) else "") for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType] -- any JSON object
+    if isinstance(value, list):
+        return [mask_json(v, name) for v in value]  # pyright: ignore[reportUnknownVariableType] -- any JSON array
+    return value
+

@@ -80,6 +80,47 @@ class ToolCallRow(msgspec.Struct, kw_only=True):
                                                                 origin.confirmation)
 
 
+class ToolCallQuery(msgspec.Struct, kw_only=True, frozen=True):
+    """Which records the audit trail reads: every field given must match; times as ``now()``
+    writes them (``since`` inclusive, ``until`` exclusive)."""
+
+    chat_id: str | None = None
+    toolset_id: str | None = None
+    tool_id: str | None = None
+    provider: str | None = None
+    status: str | None = None
+    started_by: str | None = None
+    schedule_id: str | None = None
+    confirmation: str | None = None
+    since: str | None = None
+    until: str | None = None
+
+
+_EQUAL = ("chat_id", "toolset_id", "tool_id", "provider", "status", "started_by", "schedule_id", "confirmation")
+# Where a page begins: the (started_at, id) of the record before it, in the page's order.
+Position = tuple[str, str]
+
+
+def _where(q: ToolCallQuery, after: Position | None, newest_first: bool) -> tuple[str, list[Any]]:
+    terms: list[str] = []
+    params: list[Any] = []
+    for name in _EQUAL:
+        value = getattr(q, name)
+        if value is not None:
+            terms.append(f"{name} = ?")
+            params.append(value)
+    if q.since is not None:
+        terms.append("started_at >= ?")
+        params.append(q.since)
+    if q.until is not None:
+        terms.append("started_at < ?")
+        params.append(q.until)
+    if after is not None:
+        terms.append(f"(started_at, id) {'<' if newest_first else '>'} (?, ?)")
+        params.extend(after)
+    return (" WHERE " + " AND ".join(terms)) if terms else "", params
+
+
 _COLS = ("id, tool_id, chat_id, message_id, args, status, started_at, result, error, error_kind, "
          "render_plan, pre_manifest_id, post_manifest_id, finished_at, requests, started_by, schedule_id, "
          "confirmation, toolset_id, provider, duration_ms")
@@ -205,6 +246,22 @@ class ToolCallRepo:
         rows = await self.db.fetchall(
             f"SELECT {_COLS} FROM tool_calls WHERE chat_id = ? ORDER BY started_at, id", (chat_id,))
         return [_row(r) for r in rows]
+
+    async def page(self, q: ToolCallQuery, limit: int, after: Position | None = None, *,
+                   newest_first: bool = True, results: bool = True) -> list[ToolCallRow]:
+        """Up to ``limit`` records past ``after`` in (started_at, id) order: keyset paging on
+        indexes that end in that order, so a page costs the same however deep it is.
+        ``results``: False leaves result and render plan unread (None)."""
+        await self.flush()
+        where, params = _where(q, after, newest_first)
+        cols = _COLS if results else _COLS.replace("result, ", "").replace("render_plan, ", "")
+        order = "DESC" if newest_first else "ASC"
+        rows = await self.db.fetchall(
+            f"SELECT {cols} FROM tool_calls{where} ORDER BY started_at {order}, id {order} LIMIT ?", (*params, limit))
+        if results:
+            return [_row(r) for r in rows]
+        return [named(ToolCallRow, r, args=_decode(r["args"]),
+                      requests=_decode(r["requests"]) if r["requests"] else None) for r in rows]
 
     async def get(self, call_id: str) -> ToolCallRow | None:
         await self.flush()

@@ -1,0 +1,235 @@
+"""The audit trail (seed 004 "Audit Trail"): the tool call records, listed a page at a time or
+exported to a file, with every secret masked the way records of calls show them
+(``secrets.mask_json`` for arguments and results, ``secrets.clean`` for error text).
+
+Pages are keyset pages on (started_at, id), newest first; the page token carries where the last
+page ended and a digest of the filters it was made for. An export walks the same order oldest
+first in chunks, masks and writes each chunk in a worker thread, and renames the finished file
+over the target: memory stays at one chunk however many calls there are.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import csv
+import hashlib
+import io
+import os
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+import anyio
+import anyio.to_thread
+import msgspec
+
+from .. import secrets
+from ..api.tool_calls import (
+    ExportFormat,
+    ExportToolCallsParams,
+    ExportToolCallsResult,
+    ListToolCallsParams,
+    ToolCallFilter,
+    ToolCallsResult,
+)
+from ..api.toolsets import ToolCall
+from ..errors import InvalidParams, StorageError
+from ..store.rows import now
+from ..store.tool_calls import Position, ToolCallQuery, ToolCallRepo, ToolCallRow
+
+EXPORT_CHUNK = 500  # records read, masked and written at a time
+
+CSV_COLUMNS = ("id", "startedAt", "finishedAt", "durationMs", "status", "errorKind", "error", "toolId",
+               "toolsetId", "provider", "startedBy", "scheduleId", "confirmation", "chatId", "messageId",
+               "args", "result")
+# A spreadsheet runs a cell that starts like a formula: such a text cell gets a leading quote.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+class AuditTrail:
+    def __init__(self, repo: ToolCallRepo) -> None:
+        self.repo = repo
+
+    async def list(self, p: ListToolCallsParams) -> ToolCallsResult:
+        query = _query(p)
+        digest = _digest(query)
+        after = _decode_token(p.page_token, digest) if p.page_token is not None else None
+        rows = await self.repo.page(query, p.page_size + 1, after, results=p.with_results)
+        more = len(rows) > p.page_size
+        rows = rows[:p.page_size]
+        token = _encode_token((rows[-1].started_at, rows[-1].id), digest) if more else None
+        return ToolCallsResult([shown(r) for r in rows], token)
+
+    async def export(self, p: ExportToolCallsParams) -> ExportToolCallsResult:
+        target = await anyio.to_thread.run_sync(_target, p.path)
+        fmt: ExportFormat = p.format or ("csv" if target.suffix.lower() == ".csv" else "jsonl")
+        query = _query(p)
+        if query.until is None:  # calls made while the export runs are not in it: it ends
+            query = msgspec.structs.replace(query, until=now())
+        out = await anyio.to_thread.run_sync(_Part, target)
+        count = 0
+        try:
+            if fmt == "csv":
+                await anyio.to_thread.run_sync(_write, out, _csv_lines([], header=True))
+            after: Position | None = None
+            while True:
+                rows = await self.repo.page(query, EXPORT_CHUNK, after, newest_first=False)
+                if not rows:
+                    break
+                await anyio.to_thread.run_sync(_write_chunk, out, rows, fmt)
+                count += len(rows)
+                after = (rows[-1].started_at, rows[-1].id)
+            await anyio.to_thread.run_sync(_commit, out, target)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(_discard, out)
+            raise
+        return ExportToolCallsResult(str(target), count, fmt)
+
+
+def shown(row: ToolCallRow) -> ToolCall:
+    """A record as the audit trail shows it: every secret in it masked."""
+    call = msgspec.convert(row, ToolCall, from_attributes=True)
+    call.args = secrets.mask_json(call.args)
+    if call.result is not None:
+        call.result = secrets.mask_json(call.result)
+    if call.error is not None:
+        call.error = secrets.clean(call.error)
+    if call.requests:
+        for sent in call.requests:
+            sent.url = secrets.clean(sent.url)
+    if call.render_plan is not None:
+        call.render_plan = msgspec.convert(secrets.mask_json(msgspec.to_builtins(call.render_plan)),
+                                           type(call.render_plan))
+    return call
+
+
+# -- filters and pages -------------------------------------------------------------------------
+
+
+def _query(p: ToolCallFilter) -> ToolCallQuery:
+    since = _instant(p.since, "params.since") if p.since is not None else None
+    until = _instant(p.until, "params.until") if p.until is not None else None
+    if since is not None and until is not None and since >= until:
+        raise InvalidParams("params.until", f"until ({p.until}) must be later than since ({p.since})")
+    return ToolCallQuery(chat_id=p.chat_id, toolset_id=p.toolset_id, tool_id=p.tool_id, provider=p.provider,
+                         status=p.status, started_by=p.started_by, schedule_id=p.schedule_id,
+                         confirmation=p.confirmation, since=since, until=until)
+
+
+def _instant(value: str, path: str) -> str:
+    """An ISO 8601 time as the records store theirs (UTC, microseconds, ``Z``), so it compares as text."""
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        raise InvalidParams(path, f"{value!r} is not an ISO 8601 date-time; write e.g. 2026-11-23T10:00:00Z "
+                                  "or 2026-11-23") from None
+    if when.tzinfo is None:
+        if len(value) > 10:  # a time of day with no zone could mean any of 24 hours
+            raise InvalidParams(path, f"{value!r} has no timezone; add Z (UTC) or an offset such as +01:00")
+        when = when.replace(tzinfo=UTC)
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _digest(q: ToolCallQuery) -> str:
+    return hashlib.sha256(msgspec.json.encode(q)).hexdigest()[:12]
+
+
+def _encode_token(position: Position, digest: str) -> str:
+    return base64.urlsafe_b64encode(msgspec.json.encode([*position, digest])).decode().rstrip("=")
+
+
+def _decode_token(token: str, digest: str) -> Position:
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        started_at, call_id, made_for = msgspec.json.decode(raw, type=tuple[str, str, str])
+    except (binascii.Error, ValueError, msgspec.DecodeError):
+        raise InvalidParams("params.pageToken", "not a page token of toolCalls/list; pass the nextPageToken "
+                                                "it gave, or none for the first page") from None
+    if made_for != digest:
+        raise InvalidParams("params.pageToken", "this page token was made for other filters; keep the filters "
+                                                "of the first page, or start again without a pageToken")
+    return started_at, call_id
+
+
+# -- the export file ---------------------------------------------------------------------------
+
+
+def _target(path: str) -> Path:
+    if "\x00" in path or not path.strip():
+        raise InvalidParams("params.path", "give the absolute path of the file to write")
+    target = Path(path)
+    if not target.is_absolute():
+        raise InvalidParams("params.path", f"{path!r} is relative; give an absolute path, e.g. "
+                                           "/home/me/tool-calls.jsonl")
+    if target.is_dir():
+        raise InvalidParams("params.path", f"{path} is a folder; name a file in it, e.g. {target / 'tool-calls.jsonl'}")
+    if not target.parent.is_dir():
+        raise InvalidParams("params.path", f"the folder {target.parent} does not exist; create it first")
+    return target
+
+
+class _Part:
+    """The file an export is written to, beside its target until it is complete."""
+
+    def __init__(self, target: Path) -> None:
+        try:
+            fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
+        except PermissionError:
+            raise InvalidParams("params.path", f"the folder {target.parent} is not writable; pick another") from None
+        except OSError as exc:
+            raise StorageError(f"cannot write the export in {target.parent}: {exc.strerror}") from exc
+        self.path = Path(name)
+        self.file: IO[bytes] = os.fdopen(fd, "wb")
+
+
+def _write(out: _Part, data: bytes) -> None:
+    try:
+        out.file.write(data)
+    except OSError as exc:
+        raise StorageError(f"writing the export failed: {exc.strerror}") from exc
+
+
+def _write_chunk(out: _Part, rows: list[ToolCallRow], fmt: ExportFormat) -> None:
+    calls = [shown(r) for r in rows]
+    if fmt == "csv":
+        _write(out, _csv_lines(calls))
+    else:
+        _write(out, b"".join(msgspec.json.encode(c) + b"\n" for c in calls))
+
+
+def _commit(out: _Part, target: Path) -> None:
+    try:
+        out.file.flush()
+        os.fsync(out.file.fileno())  # the rename must not land before the data (a crash: old file or new)
+        out.file.close()
+        os.replace(out.path, target)
+    except OSError as exc:
+        raise StorageError(f"writing the export to {target} failed: {exc.strerror}") from exc
+
+
+def _discard(out: _Part) -> None:
+    out.file.close()
+    out.path.unlink(missing_ok=True)
+
+
+def _csv_lines(calls: list[ToolCall], *, header: bool = False) -> bytes:
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\r\n")
+    if header:
+        writer.writerow(CSV_COLUMNS)
+    for c in calls:
+        writer.writerow([_cell(v) for v in (
+            c.id, c.started_at, c.finished_at, c.duration_ms, c.status, c.error_kind, c.error, c.tool_id,
+            c.toolset_id, c.provider, c.started_by, c.schedule_id, c.confirmation, c.chat_id, c.message_id,
+            msgspec.json.encode(c.args).decode(),
+            msgspec.json.encode(c.result).decode() if c.result is not None else None)])
+    return text.getvalue().encode("utf-8")
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return "" if value is None else value
