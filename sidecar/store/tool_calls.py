@@ -2,7 +2,17 @@
 
 A call outside a chat changes nothing that lasts, so its record may be written after the reply
 (``finish(later=True)``): records queue up and a background task writes them in one transaction
-per batch. Reads and shutdown flush the queue first, so no reader misses one.
+per batch. Reads and shutdown flush the queue first, so no reader misses one. Writing each record
+before its reply would put a transaction (about 0.5 ms of thread hand-offs here, more while
+another write holds the writer) on every call's reply; ``scripts/bench_mcp.py`` budgets 1 ms.
+
+What a crash can lose (SIGKILL, power is another matter: WAL with synchronous=NORMAL): a record is
+queued when its reply is sent, and its batch starts writing at most ``BATCH_WINDOW`` (50 ms) later,
+or at once when ``MAX_QUEUED`` (256) records wait. So only the calls answered in the last 50 ms
+before the kill, plus the time their batch waited for the database's writer and took to commit,
+at most 256 + the batch being written, can be missing afterwards; batches are written in reply
+order, so what survives is every call up to some point. ``tests/e2e/test_audit.py`` kills a real
+sidecar to show it. A call in a chat, or one with ``on_started``, is written before it runs.
 """
 
 from __future__ import annotations
@@ -20,8 +30,9 @@ from .rows import named, now
 
 log = logging.getLogger("sidecar.store")
 
-# How long a queued record may wait for others to share its transaction.
+# How long a queued record may wait for others to share its transaction, and how many may wait.
 BATCH_WINDOW = 0.05
+MAX_QUEUED = 256
 
 _encode = msgspec.json.encode
 _decode = msgspec.json.decode
@@ -177,6 +188,8 @@ class ToolCallRepo:
         if later and not inserted and self._draining:
             self._queued.append(call)
             self._wake.set()
+            if len(self._queued) >= MAX_QUEUED:
+                self._hurry.set()
             return
         async with self.db.write() as w:
             await self._write(w, [call], inserted)

@@ -10,7 +10,7 @@ import anyio
 import msgspec
 import pytest
 
-from sidecar.store import Database
+from sidecar.store import Database, tool_calls
 from sidecar.store.db import migrations
 from sidecar.store.tool_calls import Initiator, ToolCallRepo, ToolCallRow
 
@@ -93,5 +93,30 @@ async def test_who_started_a_call_is_kept_on_its_record(tmp_path: Path):
         assert got is not None
         assert (got.started_by, got.schedule_id, got.confirmation) == ("schedule", "s1", "schedule")
         assert (got.toolset_id, got.provider, got.duration_ms) == ("ts", "http", 12.5)
+    finally:
+        await db.close()
+
+
+async def test_a_full_queue_is_written_without_waiting_for_the_window(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(tool_calls, "BATCH_WINDOW", 60.0)
+    db = await Database.open(tmp_path / "s.db")
+
+    async def stored() -> int:
+        return (await db.fetchone("SELECT count(*) FROM tool_calls"))[0]  # (no flush: what a crash leaves)
+
+    try:
+        repo = ToolCallRepo(db)
+        async with anyio.create_task_group() as tg:
+            repo.bind(tg)
+            for n in range(tool_calls.MAX_QUEUED - 1):
+                await repo.finish(row(f"c{n}", n), inserted=False, later=True)
+            await anyio.sleep(0.3)
+            assert await stored() == 0  # within the window, still queued
+            await repo.finish(row("last", None), inserted=False, later=True)
+            with anyio.fail_after(10):
+                while await stored() < tool_calls.MAX_QUEUED:  # noqa: ASYNC110 -- polls the database: no event to wait on
+                    await anyio.sleep(0.01)
+            await repo.aclose()
     finally:
         await db.close()
