@@ -164,6 +164,8 @@ async def run(data_dir: Path, verbose: bool) -> int:
 
         await kill_switch(sc)
 
+        await audit_trail(sc, data_dir)
+
         step("secrets are masked by meaning (a careless MCP server prints what it was given)")
         careless = "import os, sys; print(*sys.argv[1:], os.environ['API_TOKEN'], file=sys.stderr); sys.exit(2)"
         added = (await sc.request("mcpServers/add", {
@@ -506,6 +508,21 @@ async def chat_session(sc: SidecarClient) -> None:
         show("on disk", ", ".join(sorted(name for name in os.listdir(root) if not name.startswith("."))))
     finally:
         sc.on_notification = None
+
+
+async def audit_trail(sc: SidecarClient, data_dir: Path) -> None:
+    step("the audit trail: every tool call so far, who started it and how it was confirmed")
+    page = await sc.request("toolCalls/list", {"pageSize": 6})
+    for c in page["toolCalls"]:
+        how = f", {c['confirmation']}" if c.get("confirmation") else ""
+        took = f"{c['durationMs']:.1f} ms" if "durationMs" in c else "never ran"
+        args = _args_text(c["args"])[:60]
+        show(f"  {c['startedBy']}{how}", f"{c['toolId']} {c['status']} ({took})  {DIM}{args}{RESET}")
+    denied = await sc.request("toolCalls/list", {"status": "error", "pageSize": 100})
+    show("toolCalls/list {status: error}", f"{len(denied['toolCalls'])} failed or refused calls")
+    out = data_dir / "tool-calls.csv"
+    done = await sc.request("toolCalls/export", {"path": str(out)})
+    show("toolCalls/export", f"{done['count']} calls to {out.name} ({done['format']}, {out.stat().st_size:,} bytes)")
 
 
 def _print_tree(messages: list[dict[str, Any]], active_leaf: str | None) -> None:
