@@ -7,6 +7,8 @@ import pytest
 from sidecar.secrets import (
     MissingVariable,
     is_reference,
+    known,
+    mask_json,
     mask_url,
     placeholder_url,
     references,
@@ -72,3 +74,20 @@ def test_a_placeholder_name_is_one_the_user_can_set_however_long_its_key():
     first, second = names("API_KEY_" + "X" * 300, "sk-one-1234567890"), names("API_KEY_" + "X" * 300, "sk-two-1234567890")
     assert first != second
     assert all(is_user_name(n) for n in names.allocated())
+
+
+def test_a_tools_json_is_masked_by_name_shape_and_known_value_and_stays_readable_otherwise() -> None:
+    known.remember("correct-horse-battery-staple")
+    try:
+        given = {"path": "notes/a.txt", "count": 3, "apiKey": "plain-looking",
+                 "headers": {"Authorization": "Bearer abc123456"}, "tokens": ["one", "two"],
+                 "note": "the password is correct-horse-battery-staple",
+                 "url": "https://h/x?sig=abc&page=2", "ref": "${SHOP_TOKEN}", "any": "sk-live-1234567890",
+                 "rows": [{"secret": "s3"}, None, True]}
+        assert mask_json(given) == {
+            "path": "notes/a.txt", "count": 3, "apiKey": "****", "headers": {"Authorization": "Bearer ****"},
+            "tokens": ["****", "****"], "note": "the password is ****", "url": "https://h/x?sig=****&page=2",
+            "ref": "${SHOP_TOKEN}", "any": "****", "rows": [{"secret": "****"}, None, True]}
+        assert given["apiKey"] == "plain-looking"  # a new value; the one given is untouched
+    finally:
+        known.forget("correct-horse-battery-staple")
