@@ -26,6 +26,7 @@ gets a distinct name (``${TOKEN_2}``), so importing and setting the variables re
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -441,13 +442,17 @@ def clean(text: str) -> str:
     return mask_text(scrub_known(text)) if text else text
 
 
+# A tool's JSON repeats the same few keys on every record of its calls ("path", "content").
+_secret_key = functools.lru_cache(maxsize=4096)(looks_secret_name)
+
+
 def mask_json(value: Any, name: str = "") -> Any:
     """A JSON value a tool was given or gave back (arguments, a result), as records of calls show
     it: a string under a name that says secret (``{"apiKey": ...}``; items of a named list too) or
     shaped like a credential is masked as a named value is; any other string as `clean` shows text.
     A new value: the one given is left as it was."""
     if isinstance(value, str):
-        if name and value and not refers(value) and (looks_secret_name(name) or looks_like_credential(value)):
+        if name and value and not refers(value) and (_secret_key(name) or looks_like_credential(value)):
             return _with_scheme(name, value, _masked)
         return clean(value)
     if isinstance(value, dict):
