@@ -124,7 +124,7 @@ export interface ToolCall {
   durationMs?: number | null;
   /** The schedule that ran it (startedBy schedule). */
   scheduleId?: string | null;
-  /** How the call came to run, or not, where a confirmation applies (model and schedule calls): notNeeded (the tool requires none), userOnce / userChat / userAlways (the user allowed this call when asked, once / for the chat / always), userDenied (the user denied it), chatGrant / alwaysGrant (an earlier "allow for this chat" / "always" answer let it run without asking), schedule (the schedule allows it to run unattended). Absent when the user started the call themselves (palette, tools/call). */
+  /** How the call came to run, or not, where a confirmation applies (model and schedule calls): notNeeded (the tool requires none), userOnce / userChat / userAlways (the user allowed this call when asked, once / for the chat / always), userDenied (the user denied it), chatGrant / alwaysGrant (an earlier "allow for this chat" / "always" answer let it run without asking), schedule (the schedule allows it to run unattended). Absent when the user started the call themselves (palette, tools/call), and for a model's call refused before any question (unknown tool, bad arguments, the UI could not be asked). */
   confirmation?: "alwaysGrant" | "chatGrant" | "notNeeded" | "schedule" | "userAlways" | "userChat" | "userDenied" | "userOnce" | null;
   /** The toolset the tool belonged to when it ran (kept after the toolset is gone); absent for built-ins and a call of an unknown tool. */
   toolsetId?: string | null;

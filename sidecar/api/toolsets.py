@@ -367,7 +367,8 @@ _CONFIRMATION = (
     "(the tool requires none), userOnce / userChat / userAlways (the user allowed this call when asked, "
     "once / for the chat / always), userDenied (the user denied it), chatGrant / alwaysGrant (an earlier "
     "\"allow for this chat\" / \"always\" answer let it run without asking), schedule (the schedule allows "
-    "it to run unattended). Absent when the user started the call themselves (palette, tools/call).")
+    "it to run unattended). Absent when the user started the call themselves (palette, tools/call), and for "
+    "a model's call refused before any question (unknown tool, bad arguments, the UI could not be asked).")
 
 
 class ToolCall(Model):

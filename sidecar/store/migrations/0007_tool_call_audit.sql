@@ -4,7 +4,8 @@
 --   started_by:   model (a chat turn) | palette (chat/invokeTool) | api (tools/call) | schedule
 --   schedule_id:  the schedule that ran it (started_by = 'schedule')
 --   confirmation: notNeeded | userOnce | userChat | userAlways | userDenied | chatGrant |
---                 alwaysGrant | schedule; NULL when the user started the call themselves
+--                 alwaysGrant | schedule; NULL when the user started the call themselves, or a
+--                 model's call was refused before any question (unknown tool, bad arguments)
 --   duration_ms:  how long it ran (NULL while running, and for a call refused before it ran)
 ALTER TABLE tool_calls ADD COLUMN started_by TEXT NOT NULL DEFAULT 'api'
     CHECK (started_by IN ('model', 'palette', 'api', 'schedule'));
