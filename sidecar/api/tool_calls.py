@@ -68,6 +68,9 @@ class ExportToolCallsParams(ToolCallFilter, kw_only=True):
     format: Annotated[ExportFormat | None, msgspec.Meta(description=(
         "jsonl (one toolCall object a line, with its result) or csv (one row a call, a header row "
         "first; args and result as JSON text). Default: csv when path ends in .csv, else jsonl."))] = None
+    work_done_token: Annotated[int | str | None, msgspec.Meta(description=(
+        "Report progress as $/progress under this token: begin, a report after each 500 calls written "
+        "(percentage, message \"N of M calls\"), end."))] = None
 
 
 class ExportToolCallsResult(Model):

@@ -18,4 +18,16 @@ class ToolCallHandlers:
 
     @method("toolCalls/export")
     async def export(self, p: ExportToolCallsParams, ctx: RequestContext) -> ExportToolCallsResult:
-        return await self.audit.export(p)
+        token = p.work_done_token
+        if token is None:
+            return await self.audit.export(p)
+
+        async def progress(done: int, total: int) -> None:
+            await ctx.progress(token, {"kind": "report", "percentage": done * 100 // total,
+                                       "message": f"{done} of {total} calls"})
+
+        await ctx.progress(token, {"kind": "begin", "title": "exporting tool calls", "percentage": 0})
+        try:
+            return await self.audit.export(p, progress)
+        finally:
+            await ctx.progress(token, {"kind": "end"})

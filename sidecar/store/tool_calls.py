@@ -280,6 +280,12 @@ class ToolCallRepo:
         return [named(ToolCallRow, r, args=_decode(r["args"]),
                       requests=_decode(r["requests"]) if r["requests"] else None) for r in rows]
 
+    async def count(self, q: ToolCallQuery) -> int:
+        await self.flush()
+        where, params = _where(q, None, True)
+        row = await self.db.fetchone(f"SELECT count(*) FROM tool_calls{where}", params)
+        return row[0] if row is not None else 0
+
     async def get(self, call_id: str) -> ToolCallRow | None:
         await self.flush()
         row = await self.db.fetchone(f"SELECT {_COLS} FROM tool_calls WHERE id = ?", (call_id,))

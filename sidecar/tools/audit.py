@@ -17,6 +17,7 @@ import hashlib
 import io
 import os
 import tempfile
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
@@ -41,6 +42,9 @@ from ..store.tool_calls import Position, ToolCallQuery, ToolCallRepo, ToolCallRo
 
 EXPORT_CHUNK = 500  # records read, masked and written at a time
 
+# (calls written so far, calls the export holds) after each chunk.
+OnProgress = Callable[[int, int], Awaitable[None]]
+
 CSV_COLUMNS = ("id", "startedAt", "finishedAt", "durationMs", "status", "errorKind", "error", "toolId",
                "toolsetId", "provider", "startedBy", "scheduleId", "confirmation", "chatId", "messageId",
                "args", "result")
@@ -62,12 +66,13 @@ class AuditTrail:
         token = _encode_token((rows[-1].started_at, rows[-1].id), digest) if more else None
         return ToolCallsResult([shown(r) for r in rows], token)
 
-    async def export(self, p: ExportToolCallsParams) -> ExportToolCallsResult:
+    async def export(self, p: ExportToolCallsParams, on_progress: OnProgress | None = None) -> ExportToolCallsResult:
         target = await anyio.to_thread.run_sync(_target, p.path)
         fmt: ExportFormat = p.format or ("csv" if target.suffix.lower() == ".csv" else "jsonl")
         query = _query(p)
         if query.until is None:  # calls made while the export runs are not in it: it ends
             query = msgspec.structs.replace(query, until=now())
+        total = await self.repo.count(query) if on_progress is not None else 0
         out = await anyio.to_thread.run_sync(_Part, target)
         count = 0
         try:
@@ -81,6 +86,8 @@ class AuditTrail:
                 await anyio.to_thread.run_sync(_write_chunk, out, rows, fmt)
                 count += len(rows)
                 after = (rows[-1].started_at, rows[-1].id)
+                if on_progress is not None:
+                    await on_progress(count, max(total, count))
             await anyio.to_thread.run_sync(_commit, out, target)
         except BaseException:
             with anyio.CancelScope(shield=True):

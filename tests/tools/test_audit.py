@@ -193,3 +193,19 @@ def test_a_csv_cell_that_a_spreadsheet_would_run_is_quoted():
                     started_by="api", error='=HYPERLINK("http://evil.example","x")', error_kind="raised")
     row = next(csv.DictReader(io.StringIO(audit._csv_lines([call], header=True).decode())))
     assert row["error"] == '\'=HYPERLINK("http://evil.example","x")' and row["toolId"] == "t"
+
+
+async def test_an_export_reports_its_progress_chunk_by_chunk(app: SidecarClient, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(audit, "EXPORT_CHUNK", 2)
+    chat = await new_chat(app)
+    for n in range(5):
+        await app.request("tools/call", {"chatId": chat, "toolId": "write_file",
+                                         "args": {"path": f"{n}.txt", "content": "x"}})
+    done = await app.request("toolCalls/export", {"path": str(tmp_path / "c.jsonl"), "workDoneToken": "exp"})
+    assert done["count"] == 5
+    values = [n["params"]["value"] for n in app.notifications
+              if n["method"] == "$/progress" and n["params"]["token"] == "exp"]
+    assert [v["kind"] for v in values] == ["begin", "report", "report", "report", "end"]
+    assert [v.get("message") for v in values[1:4]] == ["2 of 5 calls", "4 of 5 calls", "5 of 5 calls"]
+    assert values[3]["percentage"] == 100
