@@ -690,7 +690,7 @@ export interface ExportToolCallsParams {
   path: string;
   /** jsonl (one toolCall object a line, with its result) or csv (one row a call, a header row first; args and result as JSON text). Default: csv when path ends in .csv, else jsonl. */
   format?: "csv" | "jsonl" | null;
-  /** Report progress as $/progress under this token: begin, a report after each 500 calls written (percentage, message "N of M calls"), end. */
+  /** Report progress as $/progress under this token: begin, a report after each 500 calls written and after the last (percentage, message "N of M calls"), end. */
   workDoneToken?: number | string | null;
 }
 

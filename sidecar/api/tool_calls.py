@@ -69,8 +69,8 @@ class ExportToolCallsParams(ToolCallFilter, kw_only=True):
         "jsonl (one toolCall object a line, with its result) or csv (one row a call, a header row "
         "first; args and result as JSON text). Default: csv when path ends in .csv, else jsonl."))] = None
     work_done_token: Annotated[int | str | None, msgspec.Meta(description=(
-        "Report progress as $/progress under this token: begin, a report after each 500 calls written "
-        "(percentage, message \"N of M calls\"), end."))] = None
+        "Report progress as $/progress under this token: begin, a report after each 500 calls written and "
+        "after the last (percentage, message \"N of M calls\"), end."))] = None
 
 
 class ExportToolCallsResult(Model):

@@ -4,8 +4,8 @@ exported to a file, with every secret masked the way records of calls show them
 
 Pages are keyset pages on (started_at, id), newest first; the page token carries where the last
 page ended and a digest of the filters it was made for. An export walks the same order oldest
-first in chunks, masks and writes each chunk in a worker thread, and renames the finished file
-over the target: memory stays at one chunk however many calls there are.
+first in chunks, masks each chunk in slices between checkpoints, writes it in a worker thread, and
+renames the finished file over the target: memory stays at one chunk however many calls there are.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 import msgspec
 
@@ -40,7 +41,12 @@ from ..errors import InvalidParams, StorageError
 from ..store.rows import now
 from ..store.tool_calls import Position, ToolCallQuery, ToolCallRepo, ToolCallRow
 
-EXPORT_CHUNK = 500  # records read, masked and written at a time
+# Records read at a time, and masked and encoded at a time on the event loop between checkpoints:
+# about 2-3 ms each here. (In a worker thread they would hold the GIL in 5 ms turns against the
+# loop: ping p50 went from 0.45 to 6.5 ms during an export of 100,000 calls.)
+EXPORT_CHUNK = 100
+MASK_SLICE = 50
+PROGRESS_EVERY = 500  # calls written between progress reports
 
 # (calls written so far, calls the export holds) after each chunk.
 OnProgress = Callable[[int, int], Awaitable[None]]
@@ -79,15 +85,23 @@ class AuditTrail:
             if fmt == "csv":
                 await anyio.to_thread.run_sync(_write, out, _csv_lines([], header=True))
             after: Position | None = None
+            reported = 0
             while True:
                 rows = await self.repo.page(query, EXPORT_CHUNK, after, newest_first=False)
                 if not rows:
                     break
-                await anyio.to_thread.run_sync(_write_chunk, out, rows, fmt)
+                data: list[bytes] = []
+                for i in range(0, len(rows), MASK_SLICE):
+                    await anyio.lowlevel.checkpoint()
+                    data.append(_encoded([shown(r) for r in rows[i:i + MASK_SLICE]], fmt))
+                await anyio.to_thread.run_sync(_write, out, b"".join(data))
                 count += len(rows)
                 after = (rows[-1].started_at, rows[-1].id)
-                if on_progress is not None:
+                if on_progress is not None and count - reported >= PROGRESS_EVERY:
+                    reported = count
                     await on_progress(count, max(total, count))
+            if on_progress is not None and count > reported:
+                await on_progress(count, max(total, count))
             await anyio.to_thread.run_sync(_commit, out, target)
         except BaseException:
             with anyio.CancelScope(shield=True):
@@ -199,12 +213,10 @@ def _write(out: _Part, data: bytes) -> None:
         raise StorageError(f"writing the export failed: {exc.strerror}") from exc
 
 
-def _write_chunk(out: _Part, rows: list[ToolCallRow], fmt: ExportFormat) -> None:
-    calls = [shown(r) for r in rows]
+def _encoded(calls: list[ToolCall], fmt: ExportFormat) -> bytes:
     if fmt == "csv":
-        _write(out, _csv_lines(calls))
-    else:
-        _write(out, b"".join(msgspec.json.encode(c) + b"\n" for c in calls))
+        return _csv_lines(calls)
+    return b"".join(msgspec.json.encode(c) + b"\n" for c in calls)
 
 
 def _commit(out: _Part, target: Path) -> None:

@@ -198,6 +198,7 @@ def test_a_csv_cell_that_a_spreadsheet_would_run_is_quoted():
 async def test_an_export_reports_its_progress_chunk_by_chunk(app: SidecarClient, tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(audit, "EXPORT_CHUNK", 2)
+    monkeypatch.setattr(audit, "PROGRESS_EVERY", 2)
     chat = await new_chat(app)
     for n in range(5):
         await app.request("tools/call", {"chatId": chat, "toolId": "write_file",
