@@ -70,7 +70,12 @@ class AuditTrail:
         more = len(rows) > p.page_size
         rows = rows[:p.page_size]
         token = _encode_token((rows[-1].started_at, rows[-1].id), digest) if more else None
-        return ToolCallsResult([shown(r) for r in rows], token)
+        calls: list[ToolCall] = []
+        for i in range(0, len(rows), MASK_SLICE):  # a page of 500 with results: not all in one go
+            if i:
+                await anyio.lowlevel.checkpoint()
+            calls += [shown(r) for r in rows[i:i + MASK_SLICE]]
+        return ToolCallsResult(calls, token)
 
     async def export(self, p: ExportToolCallsParams, on_progress: OnProgress | None = None) -> ExportToolCallsResult:
         target = await anyio.to_thread.run_sync(_target, p.path)
