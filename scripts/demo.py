@@ -517,7 +517,8 @@ async def audit_trail(sc: SidecarClient, data_dir: Path) -> None:
         how = f", {c['confirmation']}" if c.get("confirmation") else ""
         took = f"{c['durationMs']:.1f} ms" if "durationMs" in c else "never ran"
         args = _args_text(c["args"])[:60]
-        show(f"  {c['startedBy']}{how}", f"{c['toolId']} {c['status']} ({took})  {DIM}{args}{RESET}")
+        outcome = f"{c['status']} ({c['errorKind']})" if "errorKind" in c else c["status"]
+        show(f"  {c['startedBy']}{how}", f"{c['toolId']} {outcome}, {took}  {DIM}{args}{RESET}")
     denied = await sc.request("toolCalls/list", {"status": "error", "pageSize": 100})
     show("toolCalls/list {status: error}", f"{len(denied['toolCalls'])} failed or refused calls")
     out = data_dir / "tool-calls.csv"
