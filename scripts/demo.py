@@ -521,9 +521,13 @@ async def audit_trail(sc: SidecarClient, data_dir: Path) -> None:
         show(f"  {c['startedBy']}{how}", f"{c['toolId']} {outcome}, {took}  {DIM}{args}{RESET}")
     denied = await sc.request("toolCalls/list", {"status": "error", "pageSize": 100})
     show("toolCalls/list {status: error}", f"{len(denied['toolCalls'])} failed or refused calls")
-    out = data_dir / "tool-calls.csv"
-    done = await sc.request("toolCalls/export", {"path": str(out)})
-    show("toolCalls/export", f"{done['count']} calls to {out.name} ({done['format']}, {out.stat().st_size:,} bytes)")
+    with tempfile.TemporaryDirectory(prefix="demo-export-") as folder:  # never in the data directory
+        out = Path(folder) / "tool-calls.csv"
+        done = await sc.request("toolCalls/export", {"path": str(out)})
+        size = out.stat().st_size
+        show("toolCalls/export", f"{done['count']} calls to {out.name} ({done['format']}, {size:,} bytes)")
+    refused = await sc.request_raw("toolCalls/export", {"path": str(data_dir / "sidecar.db")})
+    show("  onto the database?", f"{refused['error']['code']} {refused['error']['data']['reason']}")
 
 
 def _print_tree(messages: list[dict[str, Any]], active_leaf: str | None) -> None:

@@ -127,7 +127,7 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     return Services(settings=settings, started_at=started_at, db=db, secrets=secrets, workspace=workspace, chats=chats,
                     providers=providers, mcp_servers=servers, catalog=catalog, tool_calls=tool_calls,
                     toolsets=toolsets, turns=turns, config=config, switch=switch, oauth=oauth,
-                    audit=AuditTrail(tool_calls.repo))
+                    audit=AuditTrail(tool_calls.repo, data_dir))
 
 
 async def _move_provider_keys(providers: ProviderService) -> None:

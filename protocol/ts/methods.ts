@@ -65,7 +65,7 @@ export interface ClientRequests {
   "tools/htmlPage": { params: T.HtmlPageParams; result: T.HtmlPageResult };
   /** The audit trail: tool calls, newest first, filtered and paged, secrets masked. A call outside a chat shows from the moment its reply is sent. */
   "toolCalls/list": { params: T.ListToolCallsParams; result: T.ToolCallsResult };
-  /** Write the calls the filters select (oldest first; by default every call started before this request) to a file as JSON Lines or CSV, secrets masked as toolCalls/list masks them. Written to a temporary file beside the target and renamed over it at the end. InvalidParams (data.path params.path) for a relative path, a folder, or a folder that does not exist; StorageError when the disk refuses the write. */
+  /** Write the calls the filters select (oldest first; by default every call started before this request) to a file as JSON Lines or CSV, secrets masked as toolCalls/list masks them. Written to a temporary file beside the target and renamed over it at the end. InvalidParams (data.path params.path) for a relative path, a folder, a folder that does not exist or cannot be written, or a path in the data directory; StorageError when the disk refuses the write. */
   "toolCalls/export": { params: T.ExportToolCallsParams; result: T.ExportToolCallsResult };
   /** The config fields of a toolset (without toolId) or of one of its tools, each with its value (secret ones masked), and the status they give. */
   "config/get": { params: T.ConfigScopeParams; result: T.ConfigGetResult };

@@ -686,7 +686,7 @@ export interface ExportToolCallsParams {
   since?: string | null;
   /** Calls started before this time. An ISO 8601 date-time with a timezone (2026-11-23T10:00:00Z, 2026-11-23T11:00:00+01:00) or a date (2026-11-23, midnight UTC). */
   until?: string | null;
-  /** Where to write: an absolute path to a file (not a folder) in a folder that exists. A file there is replaced whole; a failed export leaves it as it was. */
+  /** Where to write: an absolute path to a file (not a folder) in a folder that exists, outside the sidecar's data directory. A file there is replaced whole; a failed export leaves it as it was. */
   path: string;
   /** jsonl (one toolCall object a line, with its result) or csv (one row a call, a header row first; args and result as JSON text). Default: csv when path ends in .csv, else jsonl. */
   format?: "csv" | "jsonl" | null;

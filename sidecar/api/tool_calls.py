@@ -63,8 +63,8 @@ class ToolCallsResult(Model):
 
 class ExportToolCallsParams(ToolCallFilter, kw_only=True):
     path: Annotated[str, msgspec.Meta(description=(
-        "Where to write: an absolute path to a file (not a folder) in a folder that exists. A file there "
-        "is replaced whole; a failed export leaves it as it was."))]
+        "Where to write: an absolute path to a file (not a folder) in a folder that exists, outside the "
+        "sidecar's data directory. A file there is replaced whole; a failed export leaves it as it was."))]
     format: Annotated[ExportFormat | None, msgspec.Meta(description=(
         "jsonl (one toolCall object a line, with its result) or csv (one row a call, a header row "
         "first; args and result as JSON text). Default: csv when path ends in .csv, else jsonl."))] = None
@@ -90,8 +90,9 @@ SPECS = (
                "Write the calls the filters select (oldest first; by default every call started before "
                "this request) to a file as JSON Lines or CSV, secrets masked as toolCalls/list masks "
                "them. Written to a temporary file beside the target and renamed over it at the end. "
-               "InvalidParams (data.path params.path) for a relative path, a folder, or a folder that "
-               "does not exist; StorageError when the disk refuses the write.",
+               "InvalidParams (data.path params.path) for a relative path, a folder, a folder that does "
+               "not exist or cannot be written, or a path in the data directory; StorageError when the "
+               "disk refuses the write.",
                params=ExportToolCallsParams, result=ExportToolCallsResult, errors=(_IP, _ST),
                cancel="interrupt"),
 )

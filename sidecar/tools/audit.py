@@ -59,8 +59,9 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 class AuditTrail:
-    def __init__(self, repo: ToolCallRepo) -> None:
+    def __init__(self, repo: ToolCallRepo, data_dir: Path) -> None:
         self.repo = repo
+        self.data_dir = data_dir  # no export lands in it: it would replace the database, a blob, ...
 
     async def list(self, p: ListToolCallsParams) -> ToolCallsResult:
         query = _query(p)
@@ -78,7 +79,7 @@ class AuditTrail:
         return ToolCallsResult(calls, token)
 
     async def export(self, p: ExportToolCallsParams, on_progress: OnProgress | None = None) -> ExportToolCallsResult:
-        target = await anyio.to_thread.run_sync(_target, p.path)
+        target = await anyio.to_thread.run_sync(_target, p.path, self.data_dir)
         fmt: ExportFormat = p.format or ("csv" if target.suffix.lower() == ".csv" else "jsonl")
         query = _query(p)
         if query.until is None:  # calls made while the export runs are not in it: it ends
@@ -183,7 +184,7 @@ def _decode_token(token: str, digest: str) -> Position:
 # -- the export file ---------------------------------------------------------------------------
 
 
-def _target(path: str) -> Path:
+def _target(path: str, data_dir: Path) -> Path:
     if "\x00" in path or not path.strip():
         raise InvalidParams("params.path", "give the absolute path of the file to write")
     target = Path(path)
@@ -194,6 +195,10 @@ def _target(path: str) -> Path:
         raise InvalidParams("params.path", f"{path} is a folder; name a file in it, e.g. {target / 'tool-calls.jsonl'}")
     if not target.parent.is_dir():
         raise InvalidParams("params.path", f"the folder {target.parent} does not exist; create it first")
+    # Resolved (symlinks, ..) before the check: the file that would really be replaced.
+    if (target.parent.resolve() / target.name).is_relative_to(data_dir.resolve()):
+        raise InvalidParams("params.path", f"{path} is inside the sidecar's data directory ({data_dir}), whose "
+                                           "files only the sidecar writes; export to another folder")
     return target
 
 

@@ -177,7 +177,9 @@ async def test_exports_write_every_selected_call_as_jsonl_or_csv(app: SidecarCli
 async def test_a_bad_export_path_says_what_to_fix_and_writes_nothing(app: SidecarClient, tmp_path: Path):
     (tmp_path / "folder").mkdir()
     for path, why in (("calls.jsonl", "relative"), (str(tmp_path / "folder"), "is a folder"),
-                      (str(tmp_path / "missing" / "calls.jsonl"), "does not exist"), ("", "absolute path")):
+                      (str(tmp_path / "missing" / "calls.jsonl"), "does not exist"), ("", "absolute path"),
+                      (str(tmp_path / "data" / "sidecar.db"), "data directory"),
+                      (str(tmp_path / "folder" / ".." / "data" / "calls.jsonl"), "data directory")):
         got = await app.request_raw("toolCalls/export", {"path": path})
         assert got["error"]["code"] == -32602, got
         assert got["error"]["data"]["path"] == "params.path" and why in got["error"]["data"]["reason"], got
