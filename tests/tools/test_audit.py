@@ -212,3 +212,28 @@ async def test_an_export_reports_its_progress_chunk_by_chunk(app: SidecarClient,
     assert [v["kind"] for v in values] == ["begin", "report", "report", "report", "end"]
     assert [v.get("message") for v in values[1:4]] == ["2 of 5 calls", "4 of 5 calls", "5 of 5 calls"]
     assert values[3]["percentage"] == 100
+
+
+async def test_an_export_that_fails_halfway_leaves_the_old_file_and_no_part(app: SidecarClient, tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch):
+    chat = await new_chat(app)
+    for n in range(4):
+        await app.request("tools/call", {"chatId": chat, "toolId": "write_file",
+                                         "args": {"path": f"{n}.txt", "content": "x"}})
+    monkeypatch.setattr(audit, "EXPORT_CHUNK", 1)
+    encoded = audit._encoded
+    chunks: list[int] = []
+
+    def failing(calls: list[ToolCall], fmt: Any) -> bytes:
+        chunks.append(len(calls))
+        if len(chunks) == 3:
+            raise OSError(28, "No space left on device")  # as if the disk filled up on the third chunk
+        return encoded(calls, fmt)
+
+    monkeypatch.setattr(audit, "_encoded", failing)
+    out = tmp_path / "calls.jsonl"
+    out.write_text("the previous export\n")
+    got = await app.request_raw("toolCalls/export", {"path": str(out)})
+    assert "error" in got and len(chunks) == 3
+    assert out.read_text() == "the previous export\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["calls.jsonl", "data"]
