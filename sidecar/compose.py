@@ -21,6 +21,8 @@ from .chat.turns import TurnService
 from .errors import NotFound, StorageError
 from .handlers.notify import Notifier
 from .mcp_host.servers import McpServers
+from .schedules.clock import Clock
+from .schedules.service import Schedules
 from .secrets.store import SecretStore
 from .settings import Settings
 from .store import Database
@@ -61,11 +63,13 @@ class Services:
     config: ToolConfig
     switch: ToolSwitch  # the user's kill switch over every tool call
     oauth: OAuthTokens  # HTTP tools' OAuth2 tokens: one cache, one lock per tool
+    schedules: Schedules
 
 
 async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGroup, on_close: OnClose,
-                started_at: float) -> Services:
-    """Services that run in ``tg``; each one's teardown is handed to ``on_close`` as it is made."""
+                started_at: float, *, clock: Clock | None = None) -> Services:
+    """Services that run in ``tg``; each one's teardown is handed to ``on_close`` as it is made
+    (``clock``: the schedules' sense of time, the wall clock unless a test brings its own)."""
     data_dir: Path = settings.data_dir
 
     async def secret_changed(name: str) -> None:
@@ -94,6 +98,7 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
             await oauth.forget(toolset_id)  # uninstalled: its cached tokens leave the secret store
         await servers.sync()
         await local.refresh()
+        await schedules.toolset_changed(toolset_id)  # manifest triggers follow; a gone tool pauses its schedules
 
     async def reloaded(toolset_id: str, error: tuple[str, str] | None) -> None:
         if error is None:
@@ -109,12 +114,20 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     config = ToolConfig(db, catalog, secrets)
     http_tools = HttpTools(secrets.environ, oauth)
     on_close("HTTP tool connections", http_tools.aclose)
-    # The kill switch tells the UI when it changes (and schedules pause on it: wired with them).
-    switch = await ToolSwitch.load(db, on_change=notifier.tools_switched)
+    async def switched(enabled: bool) -> None:
+        schedules.wake()  # off: nothing fires; on again: what fell due meanwhile follows each one's `missed`
+        await notifier.tools_switched(enabled)
+
+    switch = await ToolSwitch.load(db, on_change=switched)
     tool_calls = ToolCallService(db, workspace, workers, data_dir / "scratch", catalog, config, http_tools, switch)
     on_close("tool call records", tool_calls.aclose)
     on_close("MCP servers", servers.aclose)  # closed first: calls still running end before their records
     tool_calls.bind(tg)
+    turns = TurnService(chats, tool_calls, providers)
+    schedules = Schedules(db, tool_calls, turns, fired=notifier.schedule_fired, chat_event=notifier.chat_event,
+                          confirm=notifier.confirm_tool_call, clock=clock, tools_enabled=lambda: switch.enabled)
+    on_close("schedules", schedules.aclose)  # closed before the tool call records: no run starts after
+    schedules.bind(tg)
     local = LocalToolsets(toolsets, reloaded)
 
     async def close_local() -> None:
@@ -122,12 +135,11 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
 
     on_close("local toolset watcher", close_local)
     await local.bind(tg)
-    turns = TurnService(chats, tool_calls, providers)
     await servers.sync()  # returns at once: the servers connect in the background
     return Services(settings=settings, started_at=started_at, db=db, secrets=secrets, workspace=workspace, chats=chats,
                     providers=providers, mcp_servers=servers, catalog=catalog, tool_calls=tool_calls,
                     toolsets=toolsets, turns=turns, config=config, switch=switch, oauth=oauth,
-                    audit=AuditTrail(tool_calls.repo, data_dir))
+                    audit=AuditTrail(tool_calls.repo, data_dir), schedules=schedules)
 
 
 async def _move_provider_keys(providers: ProviderService) -> None:

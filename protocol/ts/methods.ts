@@ -123,6 +123,16 @@ export interface ClientRequests {
   "debug/raise": { params: T.RaiseParams; result: null };
   /** Send a ui/ request to the client and return its answer, to exercise server-to-client requests. */
   "debug/roundTrip": { params: T.RoundTripParams; result: T.RoundTripResult };
+  /** The schedules, with when each fires next, how its last run ended and, if it is paused, why. */
+  "schedules/list": { params: T.ListSchedulesParams; result: T.SchedulesResult };
+  /** Put a tool on a schedule. InvalidParams for a cron expression that is malformed, never fires ('30 2 31 2 *') or has seconds, an unknown time zone, arguments its schema refuses, a tool that works on a chat's files without chatId, or a tool that asks for confirmation without allowUnattended; NotFound for an unknown tool or chat. */
+  "schedules/create": { params: T.CreateScheduleParams; result: T.ScheduleResult };
+  /** Change a schedule: only the fields given change, checked as schedules/create checks them. */
+  "schedules/update": { params: T.UpdateScheduleParams; result: T.ScheduleResult };
+  /** Delete a schedule (a run in progress finishes). A manifest's schedule comes back only when its toolset is installed again; to keep it quiet, update it with enabled: false instead. */
+  "schedules/delete": { params: T.ScheduleIdParams; result: T.Empty };
+  /** Run a schedule once now, as it would fire (also when disabled; its next time does not move). Conflict while a run of it is in progress (runs of one schedule never overlap) or its tool is refused (disabled, not configured, tools switched off); NotFound if its tool or chat is gone. */
+  "schedules/runNow": { params: T.ScheduleIdParams; result: T.RunNowResult };
 }
 
 /** Notifications the client sends, by method name. */
@@ -157,6 +167,8 @@ export interface ServerNotifications {
   "mcpServers/status": { params: T.ServerStatusParams };
   /** A setting changed (by settings/set, from this client or another way). */
   "settings/changed": { params: T.SettingsChangedParams };
+  /** A schedule ran (fired on time, at start for a missed run, or by runNow). */
+  "schedules/fired": { params: T.FiredParams };
 }
 
 export const ErrorCodes = {

@@ -994,3 +994,142 @@ export interface RoundTripParams {
 export interface RoundTripResult {
   result: unknown;
 }
+
+export interface ListSchedulesParams {
+  /** Only the schedules posting to this chat. */
+  chatId?: string | null;
+  /** Only the schedules of this tool. */
+  toolId?: string | null;
+}
+
+export interface SchedulesResult {
+  /** Oldest first. */
+  schedules: Schedule[];
+}
+
+export interface Schedule {
+  /** The schedule's id. */
+  id: string;
+  /** Canonical id of the tool it runs, as tools/list gives it. */
+  toolId: string;
+  /** Five fields (minute hour day-of-month month day-of-week, e.g. '0 9 * * 1-5'), seed 004's one-field '*/N' (every N minutes, N dividing 60) or @hourly/@daily/@weekly/@monthly/@yearly. Stored and shown in five fields. Seconds (six fields) are refused: a schedule fires at most once a minute. */
+  cron: string;
+  /** IANA time zone the cron expression is read in (Europe/Malta); default: the machine's zone. */
+  timezone: string;
+  /** Whether it fires (runNow works either way). */
+  enabled: boolean;
+  /** What to do with runs that fell due while the sidecar was not running (or tools were switched off): 'runOnce' runs once at start however many were missed; 'skip' waits for the next time. */
+  missed: "runOnce" | "skip";
+  /** The user lets this tool run unattended on this schedule although it asks for confirmation; without it such a tool's runs are refused and the schedule is paused. */
+  allowUnattended: boolean;
+  /** 'manifest': a tool's trigger in its toolset.yaml made it (an upgrade updates its cron and prompt, uninstall deletes it); 'user': schedules/create did. */
+  source: "manifest" | "user";
+  /** The cron expression in words: 'At 09:00 on Monday through Friday'. */
+  explained: string;
+  /** When it was created (UTC, ISO 8601). */
+  createdAt: string;
+  /** When it last changed (UTC, ISO 8601). */
+  updatedAt: string;
+  /** The tool's arguments for every run. */
+  args?: Record<string, unknown>;
+  /** Seed 004's template: the tool's output is appended after it (after a blank line), or put where {{output}} stands. Absent: the output alone. */
+  prompt?: string | null;
+  /** The chat the run happens in: the tool works in its workspace, and the prompt and output become a user message there that starts a turn. Absent: the output is announced with schedules/fired. */
+  chatId?: string | null;
+  /** The provider of the turn a run starts in the chat (providers/list id); default: the default provider. */
+  provider?: string | null;
+  /** The model of that turn; default: the provider's default model. */
+  model?: string | null;
+  /** Why it does not fire although enabled: its tool or chat was deleted, or its tool asks for confirmation and allowUnattended is off. schedules/update with the problem fixed (or enabled: true) resumes it. */
+  pausedReason?: string | null;
+  /** The toolset whose manifest declared it. */
+  toolsetId?: string | null;
+  /** When it fires next (UTC, ISO 8601); absent while disabled or paused. */
+  nextRunAt?: string | null;
+  /** When it last ran (UTC, ISO 8601). */
+  lastRunAt?: string | null;
+  /** The tool call of its last run. */
+  lastToolCallId?: string | null;
+  /** How its last run ended. */
+  lastStatus?: "error" | "success" | null;
+  /** What went wrong in its last run. */
+  lastError?: string | null;
+}
+
+export interface CreateScheduleParams {
+  /** Canonical id of the tool to run (any provider). */
+  toolId: string;
+  /** Five fields (minute hour day-of-month month day-of-week, e.g. '0 9 * * 1-5'), seed 004's one-field '*/N' (every N minutes, N dividing 60) or @hourly/@daily/@weekly/@monthly/@yearly. Stored and shown in five fields. Seconds (six fields) are refused: a schedule fires at most once a minute. */
+  cron: string;
+  /** The tool's arguments, checked against its input schema now. */
+  args?: Record<string, unknown>;
+  /** IANA time zone the cron expression is read in (Europe/Malta); default: the machine's zone. */
+  timezone?: string | null;
+  /** Seed 004's template: the tool's output is appended after it (after a blank line), or put where {{output}} stands. Absent: the output alone. */
+  prompt?: string | null;
+  /** The chat the run happens in: the tool works in its workspace, and the prompt and output become a user message there that starts a turn. Absent: the output is announced with schedules/fired. */
+  chatId?: string | null;
+  /** The provider of the turn a run starts in the chat (providers/list id); default: the default provider. */
+  provider?: string | null;
+  /** The model of that turn; default: the provider's default model. */
+  model?: string | null;
+  /** Whether it fires. */
+  enabled?: boolean;
+  /** What to do with runs that fell due while the sidecar was not running (or tools were switched off): 'runOnce' runs once at start however many were missed; 'skip' waits for the next time. */
+  missed?: "runOnce" | "skip";
+  /** The user lets this tool run unattended on this schedule although it asks for confirmation; without it such a tool's runs are refused and the schedule is paused. */
+  allowUnattended?: boolean;
+}
+
+export interface ScheduleResult {
+  /** The schedule as stored now. */
+  schedule: Schedule;
+}
+
+export interface UpdateScheduleParams {
+  /** The schedule to change; only the fields given change. */
+  id: string;
+  /** Another tool. */
+  toolId?: string;
+  /** Five fields (minute hour day-of-month month day-of-week, e.g. '0 9 * * 1-5'), seed 004's one-field '*/N' (every N minutes, N dividing 60) or @hourly/@daily/@weekly/@monthly/@yearly. Stored and shown in five fields. Seconds (six fields) are refused: a schedule fires at most once a minute. */
+  cron?: string;
+  /** New arguments. */
+  args?: Record<string, unknown>;
+  /** IANA time zone the cron expression is read in (Europe/Malta); default: the machine's zone. */
+  timezone?: string;
+  /** Seed 004's template: the tool's output is appended after it (after a blank line), or put where {{output}} stands. Absent: the output alone. null removes it. */
+  prompt?: string | null;
+  /** The chat the run happens in: the tool works in its workspace, and the prompt and output become a user message there that starts a turn. Absent: the output is announced with schedules/fired. null: no chat. */
+  chatId?: string | null;
+  /** The provider of the turn a run starts in the chat (providers/list id); default: the default provider. null: the default. */
+  provider?: string | null;
+  /** The model of that turn; default: the provider's default model. null: the default. */
+  model?: string | null;
+  /** Whether it fires; true also clears pausedReason once its tool and chat are there. */
+  enabled?: boolean;
+  /** What to do with runs that fell due while the sidecar was not running (or tools were switched off): 'runOnce' runs once at start however many were missed; 'skip' waits for the next time. */
+  missed?: "runOnce" | "skip";
+  /** The user lets this tool run unattended on this schedule although it asks for confirmation; without it such a tool's runs are refused and the schedule is paused. */
+  allowUnattended?: boolean;
+}
+
+export interface ScheduleIdParams {
+  /** The schedule's id, as schedules/list gives it. */
+  id: string;
+}
+
+export interface RunNowResult {
+  /** The run's tool call (also in the audit trail); with a chat, the turn it starts goes on after this answer and streams as chat/event notifications. */
+  toolCall: ToolCall;
+}
+
+export interface FiredParams {
+  /** The schedule that ran. */
+  scheduleId: string;
+  /** Its tool call. */
+  toolCall: ToolCall;
+  /** The prompt with the tool's output (text, secrets masked): what a chat would have been sent. */
+  message: string;
+  /** Set when the run posted to a chat (its turn streams as chat/event notifications). */
+  chatId?: string | null;
+}

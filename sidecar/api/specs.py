@@ -6,12 +6,25 @@ answer does: the package's ``__init__`` stays empty and the start-up path import
 
 from __future__ import annotations
 
-from . import chats, config, debug, lifecycle, mcp, providers, secrets, settings, tool_calls, toolsets, workspace
+from . import (
+    chats,
+    config,
+    debug,
+    lifecycle,
+    mcp,
+    providers,
+    schedules,
+    secrets,
+    settings,
+    tool_calls,
+    toolsets,
+    workspace,
+)
 from .base import MethodSpec
 
 SPECS: tuple[MethodSpec, ...] = (*lifecycle.SPECS, *chats.SPECS, *workspace.SPECS, *toolsets.SPECS, *tool_calls.SPECS,
                                    *config.SPECS, *mcp.SPECS, *providers.SPECS, *secrets.SPECS, *settings.SPECS,
-                                   *debug.SPECS)
+                                   *debug.SPECS, *schedules.SPECS)
 
 # The endpoints of seed 000 §7, in its order; protocol/README.md maps each to the method serving it.
 SEED_ENDPOINTS: tuple[str, ...] = (

@@ -10,6 +10,7 @@ from .debug import DebugHandlers
 from .mcp import McpHandlers
 from .providers import ProviderHandlers
 from .routes import routes
+from .schedules import ScheduleHandlers
 from .secrets import SecretHandlers
 from .settings import SettingsHandlers
 from .tool_calls import ToolCallHandlers
@@ -19,8 +20,8 @@ from .workspace import WorkspaceHandlers
 if TYPE_CHECKING:
     from ..compose import Services
 
-AREAS = (ChatHandlers, ConfigHandlers, DebugHandlers, McpHandlers, ProviderHandlers, SecretHandlers,
-         SettingsHandlers, ToolCallHandlers, ToolsetHandlers, WorkspaceHandlers)
+AREAS = (ChatHandlers, ConfigHandlers, DebugHandlers, McpHandlers, ProviderHandlers, ScheduleHandlers,
+         SecretHandlers, SettingsHandlers, ToolCallHandlers, ToolsetHandlers, WorkspaceHandlers)
 
 
 def service_routes(s: Services) -> dict[str, Any]:
@@ -31,6 +32,7 @@ def service_routes(s: Services) -> dict[str, Any]:
         DebugHandlers(s.settings, s.db, s.started_at, s.secrets, s.switch),
         McpHandlers(s.mcp_servers),
         ProviderHandlers(s.providers),
+        ScheduleHandlers(s.schedules),
         SecretHandlers(s.secrets, s.mcp_servers, s.providers),
         SettingsHandlers(s.switch),
         ToolCallHandlers(s.audit),

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from ..api.chats import ChatEventParams, ConfirmToolCallParams, ConfirmToolCallResult
 from ..api.mcp import ElicitParams, ElicitResult, McpServer, ServerStatusParams
+from ..api.schedules import FiredParams
 from ..api.settings import SettingsChangedParams, UserSettings
 from ..api.toolsets import ToolsetChangedParams
 from ..api.workspace import ChangedParams, Changes
@@ -51,6 +53,16 @@ class Notifier:
     async def tools_switched(self, enabled: bool) -> None:
         await self._peer.notify("settings/changed", SettingsChangedParams(UserSettings(tools_enabled=enabled),
                                                                           ["toolsEnabled"]))
+
+    async def schedule_fired(self, params: FiredParams) -> None:
+        await self._peer.notify("schedules/fired", params)
+
+    async def chat_event(self, params: ChatEventParams) -> None:
+        """A turn no request of the UI started (a schedule's) streams as chat/send's does."""
+        await self._peer.notify("chat/event", params)
+
+    async def confirm_tool_call(self, params: ConfirmToolCallParams) -> ConfirmToolCallResult:
+        return await self._peer.request("ui/confirmToolCall", params, ConfirmToolCallResult)
 
     async def elicit(self, request: Elicitation) -> ElicitAnswer:
         """`ui/elicit`: the user's answer to an MCP server's question. A malformed answer is `InvalidAnswer`."""

@@ -1,0 +1,434 @@
+"""Schedules: their rules (what a valid schedule is), the one task that fires them, and a run.
+
+The task sleeps until the first ``next_run_at`` (``clock.Clock``: naps bounded so a suspended
+laptop's wake-up is noticed), then fires every schedule that is due. Before any run starts, each
+due schedule's ``next_run_at`` moves to its first slot after *now*: a schedule several slots
+behind (after a suspend, a clock jump, tools switched back on) runs once, never once per slot.
+The first pass after start (and after tools are switched back on) applies each schedule's
+``missed`` rule to slots that passed meanwhile: ``runOnce`` runs once, ``skip`` does not.
+
+A run: the tool call through ``ToolCallService`` (the tool's sandbox, config and confirmation
+rules; every run, refused ones too, is a tool call record), then its output, after the prompt
+template, becomes a user message in the schedule's chat starting a turn there, and
+``schedules/fired`` tells the UI. Runs of one schedule never overlap (one that is still running
+when its next slot comes skips that slot); at most ``CONCURRENCY`` tool calls of schedules run at
+once, so a thousand schedules due in the same minute queue instead of crowding the event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+import anyio
+import msgspec
+from anyio.abc import TaskGroup
+
+from ..api.chats import ConfirmToolCallParams, ConfirmToolCallResult, SendParams
+from ..api.schedules import CreateScheduleParams, FiredParams, UpdateScheduleParams
+from ..chat import context, framing
+from ..chat.events import Emit
+from ..chat.turns import call_out
+from ..errors import Conflict, InvalidParams, NotConfigured, NotFound, SidecarError
+from ..store import Database
+from ..store.rows import new_id, now
+from ..store.schedules import ScheduleRepo, ScheduleRow
+from ..store.tool_calls import ToolCallRow
+from ..store.toolsets import ToolsetRepo
+from ..tools import output as tool_output
+from ..tools import permissions
+from ..tools.validate import check_args
+from . import cron
+from .clock import Clock, WallClock
+
+if TYPE_CHECKING:
+    from ..chat.turns import TurnService
+    from ..tools.calls import ToolCallService
+    from ..tools.resolved import Resolved
+
+log = logging.getLogger("sidecar.schedules")
+
+CONCURRENCY = 8  # tool calls of schedules at once
+# At start, a slot older than this was missed while the sidecar was down (``missed`` decides);
+# a younger one is a restart across its minute and simply runs.
+MISSED_AFTER = timedelta(seconds=60)
+BUSY_RETRY = 2.0  # seconds between tries to post to a chat whose turn is still running
+BUSY_GIVE_UP = 600.0  # seconds after which the output is not posted (last_error says so)
+
+Fired = Callable[[FiredParams], Awaitable[None]]
+Confirm = Callable[[ConfirmToolCallParams], Awaitable[ConfirmToolCallResult]]
+
+
+def stamp(at: datetime) -> str:
+    """``at`` as stored: UTC in ``rows.now()``'s form, so text order is time order."""
+    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_stamp(text: str) -> datetime:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+
+
+def message(prompt: str | None, output: str) -> str:
+    """Seed 004: the prompt template with the tool's output appended (or where ``{{output}}`` is)."""
+    if not prompt:
+        return output
+    if "{{output}}" in prompt:
+        return prompt.replace("{{output}}", output)
+    return f"{prompt}\n\n{output}"
+
+
+class Schedules:
+    def __init__(self, db: Database, tool_calls: ToolCallService, turns: TurnService, *, fired: Fired,
+                 chat_event: Emit, confirm: Confirm, clock: Clock | None = None,
+                 tools_enabled: Callable[[], bool] = lambda: True) -> None:
+        self.db = db
+        self.repo = ScheduleRepo(db)
+        self.tool_calls = tool_calls
+        self.catalog = tool_calls.catalog
+        self.turns = turns
+        self.workspace = turns.workspace
+        self.clock: Clock = clock or WallClock()
+        self._fired = fired
+        self._chat_event = chat_event
+        self._confirm = confirm
+        self.tools_enabled = tools_enabled  # the kill switch's reading (off: nothing fires)
+        self._wake = anyio.Event()
+        self._running: set[str] = set()
+        self._limiter = anyio.CapacityLimiter(CONCURRENCY)
+        self._tg: TaskGroup | None = None
+        self._closed = anyio.CancelScope()
+        self.passes = 0  # scheduler passes so far (debug and tests)
+
+    @property
+    def running(self) -> frozenset[str]:
+        """Ids of the schedules with a run in progress (its turn included)."""
+        return frozenset(self._running)
+
+    def bind(self, tg: TaskGroup) -> None:
+        """Start firing schedules in ``tg``, until ``aclose``."""
+        tg.start_soon(self._main)
+
+    async def aclose(self) -> None:
+        """Fire nothing more; runs in progress are cancelled (their tool calls are recorded so)."""
+        self._closed.cancel()
+
+    async def _main(self) -> None:
+        with self._closed:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                await self._loop()
+
+    def wake(self) -> None:
+        """Plan again now: a schedule changed, or tools were switched on or off."""
+        self._wake.set()
+
+    # -- the user's side --------------------------------------------------------------------
+
+    async def list(self, chat_id: str | None = None, tool_id: str | None = None) -> list[ScheduleRow]:
+        if await self.repo.pause_orphans_of_chats():
+            self.wake()
+        return await self.repo.all(chat_id=chat_id, tool_id=tool_id)
+
+    async def get(self, schedule_id: str) -> ScheduleRow:
+        row = await self.repo.get(schedule_id)
+        if row is None:
+            raise NotFound("schedule", schedule_id)
+        return row
+
+    async def create(self, p: CreateScheduleParams) -> ScheduleRow:
+        at = now()
+        s = ScheduleRow(id=new_id(), tool_id=p.tool_id, args=p.args, cron=p.cron,
+                        timezone=p.timezone or cron.local_zone(), prompt=p.prompt, chat_id=p.chat_id,
+                        provider=p.provider, model=p.model, enabled=p.enabled, missed=p.missed,
+                        allow_unattended=p.allow_unattended, created_at=at, updated_at=at)
+        await self._check(s)
+        self._plan(s)
+        await self.repo.put(s)
+        self.wake()
+        return s
+
+    async def update(self, p: UpdateScheduleParams) -> ScheduleRow:
+        s = await self.get(p.id)
+        before = (s.cron, s.timezone, s.enabled, s.paused_reason)
+        for f in p.__struct_fields__:
+            value = getattr(p, f)
+            if f != "id" and value is not msgspec.UNSET:
+                setattr(s, f, value)
+        if s.enabled:
+            await self._check(s)  # a schedule that may fire is whole again: any pause is over
+            s.paused_reason = None
+        else:
+            s.cron = _cron(s.cron)
+            s.timezone = _zone(s.timezone)
+        if (s.cron, s.timezone, s.enabled, s.paused_reason) != before:
+            self._plan(s)
+        s.updated_at = now()
+        await self.repo.put(s)
+        self.wake()
+        return s
+
+    async def delete(self, schedule_id: str) -> None:
+        if not await self.repo.delete(schedule_id):
+            raise NotFound("schedule", schedule_id)
+        self.wake()
+
+    async def run_now(self, schedule_id: str) -> ToolCallRow:
+        """Run once, now, as the user (who is there to say so: no confirmation is asked); a turn
+        in its chat goes on after this returns."""
+        s = await self.get(schedule_id)
+        if self._tg is None or self._closed.cancel_called:
+            raise Conflict("shutting down", "the scheduler is not running")
+        self._claim(s.id)
+        try:
+            row, text = await self._call(s, by_user=True)
+        except BaseException:
+            self._release(s.id)
+            raise
+        self._tg.start_soon(self._follow_up, s, row, text)
+        return row
+
+    async def toolset_changed(self, toolset_id: str) -> None:
+        """A toolset was installed, upgraded, switched or uninstalled: its manifest's triggers
+        become, stay or stop being schedules; a user's schedule of a tool that went is paused."""
+        toolset = await ToolsetRepo(self.db).get(toolset_id)
+        tools = await ToolsetRepo(self.db).tools(toolset_id) if toolset is not None else []
+        declared = {t.tool_id: t for t in tools if (t.config.get("trigger") or {}).get("type") == "cron"}
+        present = {t.tool_id for t in tools}
+        existing = await self.repo.of_toolset(toolset_id)
+        gone: list[str] = []
+        for s in existing:
+            if s.source == "manifest" and s.toolset_id == toolset_id:
+                t = declared.pop(s.tool_id, None)
+                if t is None:
+                    gone.append(s.id)  # the trigger (or the tool, or the toolset) was taken out
+                    continue
+                trigger = t.config["trigger"]
+                if (s.cron, s.prompt) != (trigger["schedule"], trigger.get("prompt")):
+                    s.cron, s.prompt, s.updated_at = trigger["schedule"], trigger.get("prompt"), now()
+                    self._plan(s)
+                    await self.repo.put(s)
+            elif s.paused_reason is None and (toolset is None or (not s.tool_id.startswith("mcp:")
+                                                                  and s.tool_id not in present)):
+                await self.repo.pause(s.id, _tool_gone(s.tool_id))
+        await self.repo.delete_many(gone)
+        for t in declared.values():
+            trigger = t.config["trigger"]
+            at = now()
+            s = ScheduleRow(id=new_id(), tool_id=t.tool_id, cron=trigger["schedule"], timezone=cron.local_zone(),
+                            prompt=trigger.get("prompt"), source="manifest", toolset_id=toolset_id,
+                            created_at=at, updated_at=at)
+            if t.requires_confirmation:
+                s.paused_reason = (f"{t.tool_id} asks for confirmation before it runs; to let this schedule run it "
+                                   "unattended, update it with allowUnattended: true")
+            self._plan(s)
+            await self.repo.put(s)
+        self.wake()
+
+    async def _check(self, s: ScheduleRow) -> None:
+        """Refuse what could never run, saying what to fix; canonicalise what can."""
+        s.cron = _cron(s.cron)
+        s.timezone = _zone(s.timezone)
+        target = await self.catalog.resolve(s.tool_id)
+        tool = target.tool
+        s.tool_id = tool.id
+        check_args(tool.input_schema, s.args)
+        if s.chat_id is None and (tool.provider == "builtin" or target.config.get("needs_workspace")):
+            raise InvalidParams("params.chatId", f"{tool.id} works on a chat's workspace files; give the chatId "
+                                                 "of the chat it is to work in")
+        if s.chat_id is not None:
+            await self.workspace.require_chat(s.chat_id)
+        if s.provider is not None:
+            await self.turns.providers.get(s.provider)
+        if tool.requires_confirmation and not s.allow_unattended:
+            raise InvalidParams("params.allowUnattended", f"{tool.id} asks for confirmation before it runs; set "
+                                                          "allowUnattended: true to let this schedule run it "
+                                                          "without asking")
+
+    def _plan(self, s: ScheduleRow) -> None:
+        if not s.enabled or s.paused_reason is not None:
+            s.next_run_at = None
+            return
+        s.next_run_at = stamp(cron.next_after(s.cron, self.clock.now(), s.timezone))
+
+    # -- firing ------------------------------------------------------------------------------
+
+    async def _loop(self) -> None:
+        catch_up = True  # the first pass meets the slots that passed while the sidecar was down
+        while True:
+            self._wake = anyio.Event()
+            first: datetime | None = None
+            try:
+                if self.tools_enabled():
+                    await self._fire_due(catch_up)
+                    catch_up = False
+                    due = await self.repo.first_due()
+                    first = parse_stamp(due) if due else None
+                else:
+                    catch_up = True  # switched back on: what passed meanwhile follows ``missed``
+            except Exception:  # the scheduler outlives a bad pass (a locked disk, a bad row)
+                log.exception("a scheduler pass failed; trying again shortly")
+            self.passes += 1
+            await self.clock.wait(first, self._wake)
+
+    async def _fire_due(self, catch_up: bool) -> None:
+        at = self.clock.now()
+        due = await self.repo.due(stamp(at))
+        nexts: list[tuple[str | None, str]] = []
+        launch: list[ScheduleRow] = []
+        for s in due:
+            slot = parse_stamp(s.next_run_at) if s.next_run_at else at
+            try:
+                nexts.append((stamp(cron.next_after(s.cron, at, s.timezone)), s.id))
+            except Exception as exc:  # a zone this machine no longer knows, after an OS update
+                await self.repo.pause(s.id, f"its cron or time zone cannot be used here: {exc}")
+                continue
+            if s.id in self._running:
+                log.info("schedule %s is still running its last run; slot %s skipped", s.id, s.next_run_at)
+            elif catch_up and s.missed == "skip" and at - slot > MISSED_AFTER:
+                log.info("schedule %s missed %s while the sidecar was not running; skipped", s.id, s.next_run_at)
+            else:
+                launch.append(s)
+        await self.repo.set_next(nexts)
+        assert self._tg is not None
+        for s in launch:
+            self._claim(s.id)
+            self._tg.start_soon(self._fire, s)
+
+    async def _fire(self, s: ScheduleRow) -> None:
+        try:
+            async with self._limiter:
+                row, text = await self._call(s, by_user=False)
+        except SidecarError as exc:
+            log.info("schedule %s did not run: %s", s.id, exc.message)
+            self._release(s.id)
+            return
+        except Exception:
+            log.exception("schedule %s failed", s.id)
+            self._release(s.id)
+            return
+        await self._follow_up(s, row, text)
+
+    def _claim(self, schedule_id: str) -> None:
+        if schedule_id in self._running:
+            raise Conflict("schedule running", f"schedule {schedule_id} is running already; runs of one schedule "
+                                               "never overlap: wait for this one to end")
+        self._running.add(schedule_id)
+
+    def _release(self, schedule_id: str) -> None:
+        self._running.discard(schedule_id)
+
+    # -- one run -----------------------------------------------------------------------------
+
+    async def _call(self, s: ScheduleRow, *, by_user: bool) -> tuple[ToolCallRow, str]:
+        """The tool call of one run and the message it makes. A run that is refused before the
+        tool starts is recorded too, then raises (a gone tool or chat pauses the schedule)."""
+        record = ToolCallRow(id=new_id(), tool_id=s.tool_id, chat_id=s.chat_id, args=s.args, status="running",
+                             started_at=now())
+        try:
+            target = await self.catalog.resolve(s.tool_id)
+            if s.chat_id is not None:
+                await self.workspace.require_chat(s.chat_id)
+        except NotFound as exc:
+            chat_gone = (exc.data or {}).get("kind") == "chat"
+            reason = (f"its chat {s.chat_id} was deleted; choose another chat (or none) with schedules/update"
+                      if chat_gone else _tool_gone(s.tool_id))
+            await self.repo.pause(s.id, reason)
+            if chat_gone:
+                record.chat_id = None  # the record cannot belong to a chat that is gone
+            await self._refused(s, record, "unavailable", reason)
+            raise
+        tool = target.tool
+        if (tool.requires_confirmation and not by_user and not s.allow_unattended
+                and not await permissions.allowed(self.db, s.chat_id or "", tool)):
+            reason = (f"{tool.id} asks for confirmation before it runs; to let this schedule run it unattended, "
+                      "update it with allowUnattended: true")
+            await self.repo.pause(s.id, reason)
+            await self._refused(s, record, "denied", reason)
+            raise Conflict("needs confirmation", reason)
+        try:
+            row = await self._run_tool(s, record, target)
+        except NotConfigured as exc:
+            await self._refused(s, record, "unconfigured", exc.message)
+            raise
+        except InvalidParams as exc:  # the tool's schema changed under the stored arguments
+            await self._refused(s, record, "arguments", exc.message)
+            raise
+        except SidecarError as exc:  # disabled, switched off, its server not connected
+            await self._refused(s, record, "unavailable", exc.message)
+            raise
+        view = framing.View.of(tool_output.of_config(target.config), row.render_plan)
+        text = context.cut_text(context.model_text(row, view), view.max_chars)
+        if row.status != "success":
+            text = f"[{tool.name} failed: {row.error or 'no reason given'}]\n{text}".rstrip()
+        await self.repo.ran(s.id, row.finished_at or now(), row.id, row.status, row.error)
+        return row, message(s.prompt, text)
+
+    async def _run_tool(self, s: ScheduleRow, record: ToolCallRow, target: Resolved) -> ToolCallRow:
+        # The audit trail's origin ("schedule" + s.id) joins this call as one keyword argument
+        # once ToolCallService.call takes it.
+        return await self.tool_calls.call(target.tool.id, s.args, s.chat_id, call_id=record.id)
+
+    async def _refused(self, s: ScheduleRow, record: ToolCallRow, kind: str, why: str) -> None:
+        record.error, record.error_kind, record.finished_at = why, kind, now()
+        await self.tool_calls.record_refused(record)
+        await self.repo.ran(s.id, record.finished_at, record.id, "error", why)
+
+    async def _follow_up(self, s: ScheduleRow, row: ToolCallRow, text: str) -> None:
+        """Tell the UI, then start the chat's turn; the schedule counts as running until the turn
+        ends, so a slow turn is never overlapped by the next run."""
+        try:
+            await self._fired(FiredParams(s.id, call_out(row), text, s.chat_id))
+            if s.chat_id is not None:
+                await self._post(s, text)
+        except Exception:
+            log.exception("schedule %s: its output could not be delivered", s.id)
+        finally:
+            self._release(s.id)
+
+    async def _post(self, s: ScheduleRow, text: str) -> None:
+        assert s.chat_id is not None
+        params = SendParams(chat_id=s.chat_id, content=text, provider=s.provider, model=s.model)
+        give_up = anyio.current_time() + BUSY_GIVE_UP
+        while True:
+            try:
+                result = await self.turns.send(params, self._chat_event, self._confirm, anyio.sleep_forever)
+                break
+            except Conflict:  # the user's own turn is running in that chat: this one goes after it
+                if anyio.current_time() > give_up:
+                    await self._note(s, f"the chat was busy for {BUSY_GIVE_UP:.0f} s; this run's output was not "
+                                        "posted")
+                    return
+                await anyio.sleep(BUSY_RETRY)
+            except NotFound as exc:
+                await self.repo.pause(s.id, f"its chat or provider is gone: {exc.message}")
+                return
+        if result.error:
+            await self._note(s, f"the turn it started failed: {result.error}")
+
+    async def _note(self, s: ScheduleRow, error: str) -> None:
+        row = await self.repo.get(s.id)
+        if row is not None:
+            await self.repo.ran(s.id, row.last_run_at or now(), row.last_tool_call_id, row.last_status or "error",
+                                error)
+
+
+def _tool_gone(tool_id: str) -> str:
+    return (f"its tool {tool_id} is gone (uninstalled, or removed by an upgrade); choose another tool with "
+            "schedules/update, or delete the schedule")
+
+
+def _cron(expr: str) -> str:
+    try:
+        return cron.normalise(expr)
+    except cron.CronError as exc:
+        raise InvalidParams("params.cron", str(exc)) from None
+
+
+def _zone(name: str) -> str:
+    try:
+        return cron.check_zone(name)
+    except cron.CronError as exc:
+        raise InvalidParams("params.timezone", str(exc)) from None
+
