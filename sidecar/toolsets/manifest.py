@@ -12,6 +12,7 @@ import msgspec
 from ..api.base import Id
 from ..api.toolsets import RENDERERS, Renderer
 from ..errors import ManifestError
+from ..schedules import cron
 from ..store.mcp_servers import McpServerRow
 from ..tools.output import COLOUR_HINT, OutputDecl, check_colours
 from ..tools.providers.http.auth import auth_error
@@ -46,6 +47,16 @@ class ConfigFieldDecl(_Decl):
 ConfigSchema = dict[str, ConfigFieldDecl]
 
 
+class TriggerDecl(_Decl):
+    """When the tool runs by itself (seed 004): ``on_demand`` (the default: when called) or
+    ``cron``, which puts it on a schedule at install (``schedule``: a cron expression, seed 004's
+    ``*/30`` included; ``prompt``: the template its output is appended to)."""
+
+    type: Literal["on_demand", "cron", "webhook"] = "on_demand"
+    schedule: str | None = None
+    prompt: str | None = None
+
+
 class ToolDecl(_Decl):
     id: Id
     # A Python tool's function, or ``http`` for a tool that is templated REST calls (seed 002): one of the two.
@@ -59,6 +70,7 @@ class ToolDecl(_Decl):
     timeout: Annotated[float, msgspec.Meta(gt=0, le=3600)] | None = None  # seconds
     output: OutputDecl | None = None  # card, synthesize, ephemeral, what the model is given (seed 004)
     config_schema: ConfigSchema = {}  # this tool's own fields, beside the toolset's
+    trigger: TriggerDecl | None = None
 
 
 class OverrideDecl(_Decl):
@@ -238,6 +250,8 @@ def _check(m: Manifest) -> Parsed:
     for i, t in enumerate(m.tools):
         if t.output is not None:
             _check_output(f"tools[{i}].output", t.output)
+        if t.trigger is not None:
+            _check_trigger(f"tools[{i}].trigger", t.trigger)
         if t.http is not None and not t.http.allowed_hosts and m.allowed_hosts:
             t.http = msgspec.structs.replace(t.http, allowed_hosts=list(m.allowed_hosts))
         _check_kind(i, t)
@@ -264,6 +278,22 @@ def _check_kind(i: int, t: ToolDecl) -> None:
         check_http(t.http, t.input_schema)
     except SpecError as exc:
         raise ManifestError(f"tools[{i}].http" + (f".{exc.where}" if exc.where else ""), exc.reason) from None
+
+
+def _check_trigger(where: str, trigger: TriggerDecl) -> None:
+    if trigger.type == "webhook":
+        raise ManifestError(f"{where}.type", "webhook triggers are not implemented (seed 004); use cron or on_demand")
+    if trigger.type == "on_demand":
+        if trigger.schedule is not None:
+            raise ManifestError(f"{where}.schedule", "only a cron trigger has a schedule; set type: cron")
+        return
+    if trigger.schedule is None:
+        raise ManifestError(f"{where}.schedule", "a cron trigger needs a schedule, e.g. '*/30' (every 30 minutes) "
+                                                 "or '0 9 * * 1-5'")
+    try:
+        trigger.schedule = cron.normalise(trigger.schedule)
+    except cron.CronError as exc:
+        raise ManifestError(f"{where}.schedule", str(exc)) from None
 
 
 def _check_output(where: str, output: OutputDecl) -> None:

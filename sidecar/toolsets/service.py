@@ -224,7 +224,8 @@ class ToolsetService:
             "entrypoint": t.entrypoint, "input_schema": t.input_schema,
             "requires_confirmation": t.requires_confirmation or None,
             "timeout": t.config.get("timeout"), "output": t.config.get("output"),
-            "config_schema": t.config.get("config_schema"), "http": t.config.get("http")}) for t in tools]
+            "config_schema": t.config.get("config_schema"), "http": t.config.get("http"),
+            "trigger": t.config.get("trigger")}) for t in tools]
         out["tool_overrides"] = [_drop_empty({
             "tool_id": o.tool_id.removeprefix(f"{tid}:"), "renderer": o.renderer,
             "renderer_config": o.renderer_config, "name_override": o.name_override,
@@ -261,6 +262,8 @@ def _stored_tool(toolset_id: str, t: ToolDecl, code: dict[str, Any]) -> StoredTo
         config["needs_workspace"] = True  # plain f(workspace, ...) functions are handed the folder
     if t.config_schema:
         config["config_schema"] = schema_data(t.config_schema)
+    if t.trigger is not None and t.trigger.type == "cron":
+        config["trigger"] = _drop_empty(msgspec.to_builtins(t.trigger))  # schedules follow it (Schedules)
     if t.http is not None:
         # Stored as declared (camelCase, defaults left out): what export writes back and the runner reads.
         config["http"] = msgspec.to_builtins(t.http)
