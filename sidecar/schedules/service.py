@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -358,7 +359,8 @@ class Schedules:
         except SidecarError as exc:  # disabled, switched off, its server not connected
             await self._refused(s, record, "unavailable", exc.message)
             raise
-        view = framing.View.of(tool_output.of_config(target.config), row.render_plan)
+        # The card's text, never "a card was shown": nobody saw this run's card.
+        view = replace(framing.View.of(tool_output.of_config(target.config), row.render_plan), card_only=False)
         text = context.cut_text(context.model_text(row, view), view.max_chars)
         if row.status != "success":
             text = f"[{tool.name} failed: {row.error or 'no reason given'}]\n{text}".rstrip()
