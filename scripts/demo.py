@@ -154,6 +154,23 @@ async def run(data_dir: Path, verbose: bool) -> int:
         broken = await run_tool("cards:broken", {})
         show("  {error} in a result", f"status {broken['status']}: {broken['error']}")
 
+        step("a tool on a schedule: its output becomes a message in the chat and starts a turn")
+        try:
+            await sc.request("schedules/create", {"toolId": "cards:weather", "cron": "30 2 31 2 *"})
+        except RemoteError as exc:
+            show("a cron that never fires", f"{exc.code} {exc.data['reason']}")
+        made = (await sc.request("schedules/create", {
+            "toolId": "cards:weather", "args": {"location": "Valletta"}, "cron": "0 7 * * 1-5", "chatId": cid,
+            "timezone": "Europe/Malta", "prompt": "Tell me what to wear today, given this forecast:"}))["schedule"]
+        show("schedules/create", f"{made['cron']} = {made['explained']} ({made['timezone']}), next {made['nextRunAt']}")
+        ran = (await sc.request("schedules/runNow", {"id": made["id"]}))["toolCall"]
+        fired = await sc.wait_notification("schedules/fired", lambda p: p["scheduleId"] == made["id"])
+        show("schedules/runNow", f"tool call {ran['status']}; the chat is sent:")
+        show("", fired["params"]["message"].replace("\n", " / ")[:110])
+        await sc.wait_notification("chat/event", lambda p: p["chatId"] == cid
+                                   and p["event"]["kind"] == "messageCompleted")
+        show("a turn ran", "the scripted model answered in the chat (chat/event notifications)")
+
         await secret_for_a_server(sc)
 
         await configured_tool(sc)

@@ -17,5 +17,5 @@ def test_the_demo_runs_a_whole_session_and_stops_cleanly(tmp_path: Path):
     for seen in ("chat/send answered     stopReason endTurn", "tools/list {chatId}", "still serving          {}",
                  "toolCalls/export",
                  "its echo tool          a secret says hello to the world",
-                 "its tool call: tools_off", "exit code              0"):
+                 "its tool call: tools_off", "a turn ran", "exit code              0"):
         assert seen in out, out[-3000:]
