@@ -332,11 +332,16 @@ class Schedules:
             if s.chat_id is not None:
                 await self.workspace.require_chat(s.chat_id)
         except NotFound as exc:
-            chat_gone = (exc.data or {}).get("kind") == "chat"
+            kind = (exc.data or {}).get("kind")
+            if kind == "tool" and s.tool_id.startswith("mcp:"):
+                # Its server is there but not connected (yet: at start the servers connect in the
+                # background): this run fails, the schedule stays.
+                await self._refused(s, record, "unavailable", exc.message)
+                raise
             reason = (f"its chat {s.chat_id} was deleted; choose another chat (or none) with schedules/update"
-                      if chat_gone else _tool_gone(s.tool_id))
+                      if kind == "chat" else _tool_gone(s.tool_id))
             await self.repo.pause(s.id, reason)
-            if chat_gone:
+            if kind == "chat":
                 record.chat_id = None  # the record cannot belong to a chat that is gone
             await self._refused(s, record, "unavailable", reason)
             raise
