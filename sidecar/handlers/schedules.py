@@ -22,7 +22,9 @@ from .routes import method
 
 
 def schedule_out(s: ScheduleRow) -> Schedule:
-    return Schedule(**msgspec.structs.asdict(s), explained=cron.explain(s.cron))
+    fields = msgspec.structs.asdict(s)
+    del fields["declared"]  # the sidecar's own bookkeeping of manifest triggers
+    return Schedule(**fields, explained=cron.explain(s.cron))
 
 
 class ScheduleHandlers:

@@ -206,8 +206,9 @@ class Schedules:
                     gone.append(s.id)  # the trigger (or the tool, or the toolset) was taken out
                     continue
                 trigger = t.config["trigger"]
-                if (s.cron, s.prompt) != (trigger["schedule"], trigger.get("prompt")):
-                    s.cron, s.prompt, s.updated_at = trigger["schedule"], trigger.get("prompt"), now()
+                if s.declared != trigger:  # the manifest changed its trigger: that wins over an edit
+                    s.cron, s.prompt, s.declared, s.updated_at = (trigger["schedule"], trigger.get("prompt"),
+                                                                  trigger, now())
                     self._plan(s)
                     await self.repo.put(s)
             elif s.paused_reason is None and (toolset is None or (not s.tool_id.startswith("mcp:")
@@ -219,7 +220,7 @@ class Schedules:
             at = now()
             s = ScheduleRow(id=new_id(), tool_id=t.tool_id, cron=trigger["schedule"], timezone=cron.local_zone(),
                             prompt=trigger.get("prompt"), source="manifest", toolset_id=toolset_id,
-                            created_at=at, updated_at=at)
+                            declared=trigger, created_at=at, updated_at=at)
             if t.requires_confirmation:
                 s.paused_reason = (f"{t.tool_id} asks for confirmation before it runs; to let this schedule run it "
                                    "unattended, update it with allowUnattended: true")

@@ -31,6 +31,7 @@ class ScheduleRow(msgspec.Struct, kw_only=True):
     paused_reason: str | None = None
     source: Source = "user"
     toolset_id: str | None = None
+    declared: dict[str, Any] | None = None  # a manifest's trigger as last installed (its cron, prompt)
     next_run_at: str | None = None
     last_run_at: str | None = None
     last_tool_call_id: str | None = None
@@ -41,15 +42,16 @@ class ScheduleRow(msgspec.Struct, kw_only=True):
 
 
 _COLS = ("id, tool_id, args, cron, timezone, prompt, chat_id, provider, model, enabled, missed, allow_unattended, "
-         "paused_reason, source, toolset_id, next_run_at, last_run_at, last_tool_call_id, last_status, last_error, "
-         "created_at, updated_at")
+         "paused_reason, source, toolset_id, declared, next_run_at, last_run_at, last_tool_call_id, last_status, "
+         "last_error, created_at, updated_at")
 _FIELDS = [c.strip() for c in _COLS.split(",")]
 _ACTIVE = "enabled = 1 AND paused_reason IS NULL"
 
 
 def _row(r: aiosqlite.Row) -> ScheduleRow:
     return named(ScheduleRow, r, args=msgspec.json.decode(r["args"]), enabled=bool(r["enabled"]),
-                 allow_unattended=bool(r["allow_unattended"]))
+                 allow_unattended=bool(r["allow_unattended"]),
+                 declared=msgspec.json.decode(r["declared"]) if r["declared"] else None)
 
 
 def _values(s: ScheduleRow) -> dict[str, Any]:
@@ -57,6 +59,7 @@ def _values(s: ScheduleRow) -> dict[str, Any]:
     values["args"] = msgspec.json.encode(s.args).decode()
     values["enabled"] = int(s.enabled)
     values["allow_unattended"] = int(s.allow_unattended)
+    values["declared"] = msgspec.json.encode(s.declared).decode() if s.declared is not None else None
     return values
 
 

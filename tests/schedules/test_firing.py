@@ -156,12 +156,17 @@ async def test_a_manifest_trigger_is_a_schedule_that_follows_upgrades_and_uninst
         assert s.next_run_at == "2026-03-02T10:30:00.000000Z"
         mine = await services.schedules.create(CreateScheduleParams(tool_id="clocked:hello", cron="0 9 * * *",
                                                                     timezone="Europe/Malta"))
-        await services.schedules.update(UpdateScheduleParams(s.id, enabled=False))  # the user's choice...
+        await services.schedules.update(UpdateScheduleParams(s.id, enabled=False, cron="*/15"))  # the user's
+        await services.toolsets.set_enabled("clocked", False)
+        await services.toolsets.set_enabled("clocked", True)
+        await services.toolsets.install(str(folder), replace=True)  # the same manifest again
+        [s1] = await services.schedules.list(tool_id="clocked:digest")
+        assert (s1.cron, s1.enabled) == ("*/15 * * * *", False)  # the user's edit stays
         text = folder.joinpath("toolset.yaml").read_text().replace('"*/30"', '"0 * * * *"')
         folder.joinpath("toolset.yaml").write_text(text)
         await services.toolsets.install(str(folder), replace=True)
         [s2] = await services.schedules.list(tool_id="clocked:digest")
-        assert (s2.id, s2.cron, s2.enabled) == (s.id, "0 * * * *", False)  # ...survives the upgrade
+        assert (s2.id, s2.cron, s2.enabled) == (s.id, "0 * * * *", False)  # a new trigger wins; enabled stays
         await services.toolsets.uninstall("clocked")
         assert await services.schedules.list(tool_id="clocked:digest") == []  # the manifest's went with it
         kept = await services.schedules.get(mine.id)  # the user's is paused, not dropped

@@ -17,6 +17,7 @@ CREATE TABLE schedules (
     paused_reason    TEXT,
     source           TEXT NOT NULL DEFAULT 'user' CHECK (source IN ('user', 'manifest')),
     toolset_id       TEXT, -- the toolset whose manifest declared it (source 'manifest')
+    declared         TEXT, -- JSON {schedule, prompt}: the trigger as the manifest last said it
     next_run_at      TEXT, -- UTC; the slot the scheduler waits for
     last_run_at      TEXT,
     last_tool_call_id TEXT,
