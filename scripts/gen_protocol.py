@@ -146,12 +146,17 @@ def _ts(schema: dict[str, Any], indent: str = "") -> str:
     return "unknown"
 
 
+def _comment(text: str) -> str:
+    """Text for a /** */ comment: a '*/' in it (a cron '*/30') would end the comment early."""
+    return text.replace("*/", "*\\/")
+
+
 def _ts_object(schema: dict[str, Any], indent: str) -> str:
     required = set(schema.get("required", ()))
     lines = ["{"]
     for name, prop in schema["properties"].items():
         if "description" in prop:
-            lines.append(f"{indent}  /** {prop['description']} */")
+            lines.append(f"{indent}  /** {_comment(prop['description'])} */")
         key = name if name.isidentifier() else json.dumps(name)
         optional = "" if name in required else "?"
         lines.append(f"{indent}  {key}{optional}: {_ts(prop, indent + '  ')};")
@@ -165,7 +170,7 @@ def typescript_types() -> str:
     for name, schema in components.items():
         doc = schema.get("description")
         if doc:
-            out.append("/** " + doc.strip().replace("\n", "\n * ") + " */")
+            out.append("/** " + _comment(doc.strip()).replace("\n", "\n * ") + " */")
         if schema.get("type") == "object" and not schema.get("properties"):
             out.append(f"export type {name} = Record<string, never>;")
         elif schema.get("type") == "object":
@@ -195,7 +200,7 @@ def typescript_methods() -> str:
         for s in SPECS:
             if s.kind != kind or s.direction not in (direction, "both"):
                 continue
-            out.append(f"  /** {s.summary} */")
+            out.append(f"  /** {_comment(s.summary)} */")
             if kind == "request":
                 result = "null" if s.result is None else f"T.{s.result.__name__}"
                 out.append(f"  {json.dumps(s.name)}: {{ params: {_ts_ref(s.params)}; result: {result} }};")

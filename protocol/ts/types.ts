@@ -1012,7 +1012,7 @@ export interface Schedule {
   id: string;
   /** Canonical id of the tool it runs, as tools/list gives it. */
   toolId: string;
-  /** Five fields (minute hour day-of-month month day-of-week, e.g. '0 9 * * 1-5'), seed 004's one-field '*/N' (every N minutes, N dividing 60) or @hourly/@daily/@weekly/@monthly/@yearly. Stored and shown in five fields. Seconds (six fields) are refused: a schedule fires at most once a minute. */
+  /** Five fields (minute hour day-of-month month day-of-week, e.g. '0 9 * * 1-5'), seed 004's one-field '*\/N' (every N minutes, N dividing 60) or @hourly/@daily/@weekly/@monthly/@yearly. Stored and shown in five fields. Seconds (six fields) are refused: a schedule fires at most once a minute. */
   cron: string;
   /** IANA time zone the cron expression is read in (Europe/Malta); default: the machine's zone. */
   timezone: string;
@@ -1059,7 +1059,7 @@ export interface Schedule {
 export interface CreateScheduleParams {
   /** Canonical id of the tool to run (any provider). */
   toolId: string;
-  /** Five fields (minute hour day-of-month month day-of-week, e.g. '0 9 * * 1-5'), seed 004's one-field '*/N' (every N minutes, N dividing 60) or @hourly/@daily/@weekly/@monthly/@yearly. Stored and shown in five fields. Seconds (six fields) are refused: a schedule fires at most once a minute. */
+  /** Five fields (minute hour day-of-month month day-of-week, e.g. '0 9 * * 1-5'), seed 004's one-field '*\/N' (every N minutes, N dividing 60) or @hourly/@daily/@weekly/@monthly/@yearly. Stored and shown in five fields. Seconds (six fields) are refused: a schedule fires at most once a minute. */
   cron: string;
   /** The tool's arguments, checked against its input schema now. */
   args?: Record<string, unknown>;
@@ -1091,7 +1091,7 @@ export interface UpdateScheduleParams {
   id: string;
   /** Another tool. */
   toolId?: string;
-  /** Five fields (minute hour day-of-month month day-of-week, e.g. '0 9 * * 1-5'), seed 004's one-field '*/N' (every N minutes, N dividing 60) or @hourly/@daily/@weekly/@monthly/@yearly. Stored and shown in five fields. Seconds (six fields) are refused: a schedule fires at most once a minute. */
+  /** Five fields (minute hour day-of-month month day-of-week, e.g. '0 9 * * 1-5'), seed 004's one-field '*\/N' (every N minutes, N dividing 60) or @hourly/@daily/@weekly/@monthly/@yearly. Stored and shown in five fields. Seconds (six fields) are refused: a schedule fires at most once a minute. */
   cron?: string;
   /** New arguments. */
   args?: Record<string, unknown>;
