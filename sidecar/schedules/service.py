@@ -24,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 import anyio
+import anyio.lowlevel
 import msgspec
 from anyio.abc import TaskGroup
 
@@ -279,10 +280,18 @@ class Schedules:
         due = await self.repo.due(stamp(at))
         nexts: list[tuple[str | None, str]] = []
         launch: list[ScheduleRow] = []
-        for s in due:
+        # cronsim takes ~0.1 ms per next time: schedules that share an expression and zone share
+        # it, and a long list yields to the event loop as it goes (pings stay quick).
+        memo: dict[tuple[str, str], str] = {}
+        for n, s in enumerate(due):
+            if n % 64 == 63:
+                await anyio.lowlevel.checkpoint()
             slot = parse_stamp(s.next_run_at) if s.next_run_at else at
             try:
-                nexts.append((stamp(cron.next_after(s.cron, at, s.timezone)), s.id))
+                key = (s.cron, s.timezone)
+                if key not in memo:
+                    memo[key] = stamp(cron.next_after(s.cron, at, s.timezone))
+                nexts.append((memo[key], s.id))
             except Exception as exc:  # a zone this machine no longer knows, after an OS update
                 await self.repo.pause(s.id, f"its cron or time zone cannot be used here: {exc}")
                 continue
