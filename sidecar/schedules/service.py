@@ -12,12 +12,14 @@ rules; every run, refused ones too, is a tool call record), then its output, aft
 template, becomes a user message in the schedule's chat starting a turn there, and
 ``schedules/fired`` tells the UI. Runs of one schedule never overlap (one that is still running
 when its next slot comes skips that slot); at most ``CONCURRENCY`` tool calls of schedules run at
-once, so a thousand schedules due in the same minute queue instead of crowding the event loop.
+once (``CONCURRENCY`` runners take them from a queue), so a thousand schedules due in the same
+minute wait their turn instead of crowding the event loop.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -98,7 +100,10 @@ class Schedules:
         self.tools_enabled = tools_enabled  # the kill switch's reading (off: nothing fires)
         self._wake = anyio.Event()
         self._running: set[str] = set()
-        self._limiter = anyio.CapacityLimiter(CONCURRENCY)
+        # Due runs wait here for one of CONCURRENCY runners: a thousand due at once are a thousand
+        # queued rows, not a thousand tasks.
+        self._queue, self._queued = anyio.create_memory_object_stream[ScheduleRow](math.inf)
+        self.busy = 0  # runners in a tool call now (at most CONCURRENCY)
         self._tg: TaskGroup | None = None
         self._closed = anyio.CancelScope()
         self.passes = 0  # scheduler passes so far (debug and tests)
@@ -120,6 +125,8 @@ class Schedules:
         with self._closed:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
+                for _ in range(CONCURRENCY):
+                    tg.start_soon(self._runner)
                 await self._loop()
 
     def wake(self) -> None:
@@ -302,24 +309,29 @@ class Schedules:
             else:
                 launch.append(s)
         await self.repo.set_next(nexts)
-        assert self._tg is not None
         for s in launch:
             self._claim(s.id)
-            self._tg.start_soon(self._fire, s)
+            self._queue.send_nowait(s)
 
-    async def _fire(self, s: ScheduleRow) -> None:
-        try:
-            async with self._limiter:
+    async def _runner(self) -> None:
+        """Run queued schedules' tool calls one after another; each delivery (a turn may take a
+        while) goes on in a task of its own, so the next call need not wait for it."""
+        assert self._tg is not None
+        async for s in self._queued:
+            self.busy += 1
+            try:
                 row, text = await self._call(s, by_user=False)
-        except SidecarError as exc:
-            log.info("schedule %s did not run: %s", s.id, exc.message)
-            self._release(s.id)
-            return
-        except Exception:
-            log.exception("schedule %s failed", s.id)
-            self._release(s.id)
-            return
-        await self._follow_up(s, row, text)
+            except SidecarError as exc:
+                log.info("schedule %s did not run: %s", s.id, exc.message)
+                self._release(s.id)
+                continue
+            except Exception:
+                log.exception("schedule %s failed", s.id)
+                self._release(s.id)
+                continue
+            finally:
+                self.busy -= 1
+            self._tg.start_soon(self._follow_up, s, row, text)
 
     def _claim(self, schedule_id: str) -> None:
         if schedule_id in self._running:
