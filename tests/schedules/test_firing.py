@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from sidecar.api.schedules import CreateScheduleParams, UpdateScheduleParams
-from sidecar.errors import Conflict, InvalidParams
+from sidecar.errors import Conflict, InvalidParams, ToolsSwitchedOff
 from sidecar.schedules.service import parse_stamp
 from tests.schedules.support import FakeClock, built, until, write_toolset
 
@@ -205,16 +205,16 @@ async def test_when_tools_are_switched_off_nothing_fires_until_they_are_on(tmp_p
     clock = FakeClock(T0)
     async with built(tmp_path / "data", clock) as (services, peer):
         await services.toolsets.install(str(write_toolset(tmp_path)))
-        on = True
-        services.schedules.tools_enabled = lambda: on
         s = await services.schedules.create(CreateScheduleParams(
             tool_id="clocked:hello", cron="* * * * *", timezone="UTC"))
-        on = False
-        services.schedules.wake()
+        await services.switch.set(False)  # the kill switch
         await move(services, clock, minutes=10)
         assert fired(peer, s.id) == []
-        on = True
-        services.schedules.wake()
+        with pytest.raises(ToolsSwitchedOff):
+            await services.schedules.run_now(s.id)
+        refused = await services.tool_calls.repo.get((await services.schedules.get(s.id)).last_tool_call_id or "")
+        assert refused is not None and refused.status == "error"  # the refused run is in the audit trail
+        await services.switch.set(True)
         await until(lambda: fired(peer, s.id))
         await move(services, clock, seconds=5)
         assert len(fired(peer, s.id)) == 1  # runOnce: the ten minutes off make one run, not ten
