@@ -195,10 +195,27 @@ async def test_a_schedule_whose_chat_is_deleted_is_paused_with_the_reason(tmp_pa
         s = await services.schedules.create(CreateScheduleParams(
             tool_id="clocked:hello", cron="* * * * *", timezone="UTC", chat_id=chat.id))
         await services.chats.delete(chat.id)
-        [listed] = await services.schedules.list(tool_id="clocked:hello")
-        assert listed.id == s.id and listed.paused_reason and chat.id in listed.paused_reason
+        await move(services, clock, minutes=1)  # it falls due: the run finds the chat gone
+        paused = await services.schedules.get(s.id)
+        assert paused.paused_reason and chat.id in paused.paused_reason and paused.next_run_at is None
+        refused = await services.tool_calls.repo.get(paused.last_tool_call_id or "")
+        assert refused is not None and refused.error_kind == "unavailable" and refused.chat_id is None
         await move(services, clock, minutes=3)
         assert fired(peer, s.id) == []
+        [listed] = await services.schedules.list(tool_id="clocked:hello")
+        assert listed.id == s.id and listed.paused_reason == paused.paused_reason  # kept, not dropped
+
+
+async def test_listing_pauses_a_schedule_whose_chat_is_gone_before_it_falls_due(tmp_path: Path):
+    clock = FakeClock(T0)
+    async with built(tmp_path / "data", clock) as (services, _):
+        await services.toolsets.install(str(write_toolset(tmp_path)))
+        chat = await services.chats.create("soon gone")
+        s = await services.schedules.create(CreateScheduleParams(
+            tool_id="clocked:hello", cron="0 9 * * *", timezone="UTC", chat_id=chat.id))
+        await services.chats.delete(chat.id)
+        [listed] = await services.schedules.list(tool_id="clocked:hello")
+        assert listed.id == s.id and listed.paused_reason and chat.id in listed.paused_reason
 
 
 async def test_when_tools_are_switched_off_nothing_fires_until_they_are_on(tmp_path: Path):
