@@ -39,7 +39,7 @@ from ..errors import Conflict, InvalidParams, NotConfigured, NotFound, SidecarEr
 from ..store import Database
 from ..store.rows import new_id, now
 from ..store.schedules import ScheduleRepo, ScheduleRow
-from ..store.tool_calls import ToolCallRow
+from ..store.tool_calls import Confirmation, Initiator, ToolCallRow
 from ..store.toolsets import ToolsetRepo
 from ..tools import output as tool_output
 from ..tools import permissions
@@ -348,7 +348,7 @@ class Schedules:
         """The tool call of one run and the message it makes. A run that is refused before the
         tool starts is recorded too, then raises (a gone tool or chat pauses the schedule)."""
         record = ToolCallRow(id=new_id(), tool_id=s.tool_id, chat_id=s.chat_id, args=s.args, status="running",
-                             started_at=now())
+                             started_at=now(), started_by="schedule", schedule_id=s.id)
         try:
             target = await self.catalog.resolve(s.tool_id)
             if s.chat_id is not None:
@@ -368,8 +368,15 @@ class Schedules:
             await self._refused(s, record, "unavailable", reason)
             raise
         tool = target.tool
-        if (tool.requires_confirmation and not by_user and not s.allow_unattended
-                and not await permissions.allowed(self.db, s.chat_id or "", tool)):
+        record.toolset_id, record.provider = tool.toolset_id, tool.provider
+        confirmation: Confirmation | None = "notNeeded"
+        if tool.requires_confirmation:
+            # Run by the user (runNow): nothing to ask. Unattended: the schedule's permission, or
+            # a grant the user gave the tool in a chat turn.
+            confirmation = None if by_user else "schedule" if s.allow_unattended else (
+                await permissions.granted(self.db, s.chat_id or "", tool))
+        record.confirmation = confirmation
+        if tool.requires_confirmation and not by_user and confirmation is None:
             reason = (f"{tool.id} asks for confirmation before it runs; to let this schedule run it unattended, "
                       "update it with allowUnattended: true")
             await self.repo.pause(s.id, reason)
@@ -395,9 +402,8 @@ class Schedules:
         return row, message(s.prompt, text)
 
     async def _run_tool(self, s: ScheduleRow, record: ToolCallRow, target: Resolved) -> ToolCallRow:
-        # The audit trail's origin ("schedule" + s.id) joins this call as one keyword argument
-        # once ToolCallService.call takes it.
-        return await self.tool_calls.call(target.tool.id, s.args, s.chat_id, call_id=record.id)
+        origin = Initiator(started_by="schedule", schedule_id=s.id, confirmation=record.confirmation)
+        return await self.tool_calls.call(target.tool.id, s.args, s.chat_id, call_id=record.id, origin=origin)
 
     async def _refused(self, s: ScheduleRow, record: ToolCallRow, kind: str, why: str) -> None:
         record.error, record.error_kind, record.finished_at = why, kind, now()

@@ -33,6 +33,8 @@ async def test_run_now_posts_the_output_to_the_chat_and_starts_a_turn(sidecar: S
     [listed] = (await sidecar.request("schedules/list", {"chatId": chat}))["schedules"]
     assert listed["lastToolCallId"] == call["id"] and listed["lastStatus"] == "success"
     assert listed["nextRunAt"] == schedule["nextRunAt"]  # running it now does not move its next time
+    audit = (await sidecar.request("toolCalls/list", {"scheduleId": schedule["id"]}))["toolCalls"]
+    assert [(c["id"], c["startedBy"]) for c in audit] == [(call["id"], "schedule")]
     await sidecar.request("chats/delete", {"id": chat})
     with pytest.raises(RemoteError) as gone:
         await sidecar.request("schedules/runNow", {"id": schedule["id"]})

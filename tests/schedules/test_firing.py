@@ -52,7 +52,8 @@ async def test_a_schedule_fires_at_its_time_and_not_before(tmp_path: Path):
         assert row.next_run_at == "2026-03-02T10:10:00.000000Z"
         assert row.last_status == "success" and row.last_tool_call_id == note.tool_call.id
         record = await services.tool_calls.repo.get(note.tool_call.id)
-        assert record is not None and record.tool_id == "clocked:hello"  # in the audit trail
+        assert record is not None and record.tool_id == "clocked:hello"  # in the audit trail, as the schedule's
+        assert (record.started_by, record.schedule_id, record.confirmation) == ("schedule", s.id, "notNeeded")
 
 
 async def test_after_a_clock_jump_what_is_due_runs_once(tmp_path: Path):
@@ -142,7 +143,10 @@ async def test_a_tool_that_asks_first_runs_unattended_only_when_allowed(tmp_path
             tool_id="clocked:careful", cron="* * * * *", timezone="UTC", allow_unattended=True))
         clock.advance(minutes=1)
         await until(lambda: fired(peer, s.id))
-        assert fired(peer, s.id)[0].tool_call.status == "success"
+        call = fired(peer, s.id)[0].tool_call
+        assert call.status == "success"
+        record = await services.tool_calls.repo.get(call.id)
+        assert record is not None and record.confirmation == "schedule"  # the schedule's permission, on record
 
 
 async def test_a_manifest_trigger_is_a_schedule_that_follows_upgrades_and_uninstall(tmp_path: Path):
