@@ -467,6 +467,8 @@ export interface InspectedTool {
   renderer?: string | null;
   timeout?: number | null;
   configSchema?: ConfigField[];
+  /** Its cron trigger (five fields): installing puts the tool on this schedule (schedules/list shows it, source manifest), running by itself with no chat until the user gives it one. */
+  schedule?: string | null;
 }
 
 /** One field of a config_schema with its current value. */

@@ -53,6 +53,9 @@ class InspectedTool(Model):
     renderer: str | None = None
     timeout: float | None = None
     config_schema: list[ConfigField] = []  # the tool's own config fields (seed 004)
+    schedule: Annotated[str | None, msgspec.Meta(description=(
+        "Its cron trigger (five fields): installing puts the tool on this schedule (schedules/list shows "
+        "it, source manifest), running by itself with no chat until the user gives it one."))] = None
 
 
 class InspectedServer(Model):

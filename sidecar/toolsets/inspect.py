@@ -24,6 +24,7 @@ async def inspect(path: str) -> InspectResult:
                 entrypoint=t.entrypoint, requires_confirmation=t.requires_confirmation,
                 request=f"{t.http.requests()[0].method} {t.http.requests()[0].url_template}" if t.http else None,
                 renderer=renderers.get(t.id), timeout=t.timeout, config_schema=_fields(t.config_schema),
+                schedule=t.trigger.schedule if t.trigger is not None and t.trigger.type == "cron" else None,
             )
             for t in m.tools
         ],

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from sidecar.client import RemoteError, SidecarClient
 from tests.schedules.support import MANIFEST, write_toolset
@@ -72,6 +74,18 @@ async def test_create_list_update_delete(app: SidecarClient, tmp_path: Path):
     assert (await app.request("schedules/list", {"chatId": chat}))["schedules"] == []
     gone = await refused(app, "schedules/delete", {"id": made["id"]})
     assert gone.code == -32010
+
+
+async def test_inspect_shows_a_trigger_and_export_keeps_it(app: SidecarClient, tmp_path: Path):
+    folder = write_toolset(tmp_path)
+    seen = {t["id"]: t for t in (await app.request("toolsets/inspect", {"path": str(folder)}))["tools"]}
+    assert seen["clocked:digest"]["schedule"] == "*/30 * * * *" and "schedule" not in seen["clocked:hello"]
+    await app.request("toolsets/import", {"path": str(folder)})
+    await app.request("toolsets/export", {"id": "clocked", "path": str(tmp_path / "out.zip")})
+    with zipfile.ZipFile(tmp_path / "out.zip") as z:
+        manifest = yaml.safe_load(z.read("toolset.yaml"))
+    [digest] = [t for t in manifest["tools"] if t["id"] == "digest"]
+    assert digest["trigger"] == {"type": "cron", "schedule": "*/30 * * * *", "prompt": "Summarise these reminders:"}
 
 
 async def test_a_webhook_trigger_is_refused_at_import(app: SidecarClient, tmp_path: Path):
