@@ -60,6 +60,9 @@ CONCURRENCY = 8  # tool calls of schedules at once
 MISSED_AFTER = timedelta(seconds=60)
 BUSY_RETRY = 2.0  # seconds between tries to post to a chat whose turn is still running
 BUSY_GIVE_UP = 600.0  # seconds after which the output is not posted (last_error says so)
+# How long a scheduled turn waits for the user to answer a tool's confirmation: nobody may be
+# there, and the schedule's next runs are skipped while its turn goes on.
+CONFIRM_WAIT = 600.0
 
 Fired = Callable[[FiredParams], Awaitable[None]]
 Confirm = Callable[[ConfirmToolCallParams], Awaitable[ConfirmToolCallResult]]
@@ -428,7 +431,7 @@ class Schedules:
         give_up = anyio.current_time() + BUSY_GIVE_UP
         while True:
             try:
-                result = await self.turns.send(params, self._chat_event, self._confirm, anyio.sleep_forever)
+                result = await self.turns.send(params, self._chat_event, self._ask, anyio.sleep_forever)
                 break
             except Conflict:  # the user's own turn is running in that chat: this one goes after it
                 if anyio.current_time() > give_up:
@@ -441,6 +444,13 @@ class Schedules:
                 return
         if result.error:
             await self._note(s, f"the turn it started failed: {result.error}")
+
+    async def _ask(self, params: ConfirmToolCallParams) -> ConfirmToolCallResult:
+        """A model's tool call in a scheduled turn asks the UI, as in any turn, but not forever:
+        unanswered, the call is refused (the turn goes on and ends)."""
+        with anyio.move_on_after(CONFIRM_WAIT):
+            return await self._confirm(params)
+        raise TimeoutError(f"no answer within {CONFIRM_WAIT:.0f} s (this turn was started by a schedule)")
 
     async def _note(self, s: ScheduleRow, error: str) -> None:
         row = await self.repo.get(s.id)

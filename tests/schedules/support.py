@@ -110,12 +110,17 @@ class RecordingPeer:
     def __init__(self) -> None:
         self.notes: list[tuple[str, Any]] = []
         self.decision = "deny"
+        self.asked: list[Any] = []
+        self.answers = True  # False: the user is away (questions are never answered)
 
     async def notify(self, method: str, params: Any = None) -> None:
         self.notes.append((method, params))
 
     async def request(self, method: str, params: Any = None, result_type: Any = Any) -> Any:
         assert method == "ui/confirmToolCall", method
+        self.asked.append(params)
+        if not self.answers:
+            await anyio.sleep_forever()
         return ConfirmToolCallResult(self.decision)  # type: ignore[arg-type]  # (decision is the test's)
 
     def of(self, method: str) -> list[Any]:

@@ -11,6 +11,7 @@ import pytest
 
 from sidecar.api.schedules import CreateScheduleParams, UpdateScheduleParams
 from sidecar.errors import Conflict, InvalidParams, ToolsSwitchedOff
+from sidecar.schedules import service
 from sidecar.schedules.service import parse_stamp
 from tests.schedules.support import FakeClock, built, until, write_toolset
 
@@ -130,6 +131,29 @@ async def test_output_becomes_a_user_message_that_starts_a_turn_in_the_chat(tmp_
         assert "hello world" in assistant[0].content
         events = peer.of("chat/event")
         assert events and {e.chat_id for e in events} == {chat.id}  # the turn streamed to the UI
+
+
+async def test_a_scheduled_turn_does_not_wait_forever_for_an_absent_user(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(service, "CONFIRM_WAIT", 0.2)
+    clock = FakeClock(T0)
+    async with built(tmp_path / "data", clock) as (services, peer):
+        await services.toolsets.install(str(write_toolset(tmp_path)))
+        peer.answers = False
+        chat = await services.chats.create("away")
+        # The scripted model runs each "/tool <id> <args>" line of the message it is sent.
+        await services.schedules.create(CreateScheduleParams(
+            tool_id="clocked:hello", cron="* * * * *", timezone="UTC", chat_id=chat.id,
+            prompt="/tool clocked:careful {}\n{{output}}"))
+        clock.advance(minutes=1)
+        await until(lambda: peer.asked)
+        await idle(services)  # the question went unanswered: the turn ended, the schedule is free
+        _, messages = await services.chats.get(chat.id)
+        [reply] = [m for m in messages if m.role == "assistant"]
+        assert reply.status == "complete"
+        calls = [c for c in await services.tool_calls.repo.for_chat(chat.id) if c.tool_id == "clocked:careful"]
+        assert [(c.status, c.error_kind) for c in calls] == [("error", "denied")]
+        assert "no answer within" in (calls[0].error or "")
 
 
 async def test_a_tool_that_asks_first_runs_unattended_only_when_allowed(tmp_path: Path):
