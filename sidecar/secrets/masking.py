@@ -104,6 +104,11 @@ class Placeholders:
         self._values: dict[str, str | None] = dict.fromkeys(reserved)
         self._prefix = _name_part(prefix)
 
+    @property
+    def prefix(self) -> str:
+        """What a name made here starts with (``WEATHER``), followed by ``_``; empty when none."""
+        return self._prefix
+
     def __call__(self, name: str, value: str) -> str:
         if refers(value):
             return value

@@ -104,6 +104,16 @@ class McpServerRepo:
             await w.execute("UPDATE toolset_mcp_servers SET enabled = ? WHERE toolset_id = ? AND id = ?",
                             (int(enabled), toolset_id, server_id))
 
+    async def update(self, row: McpServerRow) -> None:
+        """Store a changed server in place (its toolset, overrides and created_at stay)."""
+        async with self.db.write(CATALOG) as w:
+            await w.execute(
+                "UPDATE toolset_mcp_servers SET server_type = ?, enabled = ?, command = ?, args = ?, cwd = ?, url = ?, "
+                "headers = ?, env = ?, requires_confirmation = ?, options = ? WHERE toolset_id = ? AND id = ?",
+                (row.type, int(row.enabled), row.command, _encode(row.args).decode(), row.cwd, row.url,
+                 _encode(row.headers).decode(), _encode(row.env).decode(), int(row.requires_confirmation),
+                 _encode(row.options).decode(), row.toolset_id, row.server_id))
+
 
 async def insert(w: aiosqlite.Connection, rows: Iterable[McpServerRow], created_at: str) -> None:
     """Store a toolset's declared servers, inside the caller's write (installing the toolset)."""

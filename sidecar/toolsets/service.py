@@ -35,7 +35,7 @@ from ..tools.providers.python.worker import ToolFailure
 from ..tools.providers.python.workers import ToolsetWorkers
 from .bundle import MANIFEST, Bundle, kind_of
 from .bundle import read as read_bundle
-from .manifest import ConfigSchema, ManifestError, ToolDecl, from_data
+from .manifest import ConfigSchema, ManifestError, Parsed, ToolDecl, from_data
 
 if TYPE_CHECKING:
     from ..tools.providers.python.workers import WorkerHost
@@ -105,12 +105,7 @@ class ToolsetService:
     async def add_user_server(self, server: dict[str, Any]) -> ToolsetRow:
         """mcpServers/add: a userMcp toolset whose id is the server's, holding only that server.
         ``server`` is a manifest's mcp_servers entry; unset (None or empty) fields are dropped."""
-        server_id = server.get("id")
-        try:
-            parsed = from_data({"manifest_version": "1", "id": server_id, "name": server_id,
-                                "mcp_servers": [_drop_empty(server)]})
-        except ManifestError as exc:
-            raise InvalidParams("params" + _wire_path(exc.path), exc.reason) from None
+        parsed = _parse_user_server(server)
         server_id = parsed.manifest.id
         async with self._lock:
             if await self.repo.get(server_id) is not None:
@@ -120,6 +115,11 @@ class ToolsetService:
             await self._write_rows(bundle, None, {}, replace=False)
         await self._changed(server_id)
         return await self.get(server_id)
+
+    def user_server_row(self, server: dict[str, Any]) -> McpServerRow:
+        """mcpServers/update: a user's server as it would be stored, checked as mcpServers/add checks it."""
+        parsed = _parse_user_server(server)
+        return parsed.manifest.mcp_servers[0].row(parsed.manifest.id)
 
     async def _changed(self, toolset_id: str) -> None:
         await self._on_change(toolset_id)
@@ -239,6 +239,17 @@ class ToolsetService:
             "env": secrets.placeholder_map(r.env, names),
             "requires_confirmation": r.requires_confirmation or None, **r.options}) for r in servers]
         return {k: v for k, v in out.items() if v != []}
+
+
+def _parse_user_server(server: dict[str, Any]) -> Parsed:
+    """A user's server (mcpServers/add or update params, as a manifest's mcp_servers entry) checked
+    as a one-server manifest; unset (None or empty) fields are dropped."""
+    server_id = server.get("id")
+    try:
+        return from_data({"manifest_version": "1", "id": server_id, "name": server_id,
+                          "mcp_servers": [_drop_empty(server)]})
+    except ManifestError as exc:
+        raise InvalidParams("params" + _wire_path(exc.path), exc.reason) from None
 
 
 def _wire_path(manifest_path: str) -> str:
