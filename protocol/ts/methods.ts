@@ -79,6 +79,8 @@ export interface ClientRequests {
   "mcpServers/add": { params: T.AddParams; result: T.ServerResult };
   /** Every configured MCP server with its connection status. */
   "mcpServers/list": { params: undefined; result: T.ServersResult };
+  /** Change a server in place: its overrides, its toolset and its stored secrets stay. It reconnects only when what the connection depends on changed (command, args, env, cwd, url, headers, type, timeouts, enabled). A server a toolset declares takes only enabled (its manifest says how it runs: edit the toolset and import it with replace). */
+  "mcpServers/update": { params: T.UpdateParams; result: T.ServerResult };
   /** Remove a server added with mcpServers/add (with its toolset and overrides); servers a toolset declares go with toolsets/uninstall. */
   "mcpServers/remove": { params: T.ServerIdParams; result: T.Empty };
   /** Connect (true) or disconnect and stop (false) one server. */
@@ -95,7 +97,7 @@ export interface ClientRequests {
   "mcpServers/getPrompt": { params: T.GetPromptParams; result: T.GetPromptResult };
   /** Read the MCP servers configured in Claude Desktop, VS Code or Cursor and show what importing them would add; adds nothing. */
   "mcpServers/importPreview": { params: T.McpImportPreviewParams; result: T.McpImportPreviewResult };
-  /** Add the servers picked from mcpServers/importPreview (each as mcpServers/add would). */
+  /** Add the servers picked from mcpServers/importPreview (each as mcpServers/add would); one whose id is taken is renamed (rename), skipped (onConflict skip) or refuses the import before anything is added. */
   "mcpServers/import": { params: T.McpImportParams; result: T.McpImportResult };
   /** Every model provider (the built-in scripted one first) and which one is the default. */
   "providers/list": { params: undefined; result: T.ProvidersResult };

@@ -769,10 +769,47 @@ export interface McpServer {
   url?: string | null;
   serverName?: string | null;
   requiresConfirmation?: boolean;
+  /** A stdio server's extra environment; secret values masked (****), references (${VAR}) and harmless values (LOG_LEVEL) as they are. */
+  env?: Record<string, string>;
+  /** A remote server's HTTP headers, masked as env is. */
+  headers?: Record<string, string>;
+  /** A stdio server's working folder. */
+  cwd?: string | null;
+  /** Seconds to wait for the server to connect, when set (default 30). */
+  connectTimeout?: number | null;
+  /** Seconds a tool call may take, when set (default 120). */
+  callTimeout?: number | null;
 }
 
 export interface ServersResult {
   servers: McpServer[];
+}
+
+export interface UpdateParams {
+  /** Server key (toolset~server); a bare server id works when it names one server. */
+  id: string;
+  /** stdio, sse or streamable-http (give command or url to match). Left out: unchanged. */
+  type?: "sse" | "stdio" | "streamable-http";
+  /** The program a stdio server runs. Left out: unchanged. */
+  command?: string | null;
+  /** The whole new argument list. A value sent back exactly as mcpServers/list shows it (masked, ****) keeps the value it stands for; any other **** is refused. Left out: unchanged. */
+  args?: string[];
+  /** The whole new environment; a literal secret goes to the secret store as mcpServers/add does it. A value sent back exactly as mcpServers/list shows it (masked, ****) keeps the value it stands for; any other **** is refused. Left out: unchanged. */
+  env?: Record<string, string>;
+  /** Working folder (null: the default). Left out: unchanged. */
+  cwd?: string | null;
+  /** Endpoint of a remote server. A value sent back exactly as mcpServers/list shows it (masked, ****) keeps the value it stands for; any other **** is refused. Left out: unchanged. */
+  url?: string | null;
+  /** The whole new set of HTTP headers. A value sent back exactly as mcpServers/list shows it (masked, ****) keeps the value it stands for; any other **** is refused. Left out: unchanged. */
+  headers?: Record<string, string>;
+  /** Whether its tools ask before they run (a tool override still wins). Left out: unchanged. */
+  requiresConfirmation?: boolean;
+  /** Seconds (null: the default, 30). Left out: unchanged. */
+  connectTimeout?: number | null;
+  /** Seconds (null: the default, 120). Left out: unchanged. */
+  callTimeout?: number | null;
+  /** Connect (true) or disconnect and stop (false), as mcpServers/setEnabled. Left out: unchanged. */
+  enabled?: boolean;
 }
 
 export interface ServerIdParams {
@@ -858,16 +895,31 @@ export interface FoundServer {
   url?: string | null;
   envKeys?: string[];
   exists?: boolean;
+  /** When exists: a free id to import it under instead (mcpServers/import's rename). */
+  suggestedId?: string | null;
   warnings?: string[];
 }
 
 export interface McpImportParams {
   ids: string[];
   path?: string | null;
+  /** Previewed id -> the id to add that server under (for one whose id is taken). */
+  rename?: Record<string, string>;
+  /** A picked server whose id is taken and that is not renamed: fail (the whole import is refused before anything is added; the error names each such id) or skip it (the others are added; result.skipped names it). */
+  onConflict?: "fail" | "skip";
 }
 
 export interface McpImportResult {
   servers: McpServer[];
+  /** Picked servers left out (onConflict skip: their id is taken). */
+  skipped?: SkippedServer[];
+}
+
+export interface SkippedServer {
+  /** The previewed id. */
+  id: string;
+  /** Why it was not added, and how to add it. */
+  reason: string;
 }
 
 export interface ProvidersResult {

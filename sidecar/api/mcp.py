@@ -26,6 +26,16 @@ class McpServer(Model):
     url: str | None = None  # secrets masked
     server_name: str | None = None  # as the server introduced itself
     requires_confirmation: bool = False
+    env: Annotated[dict[str, str], msgspec.Meta(
+        description="A stdio server's extra environment; secret values masked (****), references "
+                    "(${VAR}) and harmless values (LOG_LEVEL) as they are.")] = {}
+    headers: Annotated[dict[str, str], msgspec.Meta(
+        description="A remote server's HTTP headers, masked as env is.")] = {}
+    cwd: Annotated[str | None, msgspec.Meta(description="A stdio server's working folder.")] = None
+    connect_timeout: Annotated[float | None, msgspec.Meta(
+        description="Seconds to wait for the server to connect, when set (default 30).")] = None
+    call_timeout: Annotated[float | None, msgspec.Meta(
+        description="Seconds a tool call may take, when set (default 120).")] = None
 
 
 class AddParams(Model):
@@ -41,6 +51,41 @@ class AddParams(Model):
     requires_confirmation: bool = False
     connect_timeout: float | None = None  # seconds (default 30)
     call_timeout: float | None = None  # seconds (default 120)
+
+
+_UNCHANGED = " Left out: unchanged."
+_KEEP_MASKED = (" A value sent back exactly as mcpServers/list shows it (masked, ****) keeps the value "
+                "it stands for; any other **** is refused.")
+
+
+class UpdateParams(Model):
+    id: Annotated[str, msgspec.Meta(
+        description="Server key (toolset~server); a bare server id works when it names one server.")]
+    type: Annotated[ServerType | msgspec.UnsetType, msgspec.Meta(
+        description="stdio, sse or streamable-http (give command or url to match)." + _UNCHANGED)] = msgspec.UNSET
+    command: Annotated[str | None | msgspec.UnsetType, msgspec.Meta(
+        description="The program a stdio server runs." + _UNCHANGED)] = msgspec.UNSET
+    args: Annotated[list[str] | msgspec.UnsetType, msgspec.Meta(
+        description="The whole new argument list." + _KEEP_MASKED + _UNCHANGED)] = msgspec.UNSET
+    env: Annotated[dict[str, str] | msgspec.UnsetType, msgspec.Meta(
+        description="The whole new environment; a literal secret goes to the secret store as "
+                    "mcpServers/add does it." + _KEEP_MASKED + _UNCHANGED)] = msgspec.UNSET
+    cwd: Annotated[str | None | msgspec.UnsetType, msgspec.Meta(
+        description="Working folder (null: the default)." + _UNCHANGED)] = msgspec.UNSET
+    url: Annotated[str | None | msgspec.UnsetType, msgspec.Meta(
+        description="Endpoint of a remote server." + _KEEP_MASKED + _UNCHANGED)] = msgspec.UNSET
+    headers: Annotated[dict[str, str] | msgspec.UnsetType, msgspec.Meta(
+        description="The whole new set of HTTP headers." + _KEEP_MASKED + _UNCHANGED)] = msgspec.UNSET
+    requires_confirmation: Annotated[bool | msgspec.UnsetType, msgspec.Meta(
+        description="Whether its tools ask before they run (a tool override still wins)." + _UNCHANGED
+    )] = msgspec.UNSET
+    connect_timeout: Annotated[float | None | msgspec.UnsetType, msgspec.Meta(
+        description="Seconds (null: the default, 30)." + _UNCHANGED)] = msgspec.UNSET
+    call_timeout: Annotated[float | None | msgspec.UnsetType, msgspec.Meta(
+        description="Seconds (null: the default, 120)." + _UNCHANGED)] = msgspec.UNSET
+    enabled: Annotated[bool | msgspec.UnsetType, msgspec.Meta(
+        description="Connect (true) or disconnect and stop (false), as mcpServers/setEnabled." + _UNCHANGED
+    )] = msgspec.UNSET
 
 
 class ServerResult(Model):
@@ -132,6 +177,8 @@ class FoundServer(Model):
     url: str | None = None  # secrets masked
     env_keys: list[str] = []
     exists: bool = False  # a server or toolset with this id is installed already
+    suggested_id: Annotated[str | None, msgspec.Meta(
+        description="When exists: a free id to import it under instead (mcpServers/import's rename).")] = None
     warnings: list[str] = []  # e.g. VS Code ${input:...} values that will need a ${VAR}
 
 
@@ -143,10 +190,23 @@ class McpImportPreviewResult(Model):
 class McpImportParams(Model):
     ids: list[str]  # which of the previewed servers to add
     path: str | None = None
+    rename: Annotated[dict[str, Id], msgspec.Meta(
+        description="Previewed id -> the id to add that server under (for one whose id is taken).")] = {}
+    on_conflict: Annotated[Literal["fail", "skip"], msgspec.Meta(
+        description="A picked server whose id is taken and that is not renamed: fail (the whole import "
+                    "is refused before anything is added; the error names each such id) or skip it "
+                    "(the others are added; result.skipped names it).")] = "fail"
+
+
+class SkippedServer(Model):
+    id: Annotated[str, msgspec.Meta(description="The previewed id.")]
+    reason: Annotated[str, msgspec.Meta(description="Why it was not added, and how to add it.")]
 
 
 class McpImportResult(Model):
     servers: list[McpServer]
+    skipped: Annotated[list[SkippedServer], msgspec.Meta(
+        description="Picked servers left out (onConflict skip: their id is taken).")] = []
 
 
 _NF, _CF, _IP, _ST, _UP, _TO = (ErrorCode.NOT_FOUND, ErrorCode.CONFLICT, ErrorCode.INVALID_PARAMS,
@@ -160,6 +220,12 @@ SPECS = (
     MethodSpec("mcpServers/list", "clientToServer", "request",
                "Every configured MCP server with its connection status.", result=ServersResult,
                errors=(_ST,)),
+    MethodSpec("mcpServers/update", "clientToServer", "request",
+               "Change a server in place: its overrides, its toolset and its stored secrets stay. It "
+               "reconnects only when what the connection depends on changed (command, args, env, cwd, "
+               "url, headers, type, timeouts, enabled). A server a toolset declares takes only enabled "
+               "(its manifest says how it runs: edit the toolset and import it with replace).",
+               params=UpdateParams, result=ServerResult, errors=(_IP, _NF, _CF, _ST)),
     MethodSpec("mcpServers/remove", "clientToServer", "request",
                "Remove a server added with mcpServers/add (with its toolset and overrides); servers "
                "a toolset declares go with toolsets/uninstall.",
@@ -189,6 +255,8 @@ SPECS = (
                "importing them would add; adds nothing.",
                params=McpImportPreviewParams, result=McpImportPreviewResult, errors=(_IP, _NF)),
     MethodSpec("mcpServers/import", "clientToServer", "request",
-               "Add the servers picked from mcpServers/importPreview (each as mcpServers/add would).",
+               "Add the servers picked from mcpServers/importPreview (each as mcpServers/add would); one "
+               "whose id is taken is renamed (rename), skipped (onConflict skip) or refuses the import "
+               "before anything is added.",
                params=McpImportParams, result=McpImportResult, errors=(_IP, _NF, _CF, _ST)),
 )

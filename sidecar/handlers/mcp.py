@@ -19,6 +19,7 @@ from ..api.mcp import (
     ServerResult,
     ServerSetEnabledParams,
     ServersResult,
+    UpdateParams,
 )
 from ..mcp_host.servers import McpServers
 from ..rpc import RequestContext
@@ -36,6 +37,10 @@ class McpHandlers:
     @method("mcpServers/list")
     async def list_servers(self, p: None, ctx: RequestContext) -> ServersResult:
         return ServersResult(await self.servers.all())
+
+    @method("mcpServers/update")
+    async def update(self, p: UpdateParams, ctx: RequestContext) -> ServerResult:
+        return ServerResult(await self.servers.update(p))
 
     @method("mcpServers/remove")
     async def remove(self, p: ServerIdParams, ctx: RequestContext) -> Empty:
@@ -75,4 +80,5 @@ class McpHandlers:
 
     @method("mcpServers/import")
     async def import_(self, p: McpImportParams, ctx: RequestContext) -> McpImportResult:
-        return McpImportResult(await self.servers.import_(p.ids, p.path))
+        added, skipped = await self.servers.import_(p)
+        return McpImportResult(added, skipped)

@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
+import msgspec
 from anyio.abc import TaskGroup
 
 from .. import secrets
-from ..api.mcp import AddParams, FoundServer, McpServer
+from ..api.base import wire_name
+from ..api.mcp import AddParams, FoundServer, McpImportParams, McpServer, SkippedServer, UpdateParams
 from ..errors import Conflict, InvalidParams, NotFound
 from ..store import Database
 from ..store.mcp_servers import AmbiguousServer, McpServerRepo, McpServerRow
@@ -117,7 +119,9 @@ class McpServers:
             status=status, enabled=row.should_run, tool_count=tools, error=error, user_mcp=row.user_mcp,
             command=secrets.masked_command(row.command, row.args),
             url=secrets.mask_url(row.url) if row.url else None, server_name=name,
-            requires_confirmation=row.requires_confirmation,
+            requires_confirmation=row.requires_confirmation, env=secrets.mask_map(row.env),
+            headers=secrets.mask_map(row.headers), cwd=row.cwd,
+            connect_timeout=row.options.get("connect_timeout"), call_timeout=row.options.get("call_timeout"),
         )
 
     # -- changing --------------------------------------------------------------------------------------
@@ -126,6 +130,57 @@ class McpServers:
         """A standalone server: a userMcp toolset whose id is the server's (the toolset's change syncs it)."""
         toolset = await self._add_user_server(declaration(p))
         return await self.get(f"{toolset.id}~{toolset.id}")
+
+    async def update(self, p: UpdateParams) -> McpServer:
+        """Change a server in place; the host restarts it only when its `ServerConfig` changed."""
+        row = await self.find(p.id)
+        given = {f: v for f in _EDITABLE if (v := getattr(p, f)) is not msgspec.UNSET}
+        if given and not row.user_mcp:
+            raise Conflict("declared by a toolset",
+                           f"{row.key} comes with the toolset {row.toolset_id!r}, whose manifest says how it runs: "
+                           "edit the toolset and import it with replace (here only enabled can change)")
+        new = await self._edited(row, given) if given else row
+        if not isinstance(p.enabled, msgspec.UnsetType):
+            new = msgspec.structs.replace(new, enabled=p.enabled)
+        if new != row:
+            await self.repo.update(new)
+            await self.sync()
+        return await self.get(row.key)
+
+    async def _edited(self, row: McpServerRow, given: dict[str, Any]) -> McpServerRow:
+        """`row` with the `given` fields changed, checked as mcpServers/add checks a server, and the
+        literal secrets among them moved to the secret store.
+
+        A name this server's old config referred to and its new one no longer does is the server's
+        to reuse: a new key for ``API_KEY`` replaces the value of ``${WEATHER_API_KEY}`` instead of
+        leaving it behind beside a ``${WEATHER_API_KEY_2}``.
+        """
+        server = _declaration_of(row)
+        if "type" in given and given["type"] != row.type:  # the fields of the other kind go unless given
+            gone = ("url", "headers") if given["type"] == "stdio" else ("command", "args", "cwd")
+            server.update(dict.fromkeys(gone))
+        for field, value in given.items():
+            server[field] = _unmasked(field, value, server.get(field))
+        prefix = secrets.Placeholders(prefix=row.server_id).prefix
+        before = config_references(config_of(row))
+        after = _references(server)
+        reusable = {n for n in before - after if n.startswith(prefix + "_")}
+        names = secrets.Placeholders(set(await self.vault.names()) - reusable, prefix=row.server_id)
+        server.update(_placeholders(server, names))
+        checked = self.toolsets.user_server_row(server)  # InvalidParams before any secret is stored
+        new = msgspec.structs.replace(row, type=checked.type, command=checked.command, args=checked.args,
+                                      cwd=checked.cwd, url=checked.url, headers=checked.headers, env=checked.env,
+                                      requires_confirmation=checked.requires_confirmation, options=checked.options)
+        stored = names.allocated()
+        replaced = {n: await self.vault.get(n) for n in stored if n in reusable}
+        try:
+            for name, value in stored.items():
+                await self.vault.set(name, value)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await _restore(self.vault, stored, replaced)
+            raise
+        return new
 
     async def remove(self, ref: str) -> None:
         row = await self.find(ref)
@@ -171,23 +226,53 @@ class McpServers:
     async def preview_import(self, path: str | None) -> tuple[list[FoundServer], list[str]]:
         """The servers Claude Desktop, VS Code or Cursor configure (at `path`, or where they keep them)."""
         found, warnings = await _discover(path)
-        existing = {t.id for t in await self.toolsets.all()}
-        return [_found_out(f, f.id in existing) for f in found], warnings
+        taken = {t.id for t in await self.toolsets.all()}
+        return [_found_out(f, taken) for f in found], warnings
 
-    async def import_(self, ids: list[str], path: str | None) -> list[McpServer]:
-        found, _ = await _discover(path)
+    async def import_(self, p: McpImportParams) -> tuple[list[McpServer], list[SkippedServer]]:
+        """Add the picked servers, each under its id or the one `p.rename` gives it. Every id is
+        checked before anything is added: a taken one that is not renamed refuses the whole import
+        (onConflict fail) or is left out (skip)."""
+        found, _ = await _discover(p.path)
         by_id = {f.id: f for f in found}
-        for i, wanted in enumerate(ids):
+        for i, wanted in enumerate(p.ids):
             if wanted not in by_id:
                 raise InvalidParams(f"params.ids[{i}]", f"no server {wanted!r} was found; run mcpServers/importPreview")
+        for old in p.rename:
+            if old not in p.ids:
+                raise InvalidParams(f"params.rename.{old}", f"{old!r} is not among the ids to import")
+        taken = {t.id for t in await self.toolsets.all()}
+        picked: list[tuple[app_configs.Found, str]] = []
+        skipped: list[SkippedServer] = []
+        colliding: list[str] = []
+        new_ids: dict[str, str] = {}
+        for wanted in dict.fromkeys(p.ids):
+            new_id = p.rename.get(wanted, wanted)
+            if new_id in new_ids:
+                raise InvalidParams(f"params.rename.{wanted}",
+                                    f"{new_id!r} is also the id given to {new_ids[new_id]!r}; give each its own")
+            new_ids[new_id] = wanted
+            if new_id not in taken:
+                picked.append((by_id[wanted], new_id))
+            elif wanted in p.rename:
+                raise Conflict("already installed", f"params.rename.{wanted}: a server or toolset {new_id!r} "
+                                                    f"exists already; choose another id")
+            elif p.on_conflict == "skip":
+                skipped.append(SkippedServer(wanted, f"a server or toolset {wanted!r} exists already; import it "
+                                                     f"again with rename {{{wanted!r}: {_free_id(wanted, taken)!r}}}"))
+            else:
+                colliding.append(wanted)
+        if colliding:
+            raise Conflict("already installed", (
+                f"servers or toolsets with these ids exist already: {', '.join(colliding)}; rename them "
+                "(params.rename), leave them out of ids, or set onConflict to skip. Nothing was imported"))
         added: list[McpServer] = []
-        for wanted in dict.fromkeys(ids):
-            f = by_id[wanted]
+        for f, new_id in picked:
             toolset = await self._add_user_server({
-                "id": f.id, "type": f.type, "command": f.command, "args": f.args, "env": f.env, "cwd": f.cwd,
+                "id": new_id, "type": f.type, "command": f.command, "args": f.args, "env": f.env, "cwd": f.cwd,
                 "url": f.url, "headers": f.headers})
             added.append(await self.get(f"{toolset.id}~{toolset.id}"))
-        return added
+        return added, skipped
 
     async def _add_user_server(self, server: dict[str, Any]) -> ToolsetRow:
         """Add a standalone server, the literal secrets given with it kept in the secret store.
@@ -199,11 +284,7 @@ class McpServers:
         (``LOG_LEVEL``) stay as given.
         """
         names = secrets.Placeholders(await self.vault.names(), prefix=str(server.get("id") or ""))
-        kept = {**server, "args": secrets.placeholder_args(list(server.get("args") or []), names),
-                "env": secrets.placeholder_map(dict(server.get("env") or {}), names),
-                "headers": secrets.placeholder_map(dict(server.get("headers") or {}), names)}
-        if server.get("url"):
-            kept["url"] = secrets.placeholder_url(server["url"], names)
+        kept = {**server, **_placeholders(server, names)}
         stored = names.allocated()
         if server.get("id") is None or not stored:
             return await self.toolsets.add_user_server(server)
@@ -235,6 +316,79 @@ class McpServers:
         await self._on_status(self.view(row))
 
 
+_EDITABLE = ("type", "command", "args", "env", "cwd", "url", "headers", "requires_confirmation",
+             "connect_timeout", "call_timeout")
+
+
+def _declaration_of(row: McpServerRow) -> dict[str, Any]:
+    """A stored server as a manifest's mcp_servers entry (what mcpServers/update edits)."""
+    return {"id": row.server_id, "type": row.type, "command": row.command, "args": list(row.args),
+            "env": dict(row.env), "cwd": row.cwd, "url": row.url, "headers": dict(row.headers),
+            "requires_confirmation": row.requires_confirmation, **row.options}
+
+
+def _placeholders(server: dict[str, Any], names: secrets.Placeholders) -> dict[str, Any]:
+    """The literal secrets in a server's args, env, headers and url as ``${NAME}`` references
+    (`names` records the values for the secret store); harmless values stay as given."""
+    out: dict[str, Any] = {"args": secrets.placeholder_args(list(server.get("args") or []), names),
+                           "env": secrets.placeholder_map(dict(server.get("env") or {}), names),
+                           "headers": secrets.placeholder_map(dict(server.get("headers") or {}), names)}
+    if server.get("url"):
+        out["url"] = secrets.placeholder_url(server["url"], names)
+    return out
+
+
+def _references(server: dict[str, Any]) -> set[str]:
+    return secrets.references_in([*(server.get("args") or []), server.get("url"),
+                                  *(server.get("env") or {}).values(), *(server.get("headers") or {}).values()])
+
+
+def _unmasked(field: str, value: Any, old: Any) -> Any:
+    """An update's value with what the UI sent back masked (as mcpServers/list shows it) restored to
+    the value it stands for; a mask that stands for nothing here is refused, never stored."""
+    where = f"params.{wire_name(field)}"
+
+    def refuse(path: str) -> InvalidParams:
+        return InvalidParams(path, f"{secrets.MASK} stands for a value that is hidden from you; give the value "
+                                   "itself, or send back exactly what mcpServers/list shows to keep it")
+
+    if field in ("env", "headers"):
+        shown = secrets.mask_map(dict(old or {}))
+        out = {}
+        for k, v in value.items():
+            if secrets.MASK in v:
+                if shown.get(k) != v:
+                    raise refuse(f"{where}.{k}")
+                v = old[k]
+            out[k] = v
+        return out
+    if field == "args":
+        shown_args = secrets.mask_args(list(old or []))
+        out_args: list[str] = []
+        for i, v in enumerate(value):
+            if secrets.MASK in v:
+                if i >= len(shown_args) or shown_args[i] != v:
+                    raise refuse(f"{where}[{i}]")
+                v = old[i]
+            out_args.append(v)
+        return out_args
+    if field == "url" and value is not None and secrets.MASK in value:
+        if not old or secrets.mask_url(old) != value:
+            raise refuse(where)
+        return old
+    return value
+
+
+async def _restore(vault: SecretStore, stored: dict[str, str], replaced: dict[str, str | None]) -> None:
+    """Undo an update's secrets: new names deleted, reused ones given their old value back."""
+    for name in stored:
+        old = replaced.get(name)
+        if old is None:
+            await vault.delete(name)
+        else:
+            await vault.set(name, old)
+
+
 def declaration(p: AddParams) -> dict[str, Any]:
     """mcpServers/add params as a manifest's mcp_servers entry (checked the same way)."""
     return {
@@ -254,8 +408,17 @@ async def _discover(path: str | None) -> tuple[list[app_configs.Found], list[str
         raise InvalidParams("params.path", str(exc)) from None
 
 
-def _found_out(f: app_configs.Found, exists: bool) -> FoundServer:
+def _found_out(f: app_configs.Found, taken: set[str]) -> FoundServer:
+    exists = f.id in taken
     return FoundServer(id=f.id, source=f.source, path=f.path, type=f.type,
                        command=secrets.masked_command(f.command, f.args),
                        url=secrets.mask_url(f.url) if f.url else None, env_keys=sorted(f.env),
-                       exists=exists, warnings=f.warnings)
+                       exists=exists, suggested_id=_free_id(f.id, taken) if exists else None, warnings=f.warnings)
+
+
+def _free_id(server_id: str, taken: set[str]) -> str:
+    """``github`` -> ``github-2`` (or the next free number), kept a valid id."""
+    n = 2
+    while (candidate := f"{server_id[:60]}-{n}") in taken:
+        n += 1
+    return candidate
