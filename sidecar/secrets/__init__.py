@@ -20,6 +20,7 @@ from .masking import (
     scrub,
     scrub_json,
     secret_values,
+    stored_as_references,
 )
 from .variables import MissingVariable, is_reference, references, references_in, resolve, resolve_mapping
 
@@ -27,5 +28,5 @@ __all__ = [
     "MASK", "MissingVariable", "Placeholders", "clean", "is_reference", "mask", "mask_args", "mask_json", "mask_map",
     "mask_text", "mask_url", "masked_command", "masked_key", "placeholder_args", "placeholder_map",
     "placeholder_url", "references", "references_in", "resolve", "resolve_mapping", "scrub", "scrub_json",
-    "secret_values",
+    "secret_values", "stored_as_references",
 ]

@@ -20,7 +20,8 @@ What is a secret is decided by meaning, so that what a user needs to read stays 
   (``known``), then URLs, ``Authorization:``/``Bearer`` values, secret flags' values, ``KEY=value`` and
   ``"key": "value"`` pairs with a secret name, and words with a vendor prefix or a JWT shape.
 
-Exports name each placeholder after its key; a second, different secret under a name already used
+Exports write a value that came from the secret store as the ``${NAME}`` it is stored under, and
+name each other placeholder after its key; a second, different secret under a name already used
 gets a distinct name (``${TOKEN_2}``), so importing and setting the variables restores both.
 """
 
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import unquote, unquote_plus, urlsplit, urlunsplit
 
@@ -95,7 +96,8 @@ def _masked(name: str, value: str) -> str:
 
 class Placeholders:
     """``${NAME}`` placeholders for one export (or for the secrets given with one MCP server): named
-    after their key, one name per distinct value. ``prefix`` (a server's id) is put before a name
+    after the key a value is first met under, one name per distinct value (the same key two secrets:
+    ``API_KEY`` and ``API_KEY_2``; one secret under two keys: one name). ``prefix`` (a server's id) is put before a name
     that does not already start with it: ``API_KEY`` of server ``weather`` is ``WEATHER_API_KEY``."""
 
     def __init__(self, reserved: Iterable[str] = (), prefix: str = "") -> None:
@@ -112,6 +114,9 @@ class Placeholders:
     def __call__(self, name: str, value: str) -> str:
         if refers(value):
             return value
+        for given, held in self._values.items():  # one secret in several places: asked for once
+            if held == value:
+                return "${" + given + "}"
         base = _name_part(name) or "SECRET"
         if self._prefix and not base.startswith(self._prefix + "_"):
             base = f"{self._prefix}_{base}"
@@ -330,6 +335,17 @@ def placeholder_url(url: str, names: Placeholders | None = None) -> str:
 
 def placeholder_args(args: list[str], names: Placeholders | None = None) -> list[str]:
     return _rewrite_args(args, names or Placeholders())
+
+
+def stored_as_references(text: str, stored: Mapping[str, str]) -> str:
+    """`text` with every value of the secret store in it (`stored`: value -> its name) written as the
+    ``${NAME}`` it is stored under: what came from the store is a secret whatever its key says, and an
+    import asks for it by the name the user knows. References already in `text` stay as they are."""
+    if not stored or not text:
+        return text
+    parts = re.split(r"(\$\{[A-Za-z_][A-Za-z0-9_]*\})", text)
+    return "".join(part if i % 2 else scrub(part, stored, lambda v: "${" + stored[v] + "}")
+                   for i, part in enumerate(parts))
 
 
 def masked_command(command: str | None, args: list[str]) -> list[str] | None:

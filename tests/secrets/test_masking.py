@@ -91,3 +91,23 @@ def test_a_tools_json_is_masked_by_name_shape_and_known_value_and_stays_readable
         assert given["apiKey"] == "plain-looking"  # a new value; the one given is untouched
     finally:
         known.forget("correct-horse-battery-staple")
+
+
+def test_placeholders_give_one_secret_one_name_and_two_secrets_two():
+    from sidecar.secrets import Placeholders
+
+    names = Placeholders(["API_KEY"])  # the export already refers to ${API_KEY}: a literal must not take it
+    assert names("API_KEY", "sk-one-1234567890") == "${API_KEY_2}"
+    assert names("Authorization", "sk-one-1234567890") == "${API_KEY_2}"  # the same secret: asked for once
+    assert names("API_KEY", "sk-two-1234567890") == "${API_KEY_3}"
+    assert names.allocated() == {"API_KEY_2": "sk-one-1234567890", "API_KEY_3": "sk-two-1234567890"}
+
+
+def test_a_value_of_the_secret_store_is_written_as_its_name_and_references_stay():
+    from sidecar.secrets import stored_as_references
+
+    stored = {"bluebird-garden-path": "GARDEN_PASS", "abcd": "SHORT"}
+    assert stored_as_references("--note=bluebird-garden-path", stored) == "--note=${GARDEN_PASS}"
+    assert stored_as_references("https://h/x?k=bluebird-garden-path&m=1", stored) == "https://h/x?k=${GARDEN_PASS}&m=1"
+    assert stored_as_references("${MY_abcd} and abcd", stored) == "${MY_abcd} and ${SHORT}"
+    assert stored_as_references("debug", stored) == "debug"
