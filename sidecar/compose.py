@@ -106,7 +106,7 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
         else:
             await notifier.toolset_reload_failed(toolset_id, *error)
 
-    toolsets = ToolsetService(db, data_dir, workers, on_change=toolset_changed)
+    toolsets = ToolsetService(db, data_dir, workers, secrets, on_change=toolset_changed)
     servers = McpServers(db, toolsets, secrets, on_status=notifier.mcp_server_changed, elicit=notifier.elicit)
     servers.bind(tg)
     catalog = Catalog(db, servers.host)

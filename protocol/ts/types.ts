@@ -447,6 +447,8 @@ export interface InspectResult {
   files: BundleFile[];
   warnings: string[];
   configSchema?: ConfigField[];
+  /** Every ${NAME} its MCP servers refer to (an export writes a secret as one), in order: ask the user for each that is not set. */
+  variables?: BundleVariable[];
 }
 
 export interface ManifestInfo {
@@ -497,6 +499,16 @@ export interface BundleFile {
   path: string;
   kind: "artifact" | "asset" | "config" | "python";
   size: number;
+}
+
+/** A ``${NAME}`` the bundle's MCP servers refer to: an exported secret, for the user to give again. */
+export interface BundleVariable {
+  /** The variable (set it with secrets/set under this name). */
+  name: string;
+  /** Whether the secret store or the app's environment has it now; a server whose variable is not set waits in error until it is. */
+  set: boolean;
+  /** The ids of the bundle's servers that refer to it. */
+  usedBy: string[];
 }
 
 export interface ImportParams {
@@ -568,6 +580,8 @@ export interface ExportResult {
   path: string;
   size: number;
   sha256: string;
+  /** The ${NAME} placeholders the export's MCP servers refer to (secrets written as placeholders among them): what whoever imports it is asked for. */
+  variables?: string[];
 }
 
 export interface SetEnabledParams {

@@ -75,6 +75,16 @@ class BundleFile(Model):
     size: int
 
 
+class BundleVariable(Model):
+    """A ``${NAME}`` the bundle's MCP servers refer to: an exported secret, for the user to give again."""
+
+    name: Annotated[str, msgspec.Meta(description="The variable (set it with secrets/set under this name).")]
+    set: Annotated[bool, msgspec.Meta(
+        description="Whether the secret store or the app's environment has it now; a server whose "
+                    "variable is not set waits in error until it is.")]
+    used_by: Annotated[list[str], msgspec.Meta(description="The ids of the bundle's servers that refer to it.")]
+
+
 class InspectResult(Model):
     manifest: ManifestInfo
     source_type: Literal["zip", "local"]
@@ -85,6 +95,9 @@ class InspectResult(Model):
     # The config fields the whole toolset asks for (an API key, an endpoint): set after install
     # with config/set.
     config_schema: list[ConfigField] = []
+    variables: Annotated[list[BundleVariable], msgspec.Meta(
+        description="Every ${NAME} its MCP servers refer to (an export writes a secret as one), in "
+                    "order: ask the user for each that is not set.")] = []
 
 
 _INSPECT_SPECS = (
@@ -175,6 +188,9 @@ class ExportResult(Model):
     path: str
     size: int
     sha256: str
+    variables: Annotated[list[str], msgspec.Meta(
+        description="The ${NAME} placeholders the export's MCP servers refer to (secrets written as "
+                    "placeholders among them): what whoever imports it is asked for.")] = []
 
 
 class SetEnabledParams(Model):

@@ -57,9 +57,7 @@ class ToolsetHandlers:
 
     @method("toolsets/inspect")
     async def inspect(self, p: InspectParams, ctx: RequestContext) -> InspectResult:
-        from ..toolsets.inspect import inspect  # yaml and ast: loaded on first use
-
-        return await inspect(p.path)
+        return await self.toolsets.inspect(p.path)
 
     @method("toolsets/import")
     async def import_(self, p: ImportParams, ctx: RequestContext) -> ToolsetResult:
@@ -85,8 +83,8 @@ class ToolsetHandlers:
 
     @method("toolsets/export")
     async def export(self, p: ExportParams, ctx: RequestContext) -> ExportResult:
-        path, size, sha = await self.toolsets.export(p.id, p.path)
-        return ExportResult(str(path), size, sha)
+        path, size, sha, variables = await self.toolsets.export(p.id, p.path)
+        return ExportResult(str(path), size, sha, variables)
 
     @method("toolsets/setEnabled")
     async def set_enabled(self, p: SetEnabledParams, ctx: RequestContext) -> ToolsetResult:

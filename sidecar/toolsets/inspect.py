@@ -6,9 +6,17 @@ from __future__ import annotations
 import anyio.to_thread
 
 from .. import secrets
-from ..api.toolsets import BundleFile, ConfigField, InspectedServer, InspectedTool, InspectResult, ManifestInfo
+from ..api.toolsets import (
+    BundleFile,
+    BundleVariable,
+    ConfigField,
+    InspectedServer,
+    InspectedTool,
+    InspectResult,
+    ManifestInfo,
+)
 from . import bundle
-from .manifest import ConfigSchema
+from .manifest import ConfigSchema, McpServerDecl
 
 
 async def inspect(path: str) -> InspectResult:
@@ -40,7 +48,19 @@ async def inspect(path: str) -> InspectResult:
         files=[BundleFile(path, bundle.kind_of(path), len(data)) for path, data in sorted(b.files.items())],
         warnings=b.warnings,
         config_schema=_fields(m.config_schema),
+        variables=_variables(m.mcp_servers),
     )
+
+
+def _variables(servers: list[McpServerDecl]) -> list[BundleVariable]:
+    """Each ${NAME} the servers refer to, with the servers that do (whether it is set: the service's)."""
+    used: dict[str, list[str]] = {}
+    for s in servers:
+        for text in (*s.args, s.url or "", *s.env.values(), *s.headers.values()):
+            for name in secrets.references(text):
+                if s.id not in used.setdefault(name, []):
+                    used[name].append(s.id)
+    return [BundleVariable(name=name, set=False, used_by=ids) for name, ids in used.items()]
 
 
 def _fields(schema: ConfigSchema) -> list[ConfigField]:

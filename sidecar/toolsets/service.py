@@ -7,6 +7,7 @@ leaves a half-replaced folder behind.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import logging
@@ -24,7 +25,8 @@ import msgspec
 
 from .. import secrets
 from ..api.base import wire_name
-from ..errors import Conflict, InvalidBundle, InvalidParams, NotFound
+from ..errors import Conflict, InvalidBundle, InvalidParams, NotFound, StorageError
+from ..secrets.store import is_user_name
 from ..store import Database
 from ..store.mcp_servers import McpServerRepo, McpServerRow
 from ..store.rows import now
@@ -38,6 +40,8 @@ from .bundle import read as read_bundle
 from .manifest import ConfigSchema, ManifestError, Parsed, ToolDecl, from_data
 
 if TYPE_CHECKING:
+    from ..api.toolsets import InspectResult
+    from ..secrets.store import SecretStore
     from ..tools.providers.python.workers import WorkerHost
     from .manifest import Manifest
 
@@ -47,9 +51,10 @@ __all__ = ["ToolsetRow", "ToolsetService"]
 
 
 class ToolsetService:
-    def __init__(self, db: Database, data_dir: Path, workers: WorkerHost,
+    def __init__(self, db: Database, data_dir: Path, workers: WorkerHost, vault: SecretStore,
                  on_change: Callable[[str], Awaitable[None]]) -> None:
         self.db = db
+        self.vault = vault  # exports write what came from it as ${NAME}; inspect says what is set
         self.repo = ToolsetRepo(db)
         self.root = data_dir / "toolsets"
         self.workers = workers
@@ -175,6 +180,21 @@ class ToolsetService:
             config_schema=schema_data(m.config_schema),
         ), replace=replace)
 
+    # -- inspect ---------------------------------------------------------------------------
+
+    async def inspect(self, path: str) -> InspectResult:
+        """What installing the bundle at `path` would add, and which of the variables its servers
+        refer to are set here (the user is asked for the others)."""
+        from .inspect import inspect  # yaml and ast: loaded on first use
+
+        found = await inspect(path)
+        try:
+            have = await self.vault.environ([v.name for v in found.variables])
+        except StorageError:  # a locked keystore: only the environment can say
+            have = os.environ
+        return msgspec.structs.replace(found, variables=[
+            msgspec.structs.replace(v, set=v.name in have) for v in found.variables])
+
     # -- uninstall ---------------------------------------------------------------------------
 
     async def uninstall(self, toolset_id: str) -> None:
@@ -187,28 +207,40 @@ class ToolsetService:
 
     # -- export ------------------------------------------------------------------------------
 
-    async def export(self, toolset_id: str, dest: str) -> tuple[Path, int, str]:
+    async def export(self, toolset_id: str, dest: str) -> tuple[Path, int, str, list[str]]:
         toolset = await self.get(toolset_id)
         target = Path(dest)
         if not target.is_absolute() or target.suffix.lower() != ".zip":
             raise InvalidParams("params.path", "give an absolute path ending in .zip")
         if not target.parent.is_dir():
             raise InvalidParams("params.path", f"the folder {target.parent} does not exist")
-        manifest = await self.manifest_from_rows(toolset)
+        manifest = await self.manifest_from_rows(toolset, await self._stored_values())
         files = await self.repo.files(toolset_id)
         data = await anyio.to_thread.run_sync(_pack, manifest, [(f.path, f.stored_path) for f in files], target)
-        return target, len(data), hashlib.sha256(data).hexdigest()
+        return target, len(data), hashlib.sha256(data).hexdigest(), _variables(manifest)
 
     async def server_rows(self, toolset_id: str) -> list[McpServerRow]:
         """The toolset's MCP servers, in manifest order."""
         return await McpServerRepo(self.db).of_toolset(toolset_id)
 
-    async def manifest_from_rows(self, toolset: ToolsetRow) -> dict[str, Any]:
-        """toolset.yaml regenerated from the database, secrets turned into ${VAR} placeholders."""
+    async def _stored_values(self) -> dict[str, str]:
+        """The user's secrets as value -> name (those the store can give now: a locked keystore
+        leaves the values read this session)."""
+        names = [n for n in await self.vault.names() if is_user_name(n)]
+        try:
+            await self.vault.environ(names)
+        except StorageError as exc:
+            log.warning("export: the secret store cannot be read (%s); values read earlier still count", exc)
+        return {v: n for n in names if (v := self.vault.cached(n))}
+
+    async def manifest_from_rows(self, toolset: ToolsetRow, stored: dict[str, str] | None = None) -> dict[str, Any]:
+        """toolset.yaml regenerated from the database, secrets turned into ${VAR} placeholders: a
+        value of the secret store (`stored`: value -> name) as the name it has there, any other by
+        its meaning (`secrets.masking`), each distinct secret under a name of its own."""
         tid = toolset.id
         tools = await self.repo.tools(tid)
         overrides = await self.repo.overrides(tid)
-        servers = await self.server_rows(tid)
+        servers = [_from_store(r, stored or {}) for r in await self.server_rows(tid)]
         # One per export: two different secrets never share a name, nor take one the manifest uses.
         names = secrets.Placeholders(secrets.references(" ".join(
             [*(a for r in servers for a in r.args), *(r.url or "" for r in servers),
@@ -239,6 +271,23 @@ class ToolsetService:
             "env": secrets.placeholder_map(r.env, names),
             "requires_confirmation": r.requires_confirmation or None, **r.options}) for r in servers]
         return {k: v for k, v in out.items() if v != []}
+
+
+def _from_store(row: McpServerRow, stored: dict[str, str]) -> McpServerRow:
+    """A server with the secret store's values in its config written as their ``${NAME}``."""
+    if not stored:
+        return row
+    ref = functools.partial(secrets.stored_as_references, stored=stored)
+    return msgspec.structs.replace(
+        row, args=[ref(a) for a in row.args], url=ref(row.url) if row.url else row.url,
+        env={k: ref(v) for k, v in row.env.items()}, headers={k: ref(v) for k, v in row.headers.items()})
+
+
+def _variables(manifest: dict[str, Any]) -> list[str]:
+    """The ${NAME}s an exported manifest's servers refer to, in order of first use."""
+    texts = [t for s in manifest.get("mcp_servers", []) for t in (
+        *s.get("args", []), s.get("url") or "", *s.get("env", {}).values(), *s.get("headers", {}).values())]
+    return list(dict.fromkeys(n for t in texts for n in secrets.references(t)))
 
 
 def _parse_user_server(server: dict[str, Any]) -> Parsed:
