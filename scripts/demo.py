@@ -467,6 +467,14 @@ async def secret_for_a_server(sc: SidecarClient) -> None:
     show("the server", connected["status"])
     done = (await sc.request("tools/call", {"toolId": "mcp:greeter~greeter:echo", "args": {"text": " the world"}}))
     show("its echo tool", done["toolCall"]["result"]["content"][0]["text"])
+    # Edited in place: a confirmation default changes nothing running; a new environment restarts it.
+    mark = len(sc.notifications)
+    edited = (await sc.request("mcpServers/update", {"id": "greeter", "requiresConfirmation": True,
+                                                     "env": {"FIXTURE_ECHO_PREFIX": "edited, hello to"}}))["server"]
+    show("mcpServers/update", f"env {edited['env']}, asks first: {edited['requiresConfirmation']}")
+    await settled(mark, "connected", "error")
+    done = (await sc.request("tools/call", {"toolId": "mcp:greeter~greeter:echo", "args": {"text": " the world"}}))
+    show("its echo tool", done["toolCall"]["result"]["content"][0]["text"])
     await sc.request("secrets/delete", {"name": "DEMO_GREETING"})  # a keystore keeps entries beyond the demo
     await sc.request("mcpServers/remove", {"id": "greeter~greeter"})
 
