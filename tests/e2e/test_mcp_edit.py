@@ -5,6 +5,7 @@ connection) stays."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -155,3 +156,34 @@ async def test_an_import_renames_or_skips_the_servers_whose_ids_are_taken(app: S
             await app.request("mcpServers/import", {"path": str(config), **params})
         assert bad.value.code == code and path_or_words in bad.value.message + json.dumps(bad.value.data), params
     assert len((await app.request("toolsets/list"))["toolsets"]) == 3
+
+
+async def test_a_server_changes_kind_in_place_and_back(app: SidecarClient):
+    await add(app, "basic")
+    await status(app, "basic~basic", "connected")
+    remote = await update(app, id="basic", type="streamable-http", url="http://127.0.0.1:1/mcp", connectTimeout=2)
+    assert (remote["type"], remote["url"]) == ("streamable-http", "http://127.0.0.1:1/mcp")
+    assert "command" not in remote  # the stdio fields went with the kind
+    assert "127.0.0.1:1" in (await status(app, "basic~basic", "error"))["error"]
+    back = await update(app, id="basic", type="stdio", command=sys.executable, args=[str(FIXTURES / "basic.py")])
+    assert "url" not in back and back["command"][0] == sys.executable
+    await status(app, "basic~basic", "connected")
+
+
+async def test_a_literal_stored_before_the_secret_store_survives_an_edit_that_sends_it_back_masked(data_dir: Path):
+    async with SidecarClient.in_process(data_dir, secrets_backend="file") as sc:
+        await add(sc, "old", env={"LOG_LEVEL": "debug"})
+    # A row from before literal tokens moved to the secret store holds the token itself.
+    with sqlite3.connect(data_dir / "sidecar.db") as db:
+        db.execute("UPDATE toolset_mcp_servers SET env = ? WHERE id = 'old'",
+                   (json.dumps({"API_TOKEN": SECRET, "LOG_LEVEL": "debug"}),))
+    async with SidecarClient.in_process(data_dir, secrets_backend="file") as sc:
+        shown = next(s for s in (await sc.request("mcpServers/list"))["servers"] if s["id"] == "old~old")
+        assert shown["env"] == {"API_TOKEN": "****", "LOG_LEVEL": "debug"}
+        edited = await update(sc, id="old", env={**shown["env"], "LOG_LEVEL": "info"})
+        # The edit moved the old literal where a new one would go.
+        assert edited["env"] == {"API_TOKEN": "${OLD_API_TOKEN}", "LOG_LEVEL": "info"}
+        await status(sc, "old~old", "connected")
+        got = await call(sc, "mcp:old~old:env", {"name": "API_TOKEN"})
+        assert got["result"]["content"][0]["text"] == SECRET
+        assert (await call(sc, "mcp:old~old:env", {"name": "LOG_LEVEL"}))["result"]["content"][0]["text"] == "info"
