@@ -67,6 +67,9 @@ class McpServers:
         self.toolsets = toolsets
         self.vault = vault
         self._on_status = on_status
+        # One add, import or edit at a time: each picks secret names against what the store holds,
+        # and a refused one deletes the names it stored, which a concurrent one must not share.
+        self._editing = anyio.Lock()
         # One mcpServers/status per change: a re-listing of tools comes through on_status too.
         self.host = McpHost(on_status=self._host_status, elicit=elicit, max_result_bytes=max_result_bytes,
                             variables=vault.environ)
@@ -133,6 +136,10 @@ class McpServers:
 
     async def update(self, p: UpdateParams) -> McpServer:
         """Change a server in place; the host restarts it only when its `ServerConfig` changed."""
+        async with self._editing:
+            return await self._update(p)
+
+    async def _update(self, p: UpdateParams) -> McpServer:
         row = await self.find(p.id)
         given = {f: v for f in _EDITABLE if (v := getattr(p, f)) is not msgspec.UNSET}
         if given and not row.user_mcp:
@@ -283,6 +290,10 @@ class McpServers:
         that uses it, and ``secrets/set`` changes it (the server reconnects). Harmless values
         (``LOG_LEVEL``) stay as given.
         """
+        async with self._editing:
+            return await self._add_locked(server)
+
+    async def _add_locked(self, server: dict[str, Any]) -> ToolsetRow:
         names = secrets.Placeholders(await self.vault.names(), prefix=str(server.get("id") or ""))
         kept = {**server, **_placeholders(server, names)}
         stored = names.allocated()

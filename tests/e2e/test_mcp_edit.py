@@ -9,6 +9,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 
 from sidecar.client import RemoteError, SidecarClient
@@ -187,3 +188,23 @@ async def test_a_literal_stored_before_the_secret_store_survives_an_edit_that_se
         got = await call(sc, "mcp:old~old:env", {"name": "API_TOKEN"})
         assert got["result"]["content"][0]["text"] == SECRET
         assert (await call(sc, "mcp:old~old:env", {"name": "LOG_LEVEL"}))["result"]["content"][0]["text"] == "info"
+
+
+async def test_two_adds_of_one_id_at_once_leave_the_winner_its_secret(app: SidecarClient):
+    results: dict[str, object] = {}
+
+    async def attempt(token: str) -> None:
+        try:
+            results[token] = await add(app, "twice", env={"API_TOKEN": token})
+        except RemoteError as exc:
+            results[token] = exc
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(attempt, SECRET)
+        tg.start_soon(attempt, NEWER)
+    won = [t for t, r in results.items() if isinstance(r, dict)]
+    lost = [r for r in results.values() if isinstance(r, RemoteError)]
+    assert len(won) == 1 and len(lost) == 1 and lost[0].code == -32011
+    await status(app, "twice~twice", "connected")
+    got = await call(app, "mcp:twice~twice:env", {"name": "API_TOKEN"})
+    assert got["result"]["content"][0]["text"] == won[0]
