@@ -911,6 +911,8 @@ export interface FoundServer {
   exists?: boolean;
   /** When exists: a free id to import it under instead (mcpServers/import's rename). */
   suggestedId?: string | null;
+  /** The ${NAME}s it refers to (VS Code's ${input:x} prompts become one) that neither the secret store nor the environment has: ask the user for each (secrets/set); until then the server waits in error. */
+  unsetVariables?: string[];
   warnings?: string[];
 }
 

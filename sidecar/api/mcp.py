@@ -179,6 +179,10 @@ class FoundServer(Model):
     exists: bool = False  # a server or toolset with this id is installed already
     suggested_id: Annotated[str | None, msgspec.Meta(
         description="When exists: a free id to import it under instead (mcpServers/import's rename).")] = None
+    unset_variables: Annotated[list[str], msgspec.Meta(
+        description="The ${NAME}s it refers to (VS Code's ${input:x} prompts become one) that neither "
+                    "the secret store nor the environment has: ask the user for each (secrets/set); until "
+                    "then the server waits in error.")] = []
     warnings: list[str] = []  # e.g. VS Code ${input:...} values that will need a ${VAR}
 
 

@@ -9,7 +9,8 @@ reach the connections through `McpServers.host`.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+import os
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +21,7 @@ from anyio.abc import TaskGroup
 from .. import secrets
 from ..api.base import wire_name
 from ..api.mcp import AddParams, FoundServer, McpImportParams, McpServer, SkippedServer, UpdateParams
-from ..errors import Conflict, InvalidParams, NotFound
+from ..errors import Conflict, InvalidParams, NotFound, StorageError
 from ..store import Database
 from ..store.mcp_servers import AmbiguousServer, McpServerRepo, McpServerRow
 from . import app_configs
@@ -234,7 +235,12 @@ class McpServers:
         """The servers Claude Desktop, VS Code or Cursor configure (at `path`, or where they keep them)."""
         found, warnings = await _discover(path)
         taken = {t.id for t in await self.toolsets.all()}
-        return [_found_out(f, taken) for f in found], warnings
+        used = {f.id: _references({"args": f.args, "url": f.url, "env": f.env, "headers": f.headers}) for f in found}
+        try:
+            have: Mapping[str, str] = await self.vault.environ(set().union(*used.values()))
+        except StorageError:  # a locked keystore: only the environment can say
+            have = os.environ
+        return [_found_out(f, taken, sorted(n for n in used[f.id] if n not in have)) for f in found], warnings
 
     async def import_(self, p: McpImportParams) -> tuple[list[McpServer], list[SkippedServer]]:
         """Add the picked servers, each under its id or the one `p.rename` gives it. Every id is
@@ -419,12 +425,13 @@ async def _discover(path: str | None) -> tuple[list[app_configs.Found], list[str
         raise InvalidParams("params.path", str(exc)) from None
 
 
-def _found_out(f: app_configs.Found, taken: set[str]) -> FoundServer:
+def _found_out(f: app_configs.Found, taken: set[str], unset: list[str]) -> FoundServer:
     exists = f.id in taken
     return FoundServer(id=f.id, source=f.source, path=f.path, type=f.type,
                        command=secrets.masked_command(f.command, f.args),
                        url=secrets.mask_url(f.url) if f.url else None, env_keys=sorted(f.env),
-                       exists=exists, suggested_id=_free_id(f.id, taken) if exists else None, warnings=f.warnings)
+                       exists=exists, suggested_id=_free_id(f.id, taken) if exists else None,
+                       unset_variables=unset, warnings=f.warnings)
 
 
 def _free_id(server_id: str, taken: set[str]) -> str:

@@ -208,3 +208,19 @@ async def test_two_adds_of_one_id_at_once_leave_the_winner_its_secret(app: Sidec
     await status(app, "twice~twice", "connected")
     got = await call(app, "mcp:twice~twice:env", {"name": "API_TOKEN"})
     assert got["result"]["content"][0]["text"] == won[0]
+
+
+async def test_the_preview_names_the_variables_an_import_will_ask_for(app: SidecarClient, tmp_path: Path):
+    config = tmp_path / "mcp.json"  # VS Code's: a prompt for the token becomes a variable
+    config.write_text(json.dumps({
+        "inputs": [{"id": "github-token", "type": "promptString", "password": True}],
+        "servers": {"gh": {"type": "stdio", "command": sys.executable, "args": [str(FIXTURES / "basic.py")],
+                           "env": {"GITHUB_TOKEN": "${input:github-token}", "LOG_LEVEL": "debug"}}}}))
+    found = (await app.request("mcpServers/importPreview", {"path": str(config)}))["servers"][0]
+    assert found["unsetVariables"] == ["GITHUB_TOKEN"]
+    await app.request("secrets/set", {"name": "GITHUB_TOKEN", "value": SECRET})
+    found = (await app.request("mcpServers/importPreview", {"path": str(config)}))["servers"][0]
+    assert "unsetVariables" not in found  # none left: left out
+    await app.request("mcpServers/import", {"path": str(config), "ids": ["gh"]})
+    await status(app, "gh~gh", "connected")
+    assert (await call(app, "mcp:gh~gh:env", {"name": "GITHUB_TOKEN"}))["result"]["content"][0]["text"] == SECRET
