@@ -1,7 +1,7 @@
 """The MCP-server service: the stored side (`store/mcp_servers.py`) and the live side (`McpHost`) as one.
 
-It adds, removes, enables and reconnects servers, keeps the host running what the database says
-(`sync`, after any change to the catalog), joins a row with its live state into the `McpServer`
+It adds, edits (`edits.py`), removes, enables and reconnects servers, keeps the host running what
+the database says (`sync`, after any change to the catalog), joins a row with its live state into the `McpServer`
 the UI sees, and reports status changes through `on_status`. The host is its own: other services
 reach the connections through `McpServers.host`.
 """
@@ -19,12 +19,11 @@ import msgspec
 from anyio.abc import TaskGroup
 
 from .. import secrets
-from ..api.base import wire_name
 from ..api.mcp import AddParams, FoundServer, McpImportParams, McpServer, SkippedServer, UpdateParams
 from ..errors import Conflict, InvalidParams, NotFound, StorageError
 from ..store import Database
 from ..store.mcp_servers import AmbiguousServer, McpServerRepo, McpServerRow
-from . import app_configs
+from . import app_configs, edits
 from .config import ServerConfig
 from .connect import config_references
 from .elicitation import Elicit
@@ -142,7 +141,7 @@ class McpServers:
 
     async def _update(self, p: UpdateParams) -> McpServer:
         row = await self.find(p.id)
-        given = {f: v for f in _EDITABLE if (v := getattr(p, f)) is not msgspec.UNSET}
+        given = {f: v for f in edits.EDITABLE if (v := getattr(p, f)) is not msgspec.UNSET}
         if given and not row.user_mcp:
             raise Conflict("declared by a toolset",
                            f"{row.key} comes with the toolset {row.toolset_id!r}, whose manifest says how it runs: "
@@ -163,18 +162,18 @@ class McpServers:
         to reuse: a new key for ``API_KEY`` replaces the value of ``${WEATHER_API_KEY}`` instead of
         leaving it behind beside a ``${WEATHER_API_KEY_2}``.
         """
-        server = _declaration_of(row)
+        server = edits.declaration_of(row)
         if "type" in given and given["type"] != row.type:  # the fields of the other kind go unless given
             gone = ("url", "headers") if given["type"] == "stdio" else ("command", "args", "cwd")
             server.update(dict.fromkeys(gone))
         for field, value in given.items():
-            server[field] = _unmasked(field, value, server.get(field))
+            server[field] = edits.unmasked(field, value, server.get(field))
         prefix = secrets.Placeholders(prefix=row.server_id).prefix
         before = config_references(config_of(row))
-        after = _references(server)
+        after = edits.references(server)
         reusable = {n for n in before - after if n.startswith(prefix + "_")}
         names = secrets.Placeholders(set(await self.vault.names()) - reusable, prefix=row.server_id)
-        server.update(_placeholders(server, names))
+        server.update(edits.placeholders(server, names))
         checked = self.toolsets.user_server_row(server)  # InvalidParams before any secret is stored
         new = msgspec.structs.replace(row, type=checked.type, command=checked.command, args=checked.args,
                                       cwd=checked.cwd, url=checked.url, headers=checked.headers, env=checked.env,
@@ -186,7 +185,7 @@ class McpServers:
                 await self.vault.set(name, value)
         except BaseException:
             with anyio.CancelScope(shield=True):
-                await _restore(self.vault, stored, replaced)
+                await edits.restore(self.vault, stored, replaced)
             raise
         return new
 
@@ -235,7 +234,8 @@ class McpServers:
         """The servers Claude Desktop, VS Code or Cursor configure (at `path`, or where they keep them)."""
         found, warnings = await _discover(path)
         taken = {t.id for t in await self.toolsets.all()}
-        used = {f.id: _references({"args": f.args, "url": f.url, "env": f.env, "headers": f.headers}) for f in found}
+        used = {f.id: edits.references({"args": f.args, "url": f.url, "env": f.env, "headers": f.headers})
+                for f in found}
         try:
             have: Mapping[str, str] = await self.vault.environ(set().union(*used.values()))
         except StorageError:  # a locked keystore: only the environment can say
@@ -301,7 +301,7 @@ class McpServers:
 
     async def _add_locked(self, server: dict[str, Any]) -> ToolsetRow:
         names = secrets.Placeholders(await self.vault.names(), prefix=str(server.get("id") or ""))
-        kept = {**server, **_placeholders(server, names)}
+        kept = {**server, **edits.placeholders(server, names)}
         stored = names.allocated()
         if server.get("id") is None or not stored:
             return await self.toolsets.add_user_server(server)
@@ -331,79 +331,6 @@ class McpServers:
         if row is None:
             return  # removed meanwhile
         await self._on_status(self.view(row))
-
-
-_EDITABLE = ("type", "command", "args", "env", "cwd", "url", "headers", "requires_confirmation",
-             "connect_timeout", "call_timeout")
-
-
-def _declaration_of(row: McpServerRow) -> dict[str, Any]:
-    """A stored server as a manifest's mcp_servers entry (what mcpServers/update edits)."""
-    return {"id": row.server_id, "type": row.type, "command": row.command, "args": list(row.args),
-            "env": dict(row.env), "cwd": row.cwd, "url": row.url, "headers": dict(row.headers),
-            "requires_confirmation": row.requires_confirmation, **row.options}
-
-
-def _placeholders(server: dict[str, Any], names: secrets.Placeholders) -> dict[str, Any]:
-    """The literal secrets in a server's args, env, headers and url as ``${NAME}`` references
-    (`names` records the values for the secret store); harmless values stay as given."""
-    out: dict[str, Any] = {"args": secrets.placeholder_args(list(server.get("args") or []), names),
-                           "env": secrets.placeholder_map(dict(server.get("env") or {}), names),
-                           "headers": secrets.placeholder_map(dict(server.get("headers") or {}), names)}
-    if server.get("url"):
-        out["url"] = secrets.placeholder_url(server["url"], names)
-    return out
-
-
-def _references(server: dict[str, Any]) -> set[str]:
-    return secrets.references_in([*(server.get("args") or []), server.get("url"),
-                                  *(server.get("env") or {}).values(), *(server.get("headers") or {}).values()])
-
-
-def _unmasked(field: str, value: Any, old: Any) -> Any:
-    """An update's value with what the UI sent back masked (as mcpServers/list shows it) restored to
-    the value it stands for; a mask that stands for nothing here is refused, never stored."""
-    where = f"params.{wire_name(field)}"
-
-    def refuse(path: str) -> InvalidParams:
-        return InvalidParams(path, f"{secrets.MASK} stands for a value that is hidden from you; give the value "
-                                   "itself, or send back exactly what mcpServers/list shows to keep it")
-
-    if field in ("env", "headers"):
-        shown = secrets.mask_map(dict(old or {}))
-        out = {}
-        for k, v in value.items():
-            if secrets.MASK in v:
-                if shown.get(k) != v:
-                    raise refuse(f"{where}.{k}")
-                v = old[k]
-            out[k] = v
-        return out
-    if field == "args":
-        shown_args = secrets.mask_args(list(old or []))
-        out_args: list[str] = []
-        for i, v in enumerate(value):
-            if secrets.MASK in v:
-                if i >= len(shown_args) or shown_args[i] != v:
-                    raise refuse(f"{where}[{i}]")
-                v = old[i]
-            out_args.append(v)
-        return out_args
-    if field == "url" and value is not None and secrets.MASK in value:
-        if not old or secrets.mask_url(old) != value:
-            raise refuse(where)
-        return old
-    return value
-
-
-async def _restore(vault: SecretStore, stored: dict[str, str], replaced: dict[str, str | None]) -> None:
-    """Undo an update's secrets: new names deleted, reused ones given their old value back."""
-    for name in stored:
-        old = replaced.get(name)
-        if old is None:
-            await vault.delete(name)
-        else:
-            await vault.set(name, old)
 
 
 def declaration(p: AddParams) -> dict[str, Any]:
