@@ -559,6 +559,18 @@ export interface Tool {
   rendererConfig?: Record<string, unknown> | null;
   status?: "available" | "connected" | "system" | "unavailable" | null;
   missingConfig?: string[];
+  title?: string | null;
+  annotations?: Record<string, unknown> | null;
+  outputSchema?: Record<string, unknown> | null;
+  icons?: ToolIcon[] | null;
+}
+
+/** An icon an MCP server gave for a tool (https or data:image URLs only; others are dropped). */
+export interface ToolIcon {
+  src: string;
+  mimeType?: string | null;
+  sizes?: string[] | null;
+  theme?: "dark" | "light" | null;
 }
 
 export interface ConfiguredServer {

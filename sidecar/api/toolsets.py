@@ -123,6 +123,15 @@ class Toolset(Model):
     source_ref: str | None = None
 
 
+class ToolIcon(Model):
+    """An icon an MCP server gave for a tool (https or data:image URLs only; others are dropped)."""
+
+    src: str  # an https: URL or a data:image/... URL
+    mime_type: str | None = None
+    sizes: list[str] | None = None  # "48x48" or "any"
+    theme: Literal["light", "dark"] | None = None  # the background it is drawn for
+
+
 # system: built in, nothing to configure; available: installed, a required config key has no
 # value (calls fail fast naming it); connected: ready; unavailable: cannot run now (switched
 # off, its toolset disabled, or its MCP server not connected).
@@ -143,6 +152,14 @@ class Tool(Model):
     status: ToolStatus | None = None  # always set in answers
     # The required config keys that have no value (status available): set them with config/set.
     missing_config: list[str] = []
+    # MCP tools: the title the server gave (name shows it unless an override renames the tool).
+    title: str | None = None
+    # MCP tools: the server's hints as it sent them (readOnlyHint, destructiveHint, idempotentHint,
+    # openWorldHint, title); they set requiresConfirmation unless the server or an override does.
+    annotations: dict[str, Any] | None = None
+    # MCP tools: the JSON Schema the tool's structuredContent must fit (a result that does not is an error).
+    output_schema: dict[str, Any] | None = None
+    icons: list[ToolIcon] | None = None  # MCP tools: icons the server gave, for display
 
 
 class ConfiguredServer(Model):

@@ -98,6 +98,11 @@ class McpHost:
             return []
         return list(srv.tools)
 
+    def instructions(self, key: str) -> str | None:
+        """What a connected server said about using its tools (its initialize answer's `instructions`)."""
+        srv = self._servers.get(key)
+        return srv.instructions if srv is not None and srv.status == "connected" else None
+
     async def reconnect(self, key: str) -> None:
         """Force an immediate connection attempt (dropping the current connection, if any)."""
         srv = self._servers[key]

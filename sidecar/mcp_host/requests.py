@@ -112,10 +112,22 @@ async def request(srv: LiveServer, conn: Conn, what: str,
         raise McpError("server", f"MCP server {name} failed {what}: {err.message}",
                        server=key, server_code=err.code, server_data=err.data) from None
     except (ValidationError, RuntimeError) as exc:
-        raise McpError("server", f"MCP server {name} gave an invalid answer to {what}: {exc}",
+        raise McpError("server", f"MCP server {name} gave an invalid answer to {what}: {_reason(exc)}",
                        server=key) from None
     finally:
         srv.pending.discard(pending)
+
+
+def _reason(exc: Exception) -> str:
+    """What was wrong with an answer, on one line. The SDK checks a tool's structuredContent
+    against its outputSchema and raises with jsonschema's error (multi-line, quoting the schema) as
+    the cause: that is said as where in the content and what does not fit."""
+    cause = exc.__cause__
+    message = getattr(cause, "message", None)
+    if isinstance(message, str) and hasattr(cause, "absolute_path"):
+        path = "/".join(str(p) for p in getattr(cause, "absolute_path", ())) or "(the whole content)"
+        return f"its structuredContent does not fit the tool's outputSchema: at {path}, {message}"
+    return str(exc).split("\n", 1)[0]
 
 
 def _check_answer(pending: Pending, srv: LiveServer, what: str) -> None:

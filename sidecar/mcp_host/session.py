@@ -14,6 +14,7 @@ import mcp_types as types
 from mcp.client.session import ClientSession, IncomingMessage
 from mcp.shared.exceptions import MCPError
 
+from ..api.toolsets import ToolIcon
 from ..secrets import mask_url
 from . import remote
 from .elicitation import elicitation_callback
@@ -84,6 +85,7 @@ async def connect_and_serve(connector: Connector, srv: LiveServer, conn: Conn, s
 
         init, tools = greeted
         srv.server_name = init.server_info.name if init.server_info else None
+        srv.instructions = (init.instructions or "").strip() or None
         srv.tools = tools
         conn.session = session
         conn.connected = True
@@ -129,8 +131,30 @@ async def fetch_tools(session: ClientSession) -> list[McpTool]:
         title = t.title or (t.annotations.title if t.annotations is not None else None)
         out.append(McpTool(name=t.name, title=title, description=t.description or "",
                            input_schema=t.input_schema, output_schema=t.output_schema,
-                           annotations=annotations))
+                           annotations=annotations, icons=_icons(t.icons)))
     return out
+
+
+MAX_ICONS = 8
+MAX_ICON_SRC = 64 * 1024
+
+
+_ICON_SOURCES = ("https://", "data:image/png", "data:image/jpeg", "data:image/gif", "data:image/webp")
+
+
+def _icons(icons: list[types.Icon] | None) -> tuple[ToolIcon, ...]:
+    """The icons the UI may show: https or inline raster images only (an http:, file: or
+    javascript: src would make the UI fetch or run what the server chose, an SVG may hold script),
+    a few, none huge."""
+    out: list[ToolIcon] = []
+    for icon in icons or ():
+        src = icon.src
+        if len(src) > MAX_ICON_SRC or not src.lower().startswith(_ICON_SOURCES):
+            continue
+        out.append(ToolIcon(src=src, mime_type=icon.mime_type, sizes=icon.sizes, theme=icon.theme))
+        if len(out) == MAX_ICONS:
+            break
+    return tuple(out)
 
 
 async def _refresh_tools(connector: Connector, srv: LiveServer, conn: Conn) -> None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
+from ..api.toolsets import ToolIcon
 from ..secrets import clean
 from .config import ServerConfig
 
@@ -53,6 +54,7 @@ class McpTool:
     input_schema: dict[str, Any]
     output_schema: dict[str, Any] | None
     annotations: dict[str, Any] | None
+    icons: tuple[ToolIcon, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,8 @@ class LiveServer:
         self.status: Status = "connecting" if config.enabled else "disabled"
         self.error: str | None = None
         self.server_name: str | None = None
+        self.instructions: str | None = None
+        """What the server's initialize answer says about using its tools (offered to the model)."""
         self.tools: list[McpTool] = []
         self.conn: Conn | None = None
         self.scope = anyio.CancelScope()

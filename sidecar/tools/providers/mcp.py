@@ -34,11 +34,32 @@ def parse_id(tool_id: str) -> tuple[str, str]:
     return ref, name
 
 
+_HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+
+
+def asks_by_default(server_asks: bool, annotations: dict[str, Any] | None) -> bool:
+    """Whether an MCP tool asks the user before it runs, before any override: always when its
+    server (or toolset declaration) says so; else by the tool's hints, read with the MCP spec's
+    defaults (not read-only, destructive, open-world) once the server gives any hint: a read-only
+    tool runs without asking, one that may destroy or reach outside (destructive or open-world)
+    asks. A tool with no hints at all keeps the server's setting."""
+    if server_asks:
+        return True
+    hints = annotations or {}
+    if not any(h in hints for h in _HINTS):
+        return False
+    if hints.get("readOnlyHint") is True:
+        return False
+    return hints.get("destructiveHint") is not False or hints.get("openWorldHint") is not False
+
+
 def _view(row: McpServerRow, t: McpTool, o: OverrideRow | None) -> Tool:
     tool = apply(Tool(
         id=tool_id(row, t.name), name=t.title or t.name, description=t.description, provider="mcp",
-        input_schema=t.input_schema, toolset_id=row.toolset_id, requires_confirmation=row.requires_confirmation,
-        enabled=row.should_run,
+        input_schema=t.input_schema, toolset_id=row.toolset_id,
+        requires_confirmation=asks_by_default(row.requires_confirmation, t.annotations),
+        enabled=row.should_run, title=t.title, annotations=t.annotations, output_schema=t.output_schema,
+        icons=list(t.icons) or None,
     ), o)
     # Only live connections list tools: one shown here is connected unless switched off.
     return msgspec.structs.replace(tool, status=status_of("mcp", tool.enabled, []))

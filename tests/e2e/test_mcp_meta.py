@@ -1,0 +1,85 @@
+"""What an MCP server says about its tools reaches the UI and the model: annotations, titles,
+icons and output schemas; confirmation by the tools' hints; results checked against their schema;
+default render plans by content; server logs as notifications."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from sidecar.client import SidecarClient
+
+pytestmark = pytest.mark.anyio
+
+META = Path(__file__).resolve().parents[1] / "fixtures" / "mcp" / "meta.py"
+PREFIX = "mcp:meta~meta:"
+
+
+async def add_meta(sc: SidecarClient, **extra: object) -> None:
+    await sc.request("mcpServers/add", {"id": "meta", "command": sys.executable, "args": [str(META)]} | extra)
+    with anyio.fail_after(30):
+        while True:
+            server = (await sc.request("mcpServers/list"))["servers"][0]
+            if server["status"] == "connected":
+                return
+            assert server["status"] == "connecting", server
+            await anyio.sleep(0.05)
+
+
+async def tools(sc: SidecarClient) -> dict[str, dict]:
+    return {t["id"].removeprefix(PREFIX): t for t in (await sc.request("tools/list"))["tools"]
+            if t["id"].startswith(PREFIX)}
+
+
+async def call(sc: SidecarClient, name: str, args: dict | None = None) -> dict:
+    return (await sc.request("tools/call", {"toolId": PREFIX + name, "args": args or {}}, timeout=60))["toolCall"]
+
+
+async def test_hints_title_icons_and_output_schema_reach_the_ui_and_set_confirmation(app: SidecarClient):
+    await add_meta(app)
+    found = await tools(app)
+
+    listing = found["list_notes"]
+    assert listing["name"] == listing["title"] == "List notes"
+    assert listing["annotations"] == {"readOnlyHint": True}
+    # Only the https icon: a javascript: or plain http: src never reaches the UI.
+    assert listing["icons"] == [{"src": "https://example.com/notes.png", "mimeType": "image/png", "sizes": ["48x48"]}]
+    assert found["wrong_shape"]["outputSchema"]["required"] == ["city"]
+    assert "annotations" not in found["plain"] and "icons" not in found["plain"]
+
+    asks = {name: t["requiresConfirmation"] for name, t in found.items()}
+    assert asks["list_notes"] is False and asks["read_note"] is False  # read-only
+    assert asks["delete_note"] is True  # destructive
+    assert asks["fetch_page"] is True  # open-world
+    assert asks["add_note"] is False  # neither destructive nor open-world nor read-only
+    assert asks["plain"] is False  # no hints: the server's setting (off)
+
+    got = (await app.request("tools/get", {"id": PREFIX + "delete_note"}))["tool"]
+    assert got["annotations"]["destructiveHint"] is True and got["requiresConfirmation"] is True
+
+    # The user's override wins over the hints, both ways.
+    await app.request("tools/setOverride", {"toolsetId": "meta", "toolId": PREFIX + "delete_note",
+                                            "requiresConfirmation": False})
+    await app.request("tools/setOverride", {"toolsetId": "meta", "toolId": PREFIX + "read_note",
+                                            "requiresConfirmation": True})
+    found = await tools(app)
+    assert found["delete_note"]["requiresConfirmation"] is False
+    assert found["read_note"]["requiresConfirmation"] is True
+
+
+async def test_a_server_that_asks_for_every_tool_asks_for_read_only_ones_too(app: SidecarClient):
+    await add_meta(app, requiresConfirmation=True)
+    assert {t["requiresConfirmation"] for t in (await tools(app)).values()} == {True}
+
+
+async def test_structured_content_that_breaks_the_output_schema_fails_the_call(app: SidecarClient):
+    await add_meta(app)
+    bad = await call(app, "wrong_shape")
+    assert bad["status"] == "error" and bad["errorKind"] == "server"
+    assert bad["error"] == ("MCP server meta gave an invalid answer to tool 'wrong_shape': its structuredContent "
+                            "does not fit the tool's outputSchema: at city, 3 is not of type 'string'")
+    good = await call(app, "right_shape")
+    assert good["status"] == "success" and good["result"]["structuredContent"] == {"city": "Oslo"}
