@@ -107,7 +107,8 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
             await notifier.toolset_reload_failed(toolset_id, *error)
 
     toolsets = ToolsetService(db, data_dir, workers, secrets, on_change=toolset_changed)
-    servers = McpServers(db, toolsets, secrets, on_status=notifier.mcp_server_changed, elicit=notifier.elicit)
+    servers = McpServers(db, toolsets, secrets, on_status=notifier.mcp_server_changed, elicit=notifier.elicit,
+                         on_log=notifier.mcp_log)
     servers.bind(tg)
     catalog = Catalog(db, servers.host)
     await _recover(db, catalog, data_dir)

@@ -167,6 +167,8 @@ export interface ServerNotifications {
   "toolsets/changed": { params: T.ToolsetChangedParams };
   /** A server's status changed (connecting, connected, error, disabled) or its tools did. */
   "mcpServers/status": { params: T.ServerStatusParams };
+  /** A server logged a message (MCP notifications/message) at or above its logLevel; rate-limited per server, with a count of what was dropped. */
+  "mcpServers/log": { params: T.ServerLogParams };
   /** A setting changed (by settings/set, from this client or another way). */
   "settings/changed": { params: T.SettingsChangedParams };
   /** A schedule ran (fired on time, at start for a missed run, or by runNow). */

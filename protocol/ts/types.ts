@@ -775,6 +775,7 @@ export interface AddParams {
   requiresConfirmation?: boolean;
   connectTimeout?: number | null;
   callTimeout?: number | null;
+  logLevel?: "alert" | "critical" | "debug" | "emergency" | "error" | "info" | "notice" | "warning" | null;
 }
 
 export interface ServerResult {
@@ -805,6 +806,8 @@ export interface McpServer {
   connectTimeout?: number | null;
   /** Seconds a tool call may take, when set (default 120). */
   callTimeout?: number | null;
+  /** The least severe of the server's log messages passed on as mcpServers/log (absent: all it sends). */
+  logLevel?: "alert" | "critical" | "debug" | "emergency" | "error" | "info" | "notice" | "warning" | null;
 }
 
 export interface ServersResult {
@@ -834,6 +837,8 @@ export interface UpdateParams {
   connectTimeout?: number | null;
   /** Seconds (null: the default, 120). Left out: unchanged. */
   callTimeout?: number | null;
+  /** The least severe log message wanted from it (null: all it sends). Left out: unchanged. */
+  logLevel?: "alert" | "critical" | "debug" | "emergency" | "error" | "info" | "notice" | "warning" | null;
   /** Connect (true) or disconnect and stop (false), as mcpServers/setEnabled. Left out: unchanged. */
   enabled?: boolean;
 }
@@ -849,6 +854,19 @@ export interface ServerSetEnabledParams {
 
 export interface ServerStatusParams {
   server: McpServer;
+}
+
+export interface ServerLogParams {
+  /** The logging server's key (toolset~server). */
+  server: string;
+  /** The message's level, as the server gave it. */
+  level: "alert" | "critical" | "debug" | "emergency" | "error" | "info" | "notice" | "warning";
+  /** What the server logged (any JSON), secrets masked, cut to 8,192 characters. */
+  data?: unknown;
+  /** The server's name for the logger, if any. */
+  logger?: string | null;
+  /** Messages of this server dropped before this one because it logged faster than 20 a second (after a burst of 100). */
+  dropped?: number;
 }
 
 export interface ResourcesResult {

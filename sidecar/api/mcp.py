@@ -10,6 +10,8 @@ from .base import Empty, Id, MethodSpec, Model
 from .errors import ErrorCode
 
 ServerType = Literal["stdio", "sse", "streamable-http"]
+# MCP's log levels (RFC 5424's), least severe first.
+LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 
 
 class McpServer(Model):
@@ -36,6 +38,9 @@ class McpServer(Model):
         description="Seconds to wait for the server to connect, when set (default 30).")] = None
     call_timeout: Annotated[float | None, msgspec.Meta(
         description="Seconds a tool call may take, when set (default 120).")] = None
+    log_level: Annotated[LogLevel | None, msgspec.Meta(
+        description="The least severe of the server's log messages passed on as mcpServers/log "
+                    "(absent: all it sends).")] = None
 
 
 class AddParams(Model):
@@ -51,6 +56,9 @@ class AddParams(Model):
     requires_confirmation: bool = False
     connect_timeout: float | None = None  # seconds (default 30)
     call_timeout: float | None = None  # seconds (default 120)
+    # The least severe log message wanted from the server: sent to it with logging/setLevel when it
+    # supports that, and applied to what it sends either way (absent: all it sends).
+    log_level: LogLevel | None = None
 
 
 _UNCHANGED = " Left out: unchanged."
@@ -83,6 +91,9 @@ class UpdateParams(Model):
         description="Seconds (null: the default, 30)." + _UNCHANGED)] = msgspec.UNSET
     call_timeout: Annotated[float | None | msgspec.UnsetType, msgspec.Meta(
         description="Seconds (null: the default, 120)." + _UNCHANGED)] = msgspec.UNSET
+    log_level: Annotated[LogLevel | None | msgspec.UnsetType, msgspec.Meta(
+        description="The least severe log message wanted from it (null: all it sends)." + _UNCHANGED
+    )] = msgspec.UNSET
     enabled: Annotated[bool | msgspec.UnsetType, msgspec.Meta(
         description="Connect (true) or disconnect and stop (false), as mcpServers/setEnabled." + _UNCHANGED
     )] = msgspec.UNSET
@@ -107,6 +118,17 @@ class ServerSetEnabledParams(Model):
 
 class ServerStatusParams(Model):
     server: McpServer
+
+
+class ServerLogParams(Model):
+    server: Annotated[str, msgspec.Meta(description="The logging server's key (toolset~server).")]
+    level: Annotated[LogLevel, msgspec.Meta(description="The message's level, as the server gave it.")]
+    data: Annotated[Any, msgspec.Meta(
+        description="What the server logged (any JSON), secrets masked, cut to 8,192 characters.")] = None
+    logger: Annotated[str | None, msgspec.Meta(description="The server's name for the logger, if any.")] = None
+    dropped: Annotated[int, msgspec.Meta(
+        description="Messages of this server dropped before this one because it logged faster than "
+                    "20 a second (after a burst of 100).")] = 0
 
 
 class ResourcesResult(Model):
@@ -243,6 +265,10 @@ SPECS = (
     MethodSpec("mcpServers/status", "serverToClient", "notification",
                "A server's status changed (connecting, connected, error, disabled) or its tools did.",
                params=ServerStatusParams),
+    MethodSpec("mcpServers/log", "serverToClient", "notification",
+               "A server logged a message (MCP notifications/message) at or above its logLevel; "
+               "rate-limited per server, with a count of what was dropped.",
+               params=ServerLogParams),
     MethodSpec("mcpServers/resources", "clientToServer", "request", "The resources a connected server offers.",
                params=ServerIdParams, result=ResourcesResult, errors=(_NF, _CF, _UP, _TO)),
     MethodSpec("mcpServers/readResource", "clientToServer", "request", "Read one resource of a server.",

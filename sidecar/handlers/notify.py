@@ -9,12 +9,13 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from ..api.chats import ChatEventParams, ConfirmToolCallParams, ConfirmToolCallResult
-from ..api.mcp import ElicitParams, ElicitResult, McpServer, ServerStatusParams
+from ..api.mcp import ElicitParams, ElicitResult, McpServer, ServerLogParams, ServerStatusParams
 from ..api.schedules import FiredParams
 from ..api.settings import SettingsChangedParams, UserSettings
 from ..api.toolsets import ToolsetChangedParams
 from ..api.workspace import ChangedParams, Changes
 from ..mcp_host.elicitation import ElicitAnswer, Elicitation, InvalidAnswer
+from ..mcp_host.logs import ServerLog
 from ..rpc.errors import InvalidResponse
 from ..secrets import clean
 from ..store.toolsets import ToolsetRow
@@ -41,6 +42,10 @@ class Notifier:
 
     async def mcp_server_changed(self, server: McpServer) -> None:
         await self._peer.notify("mcpServers/status", ServerStatusParams(server))
+
+    async def mcp_log(self, entry: ServerLog) -> None:
+        await self._peer.notify("mcpServers/log", ServerLogParams(entry.server, entry.level,
+                                                                  entry.data, entry.logger, entry.dropped))
 
     async def toolset_reloaded(self, toolset: ToolsetRow) -> None:
         await self._peer.notify("toolsets/changed", ToolsetChangedParams(toolset.id, "reloaded", toolset_out(toolset)))

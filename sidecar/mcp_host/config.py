@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from ..api.mcp import ServerType
+from ..api.mcp import LogLevel, ServerType
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,8 @@ class ServerConfig:
     connect_timeout: float = 30.0
     call_timeout: float = 120.0
     enabled: bool = True
+    log_level: LogLevel | None = None
+    """The least severe log message wanted (sent with logging/setLevel, applied to what arrives)."""
 
     @property
     def key(self) -> str:

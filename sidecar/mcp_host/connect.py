@@ -22,6 +22,7 @@ from .commands import CommandNotFound, resolve_command
 from .config import ServerConfig
 from .elicitation import Elicit, ElicitAnswer, Elicitation
 from .failures import Failure, describe, flatten, only_cancelled
+from .logs import OnLog
 from .state import Conn, LiveServer
 
 log = logging.getLogger("sidecar.mcp_host")
@@ -106,8 +107,10 @@ class Connector:
     """Makes connection attempts for the supervisor, with what every connection shares."""
 
     def __init__(self, *, max_result_bytes: int, on_tools_changed: OnToolsChanged | None,
-                 elicit: Elicit | None, variables: Variables = process_environment) -> None:
+                 elicit: Elicit | None, variables: Variables = process_environment,
+                 on_log: OnLog | None = None) -> None:
         self.max_result_bytes = max_result_bytes
+        self.on_log = on_log
         self.variables = variables
         self.on_tools_changed = on_tools_changed
         self.elicit = elicit

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from ..secrets.store import SecretStore
 
 EDITABLE = ("type", "command", "args", "env", "cwd", "url", "headers", "requires_confirmation",
-             "connect_timeout", "call_timeout")
+             "connect_timeout", "call_timeout", "log_level")
 
 
 def declaration_of(row: McpServerRow) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from .config import ServerConfig
 from .connect import Connector, OnToolsChanged, Variables, config_references, process_environment
 from .elicitation import Elicit
 from .failures import not_connected
+from .logs import OnLog
 from .state import CallOrigin, Conn, LiveServer, McpTool, OnStatus, ServerState
 from .supervise import supervise
 
@@ -38,10 +39,10 @@ class McpHost:
 
     def __init__(self, *, on_status: OnStatus | None = None, on_tools_changed: OnToolsChanged | None = None,
                  elicit: Elicit | None = None, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
-                 variables: Variables = process_environment) -> None:
+                 variables: Variables = process_environment, on_log: OnLog | None = None) -> None:
         self._on_status = on_status
         self._connector = Connector(max_result_bytes=max_result_bytes, on_tools_changed=on_tools_changed,
-                                    elicit=elicit, variables=variables)
+                                    elicit=elicit, variables=variables, on_log=on_log)
         self._tg: TaskGroup | None = None
         self._servers: dict[str, LiveServer] = {}
         self._live: set[LiveServer] = set()  # every server whose supervisor has not finished, removed ones too

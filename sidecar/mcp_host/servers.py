@@ -28,6 +28,7 @@ from .config import ServerConfig
 from .connect import config_references
 from .elicitation import Elicit
 from .host import DEFAULT_MAX_RESULT_BYTES, McpHost
+from .logs import OnLog
 from .state import ServerState
 
 if TYPE_CHECKING:
@@ -45,7 +46,8 @@ def config_of(row: McpServerRow) -> ServerConfig:
     timeouts = {k: float(v) for k, v in row.options.items() if k in ("connect_timeout", "call_timeout") and v}
     return ServerConfig(server_id=row.server_id, toolset_id=row.toolset_id, type=row.type,
                         command=row.command, args=tuple(row.args), env=row.env, cwd=row.cwd, url=row.url,
-                        headers=row.headers, enabled=row.should_run, **timeouts)
+                        headers=row.headers, enabled=row.should_run, log_level=row.options.get("log_level"),
+                        **timeouts)
 
 
 async def find(repo: McpServerRepo, ref: str) -> McpServerRow:
@@ -62,7 +64,7 @@ async def find(repo: McpServerRepo, ref: str) -> McpServerRow:
 class McpServers:
     def __init__(self, db: Database, toolsets: ToolsetService, vault: SecretStore, *,
                  on_status: OnServerStatus | None = None, elicit: Elicit | None = None,
-                 max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> None:
+                 max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES, on_log: OnLog | None = None) -> None:
         self.repo = McpServerRepo(db)
         self.toolsets = toolsets
         self.vault = vault
@@ -72,7 +74,7 @@ class McpServers:
         self._editing = anyio.Lock()
         # One mcpServers/status per change: a re-listing of tools comes through on_status too.
         self.host = McpHost(on_status=self._host_status, elicit=elicit, max_result_bytes=max_result_bytes,
-                            variables=vault.environ)
+                            variables=vault.environ, on_log=on_log)
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
@@ -125,6 +127,7 @@ class McpServers:
             requires_confirmation=row.requires_confirmation, env=secrets.mask_map(row.env),
             headers=secrets.mask_map(row.headers), cwd=row.cwd,
             connect_timeout=row.options.get("connect_timeout"), call_timeout=row.options.get("call_timeout"),
+            log_level=row.options.get("log_level"),
         )
 
     # -- changing --------------------------------------------------------------------------------------
@@ -338,7 +341,7 @@ def declaration(p: AddParams) -> dict[str, Any]:
     return {
         "id": p.id, "type": p.type, "command": p.command, "args": p.args, "env": p.env, "cwd": p.cwd,
         "url": p.url, "headers": p.headers, "requires_confirmation": p.requires_confirmation,
-        "connect_timeout": p.connect_timeout, "call_timeout": p.call_timeout}
+        "connect_timeout": p.connect_timeout, "call_timeout": p.call_timeout, "log_level": p.log_level}
 
 
 async def _discover(path: str | None) -> tuple[list[app_configs.Found], list[str]]:

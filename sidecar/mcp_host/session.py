@@ -19,6 +19,7 @@ from ..secrets import mask_url
 from . import remote
 from .elicitation import elicitation_callback
 from .failures import Failure, handshake_failure, lost_message
+from .logs import ServerLog, at_least, bounded
 from .requests import all_pages
 from .state import Conn, LiveServer, McpTool
 from .stdio import StdioTransport
@@ -59,7 +60,7 @@ async def connect_and_serve(connector: Connector, srv: LiveServer, conn: Conn, s
             read, write,
             elicitation_callback=(elicitation_callback(srv, lambda request: connector.ask(request))
                                   if connector.elicit is not None else None),
-            logging_callback=_logging_callback(srv),
+            logging_callback=_logging_callback(srv, connector),
             message_handler=_message_handler(srv, conn),
             client_info=types.Implementation(name=CLIENT_NAME, version=CLIENT_VERSION),
         ))
@@ -90,6 +91,7 @@ async def connect_and_serve(connector: Connector, srv: LiveServer, conn: Conn, s
         conn.session = session
         conn.connected = True
         log.info("MCP server %s connected (%s, %d tools)", config.key, srv.server_name, len(tools))
+        await _set_log_level(srv, session)
         await srv.set_status("connected")
 
         async with anyio.create_task_group() as tg:
@@ -189,8 +191,36 @@ def _message_handler(srv: LiveServer, conn: Conn) -> Any:
     return handle
 
 
-def _logging_callback(srv: LiveServer) -> Any:
+def _logging_callback(srv: LiveServer, connector: Connector) -> Any:
     async def on_log(params: types.LoggingMessageNotificationParams) -> None:
-        log.debug("MCP server %s logs (%s): %s", srv.label, params.level, params.data)
+        if not at_least(params.level, srv.config.log_level):
+            return
+        dropped = srv.log_gate.admit()
+        if dropped is None:
+            return
+        data = bounded(params.data)
+        log.debug("MCP server %s logs (%s): %s", srv.label, params.level, data)
+        if connector.on_log is not None and srv.current:
+            try:
+                await connector.on_log(ServerLog(srv.config.key, params.level, params.logger, data, dropped))
+            except Exception:
+                log.exception("on_log callback failed for %s", srv.label)
 
     return on_log
+
+
+async def _set_log_level(srv: LiveServer, session: ClientSession) -> None:
+    """Ask the server to send only what its level lets through (when it can: else the level is
+    applied to what arrives)."""
+    level = srv.config.log_level
+    caps = session.server_capabilities
+    if level is None or caps is None or caps.logging is None:
+        return
+    try:
+        with anyio.fail_after(srv.config.call_timeout):
+            # The request itself: the SDK's helper warns that MCP 2026-07-28 deprecates logging,
+            # but the servers in use still take it.
+            await session.send_request(types.SetLevelRequest(params=types.SetLevelRequestParams(level=level)),
+                                       types.EmptyResult)
+    except Exception as exc:
+        log.warning("MCP server %s: logging/setLevel %s failed: %r", srv.label, level, exc)

@@ -16,6 +16,7 @@ import anyio
 from ..api.toolsets import ToolIcon
 from ..secrets import clean
 from .config import ServerConfig
+from .logs import LogGate
 
 if TYPE_CHECKING:  # the SDK is imported in a worker thread on first connect, never at start-up
     from mcp.client.session import ClientSession
@@ -129,6 +130,7 @@ class LiveServer:
         self.wake = anyio.Event()
         self.force = False
         self.pending: set[Pending] = set()
+        self.log_gate = LogGate()
         self.elicits = 0
         self._on_status = on_status
         self._last_published: ServerState | None = None

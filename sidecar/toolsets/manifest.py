@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from ..api.base import Id
+from ..api.mcp import LogLevel
 from ..api.toolsets import RENDERERS, Renderer
 from ..errors import ManifestError
 from ..schedules import cron
@@ -95,6 +96,7 @@ class McpServerDecl(_Decl):
     requires_confirmation: bool = False
     connect_timeout: Annotated[float, msgspec.Meta(gt=0, le=600)] | None = None
     call_timeout: Annotated[float, msgspec.Meta(gt=0, le=3600)] | None = None
+    log_level: LogLevel | None = None  # the least severe of its log messages the UI is sent
     # The output declaration of this server's tools, by MCP tool name (a card only when declared).
     tool_output: dict[str, OutputDecl] = {}
 
@@ -106,6 +108,7 @@ class McpServerDecl(_Decl):
             requires_confirmation=self.requires_confirmation,
             options={k: v for k, v in (("connect_timeout", self.connect_timeout),
                                        ("call_timeout", self.call_timeout),
+                                       ("log_level", self.log_level),
                                        ("tool_output", msgspec.to_builtins(self.tool_output))) if v})
 
 

@@ -83,3 +83,48 @@ async def test_structured_content_that_breaks_the_output_schema_fails_the_call(a
                             "does not fit the tool's outputSchema: at city, 3 is not of type 'string'")
     good = await call(app, "right_shape")
     assert good["status"] == "success" and good["result"]["structuredContent"] == {"city": "Oslo"}
+
+
+def logs(sc: SidecarClient) -> list[dict]:
+    return [n["params"] for n in sc.notifications if n.get("method") == "mcpServers/log"]
+
+
+async def test_a_servers_log_level_is_edited_in_place(app: SidecarClient):
+    await add_meta(app)
+    assert (await call(app, "level"))["result"]["content"][0]["text"] == "unset"  # none asked for: all it sends
+    server = (await app.request("mcpServers/update", {"id": "meta~meta", "logLevel": "error"}))["server"]
+    assert server["logLevel"] == "error"
+    with anyio.fail_after(30):
+        while (await app.request("mcpServers/list"))["servers"][0]["status"] != "connected":
+            await anyio.sleep(0.05)
+    assert (await call(app, "level"))["result"]["content"][0]["text"] == "error"
+
+
+async def test_server_logs_reach_the_ui_at_the_servers_level_and_a_flood_is_dropped_with_a_count(app: SidecarClient):
+    await add_meta(app, logLevel="warning")
+    server = (await app.request("mcpServers/list"))["servers"][0]
+    assert server["logLevel"] == "warning"
+    # Set at the server with logging/setLevel...
+    assert (await call(app, "level"))["result"]["content"][0]["text"] == "warning"
+
+    # ...and applied to what arrives: chatter cycles debug, info, warning, emergency.
+    await call(app, "chatter", {"count": 8})
+    await app.wait_for(lambda: len(logs(app)) >= 4)
+    assert [(e["server"], e["level"], e["logger"], e["data"]) for e in logs(app)] == [
+        ("meta~meta", "warning", "chatter", {"n": 2}), ("meta~meta", "emergency", "chatter", {"n": 3}),
+        ("meta~meta", "warning", "chatter", {"n": 6}), ("meta~meta", "emergency", "chatter", {"n": 7})]
+    assert all("dropped" not in e for e in logs(app))
+
+    # 1,000 messages as fast as the server can: 500 at warning or above, most of them dropped.
+    app.notifications.clear()
+    await call(app, "chatter", {"count": 1000})
+    await anyio.sleep(0.5)
+    flood = len(logs(app))
+    assert 0 < flood < 250, flood
+    # Once it is quiet again, the next message says how many never reached the UI: none is lost unsaid.
+    await anyio.sleep(1)
+    await call(app, "chatter", {"count": 4})
+    await app.wait_for(lambda: len(logs(app)) >= flood + 2)
+    after = logs(app)[flood]
+    assert after["data"] == {"n": 2} and after["dropped"] > 0
+    assert len(logs(app)) + sum(e.get("dropped", 0) for e in logs(app)) == 500 + 2
