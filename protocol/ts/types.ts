@@ -114,7 +114,7 @@ export interface ToolCall {
   result?: unknown;
   error?: string | null;
   errorKind?: string | null;
-  renderPlan?: CodePlan | DocumentPlan | HtmlPlan | FramePlan | CardPlan | null;
+  renderPlan?: CodePlan | DocumentPlan | HtmlPlan | FramePlan | ImagePlan | CardPlan | null;
   preManifestId?: string | null;
   postManifestId?: string | null;
   finishedAt?: string | null;
@@ -162,6 +162,17 @@ export interface HtmlPlan {
 /** Show a page a local server serves, in a frame. */
 export interface FramePlan {
   renderer: "frame";
+  /** The renderer config with $-expressions filled. */
+  config: Record<string, unknown>;
+  /** Expressions of the renderer config that resolved to nothing (left null or empty in config). */
+  missing?: string[];
+}
+
+/** Show a picture: a workspace file (file), base64 data (content, with mimeType), or image blocks
+ *     of the call's MCP result by position (images: [{index, mimeType}], an MCP result's default plan;
+ *     caption: the result's text). */
+export interface ImagePlan {
+  renderer: "image";
   /** The renderer config with $-expressions filled. */
   config: Record<string, unknown>;
   /** Expressions of the renderer config that resolved to nothing (left null or empty in config). */
@@ -621,7 +632,7 @@ export interface ToolResult {
 export interface SetOverrideParams {
   toolsetId: string;
   toolId: string;
-  renderer?: "code" | "document" | "frame" | "html" | null;
+  renderer?: "code" | "document" | "frame" | "html" | "image" | null;
   rendererConfig?: Record<string, unknown> | null;
   nameOverride?: string | null;
   descriptionOverride?: string | null;

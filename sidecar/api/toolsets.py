@@ -9,8 +9,9 @@ import msgspec
 from .base import Empty, MethodSpec, Model
 from .errors import ErrorCode
 
-# How a tool call's result is shown (seed 000 §5).
-Renderer = Literal["code", "document", "html", "frame"]
+# How a tool call's result is shown (seed 000 §5); image: a picture from a workspace file, base64
+# content, or (an MCP result's default) the result's image blocks by position.
+Renderer = Literal["code", "document", "html", "frame", "image"]
 RENDERERS: tuple[str, ...] = get_args(Renderer)
 
 
@@ -354,6 +355,15 @@ class FramePlan(Model, tag="frame", tag_field="renderer"):
     missing: _PlanMissing = []
 
 
+class ImagePlan(Model, tag="image", tag_field="renderer"):
+    """Show a picture: a workspace file (file), base64 data (content, with mimeType), or image blocks
+    of the call's MCP result by position (images: [{index, mimeType}], an MCP result's default plan;
+    caption: the result's text)."""
+
+    config: _PlanConfig
+    missing: _PlanMissing = []
+
+
 class CardConfig(Model):
     """A card (seed 004 output contract): a title, sanitised HTML and the manifest's colours."""
 
@@ -381,7 +391,7 @@ class CardPlan(Model, tag="card", tag_field="renderer"):
 
 
 # How a call's result is shown, told apart by its renderer.
-RenderPlan = CodePlan | DocumentPlan | HtmlPlan | FramePlan | CardPlan
+RenderPlan = CodePlan | DocumentPlan | HtmlPlan | FramePlan | ImagePlan | CardPlan
 
 
 class SentRequest(Model):

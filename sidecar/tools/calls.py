@@ -28,7 +28,7 @@ from ..mcp_host.state import CallOrigin
 from ..store import Database
 from ..store.rows import new_id, now
 from ..store.tool_calls import API, Initiator, ToolCallRepo, ToolCallRow
-from . import cards
+from . import cards, mcp_plans
 from . import output as tool_output
 from .catalog import Catalog
 from .config import ToolConfig
@@ -246,6 +246,8 @@ class ToolCallService:
 
     def _plan(self, target: Resolved, record: ToolCallRow, workspace: Path | None) -> dict[str, Any] | None:
         tool = target.tool
+        if tool.renderer is None and tool.provider == "mcp" and record.status == "success":
+            return mcp_plans.default_plan(record.result)  # by content, unless an override set a renderer
         try:
             return render_plan(
                 tool.renderer, tool.renderer_config, args=record.args, result=record.result,

@@ -131,6 +131,8 @@ def render_plan(
         filled["artifact"] = _artifact(filled.get("artifact"), toolset_dir)
     elif renderer == "frame":
         filled["url"] = _frame_url(filled)
+    elif renderer == "image" and "images" in filled:
+        _images(filled["images"])
     else:
         _file_or_content(renderer, filled)
     return {"renderer": renderer, "config": filled, "missing": missing}
@@ -175,6 +177,14 @@ def _frame_url(config: dict[str, Any]) -> str:
     if parts.scheme not in ("http", "https") or "@" in parts.netloc or parts.hostname not in _LOCAL_HOSTS:
         raise RenderError(f"frame url {url!r} must be http(s) to localhost, 127.0.0.1 or [::1]")
     return url
+
+
+def _images(images: Any) -> None:
+    if not isinstance(images, list) or not images or not all(
+            isinstance(i, dict) and isinstance(i.get("index"), int) and not isinstance(i.get("index"), bool)
+            for i in images):
+        raise RenderError("the image renderer's images must be a list of {index, mimeType}: positions of image "
+                          "blocks in the result's content")
 
 
 def _file_or_content(renderer: str, config: dict[str, Any]) -> None:

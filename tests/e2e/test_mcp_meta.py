@@ -128,3 +128,24 @@ async def test_server_logs_reach_the_ui_at_the_servers_level_and_a_flood_is_drop
     after = logs(app)[flood]
     assert after["data"] == {"n": 2} and after["dropped"] > 0
     assert len(logs(app)) + sum(e.get("dropped", 0) for e in logs(app)) == 500 + 2
+
+
+async def test_each_result_gets_a_render_plan_by_its_content_unless_an_override_sets_one(app: SidecarClient):
+    await add_meta(app)
+    picture = await call(app, "picture")
+    assert picture["renderPlan"]["renderer"] == "image"
+    assert picture["renderPlan"]["config"] == {"images": [{"index": 1, "mimeType": "image/png"}],
+                                               "caption": "a 4x4 picture"}
+    assert picture["result"]["content"][1]["type"] == "image"  # what the plan points at
+    code = await call(app, "code")
+    assert code["renderPlan"]["renderer"] == "code" and code["renderPlan"]["config"]["language"] == "python"
+    link = await call(app, "link")
+    assert link["renderPlan"] == {"renderer": "document",
+                                  "config": {"content": "[Quarterly report](https://example.com/report.pdf)"}}
+    assert (await call(app, "read_note", {"id": "1"}))["renderPlan"]["renderer"] == "document"
+
+    await app.request("tools/setOverride", {"toolsetId": "meta", "toolId": PREFIX + "picture", "renderer": "image",
+                                            "rendererConfig": {"content": "$return.content.1.data",
+                                                               "mimeType": "image/png"}})
+    overridden = await call(app, "picture")
+    assert overridden["renderPlan"]["config"]["content"] == overridden["result"]["content"][1]["data"]
