@@ -16,7 +16,7 @@ class Provider(Model):
     id: str
     kind: ProviderKind
     has_api_key: bool
-    # timeout (seconds), maxRetries, headers (values masked); a scripted provider's script
+    # timeout (seconds), maxRetries, headers (values masked), vision; a scripted provider's script
     config: dict[str, Any]
     is_default: bool
     built_in: bool  # the scripted provider: always there, never removed
@@ -41,8 +41,9 @@ class SetProviderParams(Model):
     # the provider connects (the secrets, then the environment).
     api_key: str | None | msgspec.UnsetType = msgspec.UNSET
     default_model: str | None = None
-    # timeout (seconds > 0), maxRetries (0-10, default 2), headers (values may hold ${VAR});
-    # for kind scripted: script (a list of replies)
+    # timeout (seconds > 0), maxRetries (0-10, default 2), headers (values may hold ${VAR}), vision
+    # (whether the model takes images from tool results; default true for anthropic and for openai
+    # without a baseUrl, false for other OpenAI-compatible servers); for kind scripted: script (a list of replies)
     config: dict[str, Any] = {}
 
 

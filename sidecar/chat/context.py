@@ -10,7 +10,7 @@ from typing import Any
 from ..store.chats import MessageRow
 from ..store.tool_calls import ToolCallRow
 from ..tools import cards
-from . import framing
+from . import framing, images
 from .framing import View
 from .providers.base import ChatMessage, ToolCallRequest
 
@@ -39,6 +39,7 @@ def result_text(call: ToolCallRow) -> str:
     result = call.result
     if isinstance(result, dict) and isinstance(result.get("content"), list):  # an MCP result
         pieces = []
+        shown = 0
         for block in result["content"]:
             kind = block.get("type")
             if kind == "text":
@@ -46,6 +47,17 @@ def result_text(call: ToolCallRow) -> str:
             elif kind == "resource":
                 res = block.get("resource") or {}
                 pieces.append(str(res.get("text") or f"[resource {res.get('uri', '')}]"))
+            elif kind == "resource_link":
+                title = block.get("title") or block.get("name") or ""
+                mime = f", {block['mimeType']}" if block.get("mimeType") else ""
+                pieces.append(f"[resource link: {title} <{block.get('uri', '')}>{mime}]")
+            elif kind == "image":
+                refused = images.refused(block) or (images.TOO_MANY if shown == images.MAX_IMAGES else None)
+                shown += not refused
+                pieces.append(f"[image {shown}: {block.get('mimeType', '')}, given to you after this result]"
+                              if not refused else f"[image {block.get('mimeType', '')}: {refused}]")
+            elif kind == "audio":
+                pieces.append(f"[audio {block.get('mimeType', '')}: not given to the model]")
             else:
                 pieces.append(f"[{kind} {block.get('mimeType', '')}]".replace(" ]", "]"))
         if result.get("structuredContent") is not None and not any(pieces):
@@ -93,8 +105,10 @@ def tool_message(step: dict[str, Any], call: ToolCallRow | None) -> ChatMessage:
         spill = step.get("spill")
         body = spilled_text(body, spill, view.max_chars) if spill else cut_text(body, view.max_chars)
     failed = call is None or call.status != "success"
+    pictures = images.of(call.result) if call is not None and not failed and not view.ephemeral \
+        and not view.card_only else []
     return ChatMessage("tool", framing.frame(step.get("name") or "", body, error=failed),
-                       tool_call_id=step["callId"], is_error=failed)
+                       tool_call_id=step["callId"], is_error=failed, images=pictures)
 
 
 def build(path: list[MessageRow], calls: dict[str, ToolCallRow]) -> list[ChatMessage]:

@@ -191,7 +191,8 @@ async def test_an_mcp_tool_gets_a_card_only_when_its_toolset_declares_one(app: S
     assert plan["config"]["accentColor"] == "hsl(210, 50%, 40%)"
     assert plan["config"]["html"] == "<p>About <i>owls</i></p>"
     plain = await app.request("tools/call", {"toolId": "mcp:cards~helper:structured", "args": {}})
-    assert "renderPlan" not in plain["toolCall"]  # same shape rules, but nothing declared for it
+    # Same shape rules, but nothing declared for it: the plan any MCP result gets by its content.
+    assert plain["toolCall"]["renderPlan"]["renderer"] == "document"
     target = tmp_path / "out.zip"
     await app.request("toolsets/export", {"id": "cards", "path": str(target)})
     with zipfile.ZipFile(io.BytesIO(target.read_bytes())) as z:

@@ -7,6 +7,7 @@ from typing import Any
 
 from ...errors import ProviderError
 from .base import (
+    NO_VISION,
     ChatMessage,
     Finished,
     ProviderEvent,
@@ -38,14 +39,15 @@ class AnthropicProvider(RemoteProvider):
         return AsyncAnthropic(**options)
 
     async def _open(self, client: Any, model: str, request: TurnRequest) -> Any:
-        return await client.messages.create(**request_body(request, model))
+        return await client.messages.create(**request_body(request, model, images=self.endpoint.vision is not False))
 
     def _parser(self) -> EventParser:
         return EventParser()
 
 
-def request_body(request: TurnRequest, model: str) -> dict[str, Any]:
-    system, messages = wire_messages(request)
+def request_body(request: TurnRequest, model: str, *, images: bool = True) -> dict[str, Any]:
+    """``images``: the model takes images (a tool result's pictures go in as image blocks)."""
+    system, messages = wire_messages(request, images=images)
     body: dict[str, Any] = {
         "model": model,
         "max_tokens": request.max_tokens or DEFAULT_MAX_TOKENS,
@@ -63,7 +65,7 @@ def wire_tool(tool: ToolSpec) -> dict[str, Any]:
     return {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}
 
 
-def wire_messages(request: TurnRequest) -> tuple[str, list[dict[str, Any]]]:
+def wire_messages(request: TurnRequest, *, images: bool = True) -> tuple[str, list[dict[str, Any]]]:
     """(system, messages). System text goes to the top level; a tool result is a ``tool_result``
     block in a user message, and consecutive messages of one role become one message, as the
     API wants every result of an assistant's calls in the single user message after it."""
@@ -73,14 +75,21 @@ def wire_messages(request: TurnRequest) -> tuple[str, list[dict[str, Any]]]:
         if m.role == "system":
             system.append(m.content)
         else:
-            _append(out, "assistant" if m.role == "assistant" else "user", _blocks(m))
+            _append(out, "assistant" if m.role == "assistant" else "user", _blocks(m, images))
     return "\n\n".join(s for s in system if s), out
 
 
-def _blocks(m: ChatMessage) -> list[dict[str, Any]]:
+def _blocks(m: ChatMessage, images: bool = True) -> list[dict[str, Any]]:
     if m.role == "tool":
         block: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.tool_call_id or ""}
-        if m.content:
+        if m.images and images:
+            # A tool result's content may hold image blocks beside its text.
+            block["content"] = ([{"type": "text", "text": m.content}] if m.content else []) + [
+                {"type": "image", "source": {"type": "base64", "media_type": i.mime_type, "data": i.data}}
+                for i in m.images]
+        elif m.images:
+            block["content"] = f"{m.content}\n{NO_VISION}" if m.content else NO_VISION
+        elif m.content:
             block["content"] = m.content
         if m.is_error:
             block["is_error"] = True

@@ -32,6 +32,18 @@ class ToolCallRequest:
     raw_arguments: str = ""  # the text as the model sent it (for the error when it did not parse)
 
 
+@dataclass(frozen=True, slots=True)
+class ImagePart:
+    """A picture a tool returned, for a model that takes images: base64 data as the tool gave it."""
+
+    mime_type: str  # image/png, image/jpeg, image/gif or image/webp
+    data: str
+
+
+NO_VISION = ("[The images of this result are not shown to you: this model is set up without images "
+             "(the provider's config.vision).]")
+
+
 @dataclass(slots=True)
 class ChatMessage:
     role: Role
@@ -40,6 +52,8 @@ class ChatMessage:
     tool_calls: list[ToolCallRequest] = field(default_factory=list)
     tool_call_id: str | None = None
     is_error: bool = False  # tool: the result is an error (Anthropic's is_error)
+    # tool: pictures of the result, given as images to a model that takes them (the content names them)
+    images: list[ImagePart] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ from typing import Any
 
 from ...errors import ProviderError
 from .base import (
+    NO_VISION,
     ChatMessage,
     Finished,
     ProviderEvent,
@@ -38,16 +39,20 @@ class OpenAIProvider(RemoteProvider):
         return AsyncOpenAI(**options)
 
     async def _open(self, client: Any, model: str, request: TurnRequest) -> Any:
-        return await client.chat.completions.create(**request_body(request, model))
+        vision = self.endpoint.vision
+        # The official API's models take images; a compatible server's may not unless it is said so.
+        images = vision if vision is not None else self.endpoint.base_url is None
+        return await client.chat.completions.create(**request_body(request, model, images=images))
 
     def _parser(self) -> ChunkParser:
         return ChunkParser()
 
 
-def request_body(request: TurnRequest, model: str) -> dict[str, Any]:
+def request_body(request: TurnRequest, model: str, *, images: bool = True) -> dict[str, Any]:
+    """``images``: the model takes images (a tool result's pictures follow the results as a user message)."""
     body: dict[str, Any] = {
         "model": model,
-        "messages": wire_messages(request),
+        "messages": wire_messages(request, images=images),
         "stream": True,
         "stream_options": {"include_usage": True},
     }
@@ -64,9 +69,26 @@ def wire_tool(tool: ToolSpec) -> dict[str, Any]:
             "function": {"name": tool.name, "description": tool.description, "parameters": tool.input_schema}}
 
 
-def wire_messages(request: TurnRequest) -> list[dict[str, Any]]:
+def wire_messages(request: TurnRequest, *, images: bool = True) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = [{"role": "system", "content": request.system}] if request.system else []
-    out += [_wire_message(m) for m in request.messages]
+    # A tool message holds text only, and the results of one assistant message must follow it
+    # unbroken: their pictures go in one user message after the last of them.
+    pictures: list[dict[str, Any]] = []
+    for m in request.messages:
+        if m.role != "tool" and pictures:
+            out.append({"role": "user", "content": pictures})
+            pictures = []
+        wired = _wire_message(m)
+        if m.role == "tool" and m.images:
+            if images:
+                pictures.append({"type": "text", "text": f"The images the tool call {m.tool_call_id} returned:"})
+                pictures += [{"type": "image_url", "image_url": {"url": f"data:{i.mime_type};base64,{i.data}"}}
+                             for i in m.images]
+            else:
+                wired["content"] = f"{m.content}\n{NO_VISION}" if m.content else NO_VISION
+        out.append(wired)
+    if pictures:
+        out.append({"role": "user", "content": pictures})
     return out
 
 

@@ -40,6 +40,8 @@ class Endpoint:
     max_retries: int = DEFAULT_MAX_RETRIES
     headers: dict[str, str] = field(default_factory=dict)
     variables: Mapping[str, str] = field(default_factory=dict[str, str], repr=False)
+    vision: bool | None = None
+    """Whether the model takes images (config ``vision``); None: the kind's default."""
 
     @classmethod
     def of(cls, provider_id: str, base_url: str | None, api_key: str | None, default_model: str | None,
@@ -48,7 +50,7 @@ class Endpoint:
         return cls(provider_id, base_url, api_key, default_model,
                    float(timeout) if timeout is not None else None,
                    int(config.get("maxRetries", DEFAULT_MAX_RETRIES)), dict(config.get("headers") or {}),
-                   variables)
+                   variables, config.get("vision"))
 
     def resolved(self, env_key: str) -> tuple[str | None, str | None, dict[str, str]]:
         """(base_url, api_key, headers) with ``${VAR}`` resolved now. Without a stored key the SDK's
