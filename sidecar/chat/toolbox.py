@@ -17,6 +17,7 @@ from ..store.mcp_servers import McpServerRepo
 from ..store.toolsets import ToolsetRepo
 from ..tools.aliases import Aliases
 from ..tools.catalog import Catalog
+from ..tools.providers import mcp as mcp_tools
 from ..tools.settings import status_of
 from . import context
 from .providers.base import ToolSpec
@@ -41,6 +42,11 @@ class ToolBox:
     def specs(self) -> list[ToolSpec]:
         return [ToolSpec(t.alias, t.tool.description or t.display, t.tool.input_schema or {"type": "object"},
                          t.tool.id) for t in self.tools]
+
+    def mcp_servers(self) -> list[str]:
+        """The keys of the MCP servers whose tools are in the box, in the order of their first tool."""
+        keys = (mcp_tools.parse_id(t.tool.id)[0] for t in self.tools if t.tool.provider == "mcp")
+        return list(dict.fromkeys(keys))
 
     def shown(self) -> list[Tool]:
         """The tools as the chat shows them: under their display names, and enabled (here they run)."""

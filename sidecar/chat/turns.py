@@ -246,11 +246,14 @@ class TurnService:
                     confirm: Confirm) -> StopReason:
         specs = turn.tools.specs()
         switch = self.tool_calls.switch
+        host = self.tool_calls.catalog.host
+        guide = framing.server_instructions(
+            {key: text for key in turn.tools.mcp_servers() if (text := host.instructions(key))})
         for _ in range(p.max_turns):
             said: list[str] = []
             asked: list[ToolCallRequest] = []
             # Read per model call: switched off mid-turn, the next call is offered no tools.
-            request = (TurnRequest(p.model, history, specs) if switch.enabled
+            request = (TurnRequest(p.model, history, specs, system=guide) if switch.enabled
                        else TurnRequest(p.model, history, [], system=TOOLS_OFF))
             async for event in provider.stream(request):
                 if isinstance(event, TextDelta):

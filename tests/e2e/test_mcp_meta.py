@@ -149,3 +149,19 @@ async def test_each_result_gets_a_render_plan_by_its_content_unless_an_override_
                                                                "mimeType": "image/png"}})
     overridden = await call(app, "picture")
     assert overridden["renderPlan"]["config"]["content"] == overridden["result"]["content"][1]["data"]
+
+
+async def test_a_servers_instructions_are_offered_to_the_model_with_its_tools(app: SidecarClient):
+    from tests.e2e.test_chat import new_chat
+    from tests.e2e.test_tool_output import given, turn
+
+    await add_meta(app)
+    chat_id = await new_chat(app)
+    done = await turn(app, chat_id, "notes", {"toolCalls": [{"tool": PREFIX + "picture", "args": {}}]},
+                      {"echoContext": True})
+    system, *rest = await given(app, chat_id, done["messageId"])
+    assert system["role"] == "system"
+    assert ('<server_instructions server="meta~meta">\nNotes are kept by id; call list_notes before read_note.\n'
+            "</server_instructions>") in system["content"]
+    result = next(m["content"] for m in rest if m["role"] == "tool")
+    assert "a 4x4 picture\n[image 1: image/png, given to you after this result]" in result
