@@ -173,6 +173,8 @@ async def run(data_dir: Path, verbose: bool) -> int:
 
         await secret_for_a_server(sc)
 
+        await what_a_server_says(sc)
+
         await configured_tool(sc)
 
         await http_tools(sc)
@@ -477,6 +479,28 @@ async def secret_for_a_server(sc: SidecarClient) -> None:
     show("its echo tool", done["toolCall"]["result"]["content"][0]["text"])
     await sc.request("secrets/delete", {"name": "DEMO_GREETING"})  # a keystore keeps entries beyond the demo
     await sc.request("mcpServers/remove", {"id": "greeter~greeter"})
+
+
+async def what_a_server_says(sc: SidecarClient) -> None:
+    step("what an MCP server says about its tools: hints set confirmation, pictures get a plan, logs reach the UI")
+    fixture = ROOT / "tests" / "fixtures" / "mcp" / "meta.py"
+    await sc.request("mcpServers/add", {"id": "notes", "command": sys.executable, "args": [str(fixture)],
+                                        "logLevel": "warning"})
+    await sc.wait_notification("mcpServers/status", lambda p: p["server"]["id"] == "notes~notes"
+                               and p["server"]["status"] in ("connected", "error"), timeout=30)
+    tools = {t["id"].rpartition(":")[2]: t for t in (await sc.request("tools/list"))["tools"]
+             if t["id"].startswith("mcp:notes~notes:")}
+    for name in ("list_notes", "delete_note", "fetch_page", "add_note"):
+        t = tools[name]
+        show(name, f"{json.dumps(t.get('annotations'))} -> {'asks' if t['requiresConfirmation'] else 'runs'}")
+    picture = (await sc.request("tools/call", {"toolId": "mcp:notes~notes:picture", "args": {}}))["toolCall"]
+    show("picture's renderPlan", picture["renderPlan"])
+    mark = len(sc.notifications)
+    await sc.request("tools/call", {"toolId": "mcp:notes~notes:chatter", "args": {"count": 4}})
+    logged = await sc.wait_for(
+        lambda: [n["params"] for n in sc.notifications[mark:] if n["method"] == "mcpServers/log"])
+    show("mcpServers/log", f"{logged[0]['level']} {logged[0]['data']} (debug and info are below its logLevel)")
+    await sc.request("mcpServers/remove", {"id": "notes~notes"})
 
 
 async def chat_session(sc: SidecarClient) -> None:
