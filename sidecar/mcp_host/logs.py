@@ -9,15 +9,19 @@ Cheap to import (no SDK).
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, get_args
 
+import anyio
+
 from ..api.mcp import LogLevel
 from ..secrets import mask_json
 
 LEVELS: tuple[str, ...] = get_args(LogLevel)
+log = logging.getLogger("sidecar.mcp_host")
 
 RATE = 20.0
 """Messages a second a server may send on to the UI, over time."""
@@ -25,6 +29,8 @@ BURST = 100
 """Messages a server may send on at once after a quiet spell."""
 MAX_DATA_CHARS = 8192
 """The most of one message's data the UI is given (the rest is cut, and says so)."""
+QUIET = 1.0
+"""Seconds without a drop after which the UI is told a count that no passing message carried."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,9 @@ class LogGate:
         self._tokens = float(burst)
         self._last = clock()
         self.dropped = 0
+        self.ever_dropped = 0
+        self.dropping = anyio.Event()
+        """Set when a message is dropped and no count has been told since."""
 
     def admit(self) -> int | None:
         """None when this message is dropped; else how many were dropped before it."""
@@ -81,7 +90,39 @@ class LogGate:
         self._last = now
         if self._tokens < 1:
             self.dropped += 1
+            self.ever_dropped += 1
+            self.dropping.set()
             return None
         self._tokens -= 1
+        return self.take()
+
+    def take(self) -> int:
+        """The count of dropped messages not told yet (zeroed)."""
         dropped, self.dropped = self.dropped, 0
+        if self.dropping.is_set():
+            self.dropping = anyio.Event()
         return dropped
+
+
+def dropped_note(server: str, dropped: int) -> ServerLog:
+    """What the UI is told when a flood ended with no message passing after it."""
+    return ServerLog(server, "warning", None, f"{dropped} log messages of this server were dropped: it logged "
+                     f"faster than {RATE:g} a second", dropped)
+
+
+async def tell_drops(gate: LogGate, server: str, on_log: OnLog) -> None:
+    """Runs while a server is connected: a count that no passing message carried is told on its own."""
+    while True:
+        await gate.dropping.wait()
+        while True:  # until the flood is over
+            seen = gate.ever_dropped
+            await anyio.sleep(QUIET)
+            if gate.ever_dropped == seen:
+                break
+        dropped = gate.take()
+        if not dropped:
+            continue
+        try:
+            await on_log(dropped_note(server, dropped))
+        except Exception:  # the UI's side failing must not end the server's connection
+            log.exception("on_log callback failed for %s", server)

@@ -19,7 +19,7 @@ from ..secrets import mask_url
 from . import remote
 from .elicitation import elicitation_callback
 from .failures import Failure, handshake_failure, lost_message
-from .logs import ServerLog, at_least, bounded
+from .logs import ServerLog, at_least, bounded, tell_drops
 from .requests import all_pages
 from .state import Conn, LiveServer, McpTool
 from .stdio import StdioTransport
@@ -96,6 +96,8 @@ async def connect_and_serve(connector: Connector, srv: LiveServer, conn: Conn, s
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(_refresh_tools, connector, srv, conn)
+            if connector.on_log is not None:
+                tg.start_soon(tell_drops, srv.log_gate, config.key, connector.on_log)
             await conn.lost.wait()
             tg.cancel_scope.cancel()
         conn.session = None
