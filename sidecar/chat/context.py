@@ -12,7 +12,7 @@ from ..store.tool_calls import ToolCallRow
 from ..tools import cards
 from . import framing, images
 from .framing import View
-from .providers.base import ChatMessage, ToolCallRequest
+from .providers.base import ChatMessage, ImagePart, ToolCallRequest
 
 
 def branch(messages: list[MessageRow], leaf_id: str | None) -> list[MessageRow]:
@@ -32,8 +32,9 @@ def parts_of(msg: MessageRow) -> Any:
     return json.loads(msg.parts) if msg.parts else None
 
 
-def result_text(call: ToolCallRow) -> str:
-    """A tool call's outcome as the model reads it."""
+def result_text(call: ToolCallRow, *, images_follow: bool = False) -> str:
+    """A tool call's outcome as the model reads it. ``images_follow``: the result's pictures are
+    given to the model with it (a tool message; see ``pictures``), and the text says which."""
     if call.status != "success":
         return f"Error: {call.error or 'the tool failed'}"
     result = call.result
@@ -51,6 +52,8 @@ def result_text(call: ToolCallRow) -> str:
                 title = block.get("title") or block.get("name") or ""
                 mime = f", {block['mimeType']}" if block.get("mimeType") else ""
                 pieces.append(f"[resource link: {title} <{block.get('uri', '')}>{mime}]")
+            elif kind == "image" and not images_follow:
+                pieces.append(f"[image {block.get('mimeType', '')}]")
             elif kind == "image":
                 refused = images.refused(block) or (images.TOO_MANY if shown == images.MAX_IMAGES else None)
                 shown += not refused
@@ -68,7 +71,14 @@ def result_text(call: ToolCallRow) -> str:
     return json.dumps(result, ensure_ascii=False)
 
 
-def model_text(call: ToolCallRow, view: View) -> str:
+def pictures(call: ToolCallRow, view: View) -> list[ImagePart]:
+    """The pictures given to the model with a tool message (none beside a card shown in place of text)."""
+    if call.status != "success" or view.card_only:
+        return []
+    return images.of(call.result)
+
+
+def model_text(call: ToolCallRow, view: View, *, images_follow: bool = False) -> str:
     """The result as the model may read it, before any cut: a card's text rather than its markup,
     or only a note that the card was shown."""
     plan = call.render_plan
@@ -78,7 +88,7 @@ def model_text(call: ToolCallRow, view: View) -> str:
         text = cards.model_text(call.result)
         if text is not None:
             return framing.prepare(text, view)
-    return framing.prepare(result_text(call), view)
+    return framing.prepare(result_text(call, images_follow=images_follow), view)
 
 
 def spilled_text(text: str, path: str, max_chars: int) -> str:
@@ -101,14 +111,13 @@ def tool_message(step: dict[str, Any], call: ToolCallRow | None) -> ChatMessage:
     elif view.ephemeral:
         body = framing.EPHEMERAL
     else:
-        body = model_text(call, view)
+        body = model_text(call, view, images_follow=True)
         spill = step.get("spill")
         body = spilled_text(body, spill, view.max_chars) if spill else cut_text(body, view.max_chars)
     failed = call is None or call.status != "success"
-    pictures = images.of(call.result) if call is not None and not failed and not view.ephemeral \
-        and not view.card_only else []
+    given = pictures(call, view) if call is not None and not view.ephemeral else []
     return ChatMessage("tool", framing.frame(step.get("name") or "", body, error=failed),
-                       tool_call_id=step["callId"], is_error=failed, images=pictures)
+                       tool_call_id=step["callId"], is_error=failed, images=given)
 
 
 def build(path: list[MessageRow], calls: dict[str, ToolCallRow]) -> list[ChatMessage]:

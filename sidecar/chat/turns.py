@@ -372,7 +372,7 @@ class TurnService:
         ephemeral; the step keeps how it was given, for the turns after."""
         view = await self._view(row)
         step["view"] = view.stored()
-        text = context.model_text(row, view)
+        text = context.model_text(row, view, images_follow=True)
         if view.ephemeral:
             text = context.cut_text(text, view.max_chars)  # not kept: no file of it either
         elif len(text) > view.max_chars:
@@ -381,8 +381,9 @@ class TurnService:
             await self.workspace.write_file(turn.chat_id, path, text.encode("utf-8"))
             text = context.spilled_text(text, path, view.max_chars)
         failed = row.status != "success"
+        # This turn sees its pictures even when the result is ephemeral (as it sees the text).
         return ChatMessage("tool", framing.frame(call.name, text, error=failed), tool_call_id=call.id,
-                           is_error=failed)
+                           is_error=failed, images=context.pictures(row, view))
 
     async def _view(self, row: ToolCallRow) -> framing.View:
         """How the tool's manifest (``output``) wants its result given; the defaults for a call

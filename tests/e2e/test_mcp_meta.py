@@ -4,6 +4,8 @@ default render plans by content; server logs as notifications."""
 
 from __future__ import annotations
 
+import base64
+import json
 import sys
 from pathlib import Path
 
@@ -173,3 +175,45 @@ async def test_a_servers_instructions_are_offered_to_the_model_with_its_tools(ap
             "</server_instructions>") in system["content"]
     result = next(m["content"] for m in rest if m["role"] == "tool")
     assert "a 4x4 picture\n[image 1: image/png, given to you after this result]" in result
+
+
+def tool_use_stream(alias: str) -> list[str]:
+    """An Anthropic stream in which the model calls ``alias`` with no arguments."""
+    def event(kind: str, data: dict) -> str:
+        return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n"
+
+    return [
+        event("message_start", {"message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [],
+                                            "model": "claude-test", "stop_reason": None, "stop_sequence": None,
+                                            "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+        event("content_block_start", {"index": 0, "content_block": {"type": "tool_use", "id": "toolu_1",
+                                                                    "name": alias, "input": {}}}),
+        event("content_block_delta", {"index": 0, "delta": {"type": "input_json_delta", "partial_json": "{}"}}),
+        event("content_block_stop", {"index": 0}),
+        event("message_delta", {"delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                                "usage": {"output_tokens": 5}}),
+        event("message_stop", {}),
+    ]
+
+
+async def test_the_picture_reaches_the_model_in_the_turn_that_called_the_tool(app: SidecarClient):
+    from tests.e2e.test_chat import new_chat, send
+    from tests.providers.server import Reply, StreamServer, events
+
+    await add_meta(app)
+    models = StreamServer().start()
+    try:
+        models.queue(Reply(events=tool_use_stream("meta_meta_picture")), Reply(events=events("anthropic_text.sse")))
+        await app.request("providers/set", {"id": "claude", "kind": "anthropic", "baseUrl": models.url,
+                                            "apiKey": "sk-ant-test-0123456789", "defaultModel": "claude-test"})
+        chat_id = await new_chat(app)
+        await send(app, chat_id, "draw", provider="claude")
+        assert len(models.requests) == 2
+        result = models.requests[1].body["messages"][-1]["content"][0]
+    finally:
+        models.stop()
+    assert result["type"] == "tool_result" and result["tool_use_id"] == "toolu_1"
+    text, image = result["content"]
+    assert "a 4x4 picture\n[image 1: image/png, given to you after this result]" in text["text"]
+    assert image["type"] == "image" and image["source"]["media_type"] == "image/png"
+    assert base64.b64decode(image["source"]["data"]).startswith(b"\x89PNG")
