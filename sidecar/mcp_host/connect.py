@@ -10,19 +10,24 @@ import logging
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.to_thread
 
 from ..children import scrubbed_env
-from ..errors import StorageError
+from ..errors import Conflict, SignInFailed, StorageError
 from ..secrets import MissingVariable, references_in, resolve, resolve_mapping, secret_values
 from ..secrets.known import remember_all
 from .commands import CommandNotFound, resolve_command
 from .config import ServerConfig
 from .elicitation import Elicit, ElicitAnswer, Elicitation
 from .failures import Failure, describe, flatten, only_cancelled
+from .signin import OpenUrl, Vault
 from .state import Conn, LiveServer
+
+if TYPE_CHECKING:  # the SDK is imported in a worker thread on first connect, never at start-up
+    import httpx2
 
 log = logging.getLogger("sidecar.mcp_host")
 
@@ -42,6 +47,11 @@ def config_references(config: ServerConfig) -> set[str]:
     return references_in([config.command, *config.args, *config.env.values(), config.cwd, config.url,
                           *config.headers.values()])
 
+
+def uses_oauth(config: ServerConfig) -> bool:
+    """A remote server signs in with OAuth unless its config sends its own Authorization header."""
+    return config.type != "stdio" and not any(k.lower() == "authorization" for k in config.headers)
+
 _sdk_loaded = False
 
 
@@ -53,7 +63,7 @@ def _import_sdk() -> None:
     import mcp.shared.exceptions  # noqa: F401
     import mcp_types  # noqa: F401
 
-    from . import remote, requests, session, stdio  # noqa: F401
+    from . import oauth, remote, requests, session, stdio  # noqa: F401
 
 
 @dataclass
@@ -106,9 +116,14 @@ class Connector:
     """Makes connection attempts for the supervisor, with what every connection shares."""
 
     def __init__(self, *, max_result_bytes: int, on_tools_changed: OnToolsChanged | None,
-                 elicit: Elicit | None, variables: Variables = process_environment) -> None:
+                 elicit: Elicit | None, variables: Variables = process_environment, vault: Vault | None = None,
+                 open_url: OpenUrl | None = None, client_metadata_url: str | None = None) -> None:
         self.max_result_bytes = max_result_bytes
         self.variables = variables
+        self.vault = vault
+        """Where OAuth sign-ins are kept; without one, remote servers connect without OAuth."""
+        self.open_url = open_url
+        self.client_metadata_url = client_metadata_url
         self.on_tools_changed = on_tools_changed
         self.elicit = elicit
         self._sdk_lock: anyio.Lock | None = None
@@ -130,6 +145,41 @@ class Connector:
         assert self.elicit is not None
         return await self.elicit(request)
 
+    async def auth_for(self, config: ServerConfig, spec: Spec, conn: Conn) -> httpx2.Auth | None:
+        """The OAuth of a remote server's connection (stored tokens, refreshed; never the browser)."""
+        if self.vault is None or not uses_oauth(config):
+            return None
+        from . import oauth  # mcp SDK: loaded by load_sdk
+
+        return await oauth.connection_auth(self.vault, config.key, spec.url,
+                                           client_metadata_url=self.client_metadata_url,
+                                           http_timeout=config.connect_timeout, on_needs_user=conn.sign_in_needed)
+
+    async def sign_in(self, config: ServerConfig) -> None:
+        """The browser step of OAuth for one server (``mcpServers/login``); the tokens go to the vault.
+
+        Raises:
+            SignInFailed: what went wrong, for the user.
+            Conflict: the server does not sign in with OAuth, or there is no UI to open the page.
+        """
+        if config.type == "stdio":
+            raise Conflict("not remote", f"{config.key} is a stdio server: it has no sign-in")
+        if not uses_oauth(config):
+            raise Conflict("static authorization", f"{config.key} sends its own Authorization header; "
+                           "remove that header to sign in with OAuth instead")
+        if self.vault is None or self.open_url is None:
+            raise Conflict("no sign-in", "this sidecar has no secret store or UI to sign in with")
+        await self.load_sdk()
+        try:
+            spec = await prepare(config, self.variables)
+        except Failure as exc:
+            raise SignInFailed("refused", exc.message, server=config.key) from None
+        from . import oauth  # mcp SDK: loaded by load_sdk above
+
+        await oauth.sign_in(self.vault, config.key, spec.url, spec.headers, open_url=self.open_url,
+                            client_metadata_url=self.client_metadata_url, http_timeout=config.connect_timeout,
+                            kind=config.type)
+
     async def attempt(self, srv: LiveServer, conn: Conn) -> None:
         """One connection: connect, serve until lost. Always ends by raising `Failure` (or cancellation)."""
         config = srv.config
@@ -148,6 +198,8 @@ class Connector:
             failures = [e for e in flatten(exc) if isinstance(e, Failure)]
             if failures:
                 raise failures[0] from None
+            if conn.needs_user is not None:
+                raise Failure(conn.needs_user, needs_auth=True) from None
             if not isinstance(exc, Exception) or only_cancelled(exc):
                 raise
             raise Failure(describe(config, spec.url if spec is not None else None, exc)) from None

@@ -23,7 +23,7 @@ from ..api.mcp import AddParams, FoundServer, McpImportParams, McpServer, Skippe
 from ..errors import Conflict, InvalidParams, NotFound, StorageError
 from ..store import Database
 from ..store.mcp_servers import AmbiguousServer, McpServerRepo, McpServerRow
-from . import app_configs, edits
+from . import app_configs, edits, signin
 from .config import ServerConfig
 from .connect import config_references
 from .elicitation import Elicit
@@ -62,7 +62,7 @@ async def find(repo: McpServerRepo, ref: str) -> McpServerRow:
 class McpServers:
     def __init__(self, db: Database, toolsets: ToolsetService, vault: SecretStore, *,
                  on_status: OnServerStatus | None = None, elicit: Elicit | None = None,
-                 max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> None:
+                 open_url: signin.OpenUrl | None = None, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> None:
         self.repo = McpServerRepo(db)
         self.toolsets = toolsets
         self.vault = vault
@@ -72,7 +72,7 @@ class McpServers:
         self._editing = anyio.Lock()
         # One mcpServers/status per change: a re-listing of tools comes through on_status too.
         self.host = McpHost(on_status=self._host_status, elicit=elicit, max_result_bytes=max_result_bytes,
-                            variables=vault.environ)
+                            variables=vault.environ, vault=vault, open_url=open_url)
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
@@ -202,6 +202,26 @@ class McpServers:
         await self.repo.set_enabled(row.toolset_id, row.server_id, enabled)
         await self.sync()
         return await self.get(row.key)
+
+    async def login(self, ref: str) -> McpServer:
+        """Sign in to a remote server with OAuth (the UI opens the page), then connect with the tokens."""
+        row = await self.find(ref)
+        if not row.should_run:
+            raise Conflict("disabled", f"{row.key} is turned off; enable it with mcpServers/setEnabled")
+        await self.host.login(row.key)
+        return self.view(row)
+
+    async def logout(self, ref: str) -> McpServer:
+        """Forget a server's OAuth tokens and client registration; it reconnects, and so needs a sign-in."""
+        row = await self.find(ref)
+        await signin.forget(self.vault, row.key)
+        if row.should_run:
+            await self.host.reconnect(row.key)
+        return self.view(row)
+
+    async def forget_sign_ins(self, toolset_id: str) -> None:
+        """An uninstalled toolset's servers leave no tokens behind."""
+        await signin.forget_toolset(self.vault, toolset_id)
 
     async def reconnect(self, ref: str) -> McpServer:
         row = await self.find(ref)
