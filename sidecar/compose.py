@@ -96,6 +96,7 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
             await toolsets.get(toolset_id)
         except NotFound:
             await oauth.forget(toolset_id)  # uninstalled: its cached tokens leave the secret store
+            await servers.forget_sign_ins(toolset_id)
         await servers.sync()
         await local.refresh()
         await schedules.toolset_changed(toolset_id)  # manifest triggers follow; a gone tool pauses its schedules
@@ -107,7 +108,8 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
             await notifier.toolset_reload_failed(toolset_id, *error)
 
     toolsets = ToolsetService(db, data_dir, workers, secrets, on_change=toolset_changed)
-    servers = McpServers(db, toolsets, secrets, on_status=notifier.mcp_server_changed, elicit=notifier.elicit)
+    servers = McpServers(db, toolsets, secrets, on_status=notifier.mcp_server_changed, elicit=notifier.elicit,
+                         open_url=notifier.open_url)
     servers.bind(tg)
     catalog = Catalog(db, servers.host)
     await _recover(db, catalog, data_dir)
