@@ -215,6 +215,26 @@ class Provider(OAuthClientProvider):
             return
         await super()._handle_token_response(response)
 
+    async def async_auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        # Every request of a connection passes here: with a token that is still good, send it without
+        # the SDK's flow (a lock and three generators deep). Anything else, a 401 included, goes the
+        # full way (which sends the request again).
+        if self._initialized and not self.interactive and self.context.is_token_valid():
+            self._add_auth_header(request)
+            response = yield request
+            if response.status_code not in (401, 403):
+                return
+        flow = super().async_auth_flow(request)
+        try:
+            outgoing = await flow.__anext__()
+            while True:
+                response = yield outgoing
+                outgoing = await flow.asend(response)
+        except StopAsyncIteration:
+            return
+        finally:
+            await flow.aclose()
+
     async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         # A connection's 401 with nothing to refresh goes to the user at once: discovery and, worse,
         # a dynamic registration (for a redirect URI no sign-in will listen on) would be wasted.
