@@ -158,6 +158,19 @@ async def test_sign_in_through_the_ui_connects_and_the_tokens_stay_in_the_secret
     assert token not in sc.stderr_text() and refresh not in sc.stderr_text()
 
 
+async def test_a_legacy_sse_server_signs_in_the_same_way(app: SidecarClient) -> None:
+    async with oauth_servers("--sse") as servers:
+        browser = Browser()
+        app.handle("ui/openUrl", browser)
+        url = f"http://127.0.0.1:{servers.rs_port}/sse"
+        await app.request("mcpServers/add", {"id": "remote", "type": "sse", "url": url})
+        assert (await status(app, "needsAuth", "connected", "error"))["status"] == "needsAuth"
+        server = (await app.request("mcpServers/login", {"id": KEY}, timeout=60))["server"]
+        assert server["status"] == "connected", server
+        assert parse_qs(urlsplit(browser.opened[0]["url"]).query)["resource"] == [url]
+        assert (await echo(app, "over sse"))["result"]["content"][0]["text"] == "over sse"
+
+
 async def test_a_revoked_access_token_is_refreshed_without_the_user(app: SidecarClient) -> None:
     async with oauth_servers() as servers:
         app.handle("ui/openUrl", Browser())
