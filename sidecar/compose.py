@@ -109,7 +109,7 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
 
     toolsets = ToolsetService(db, data_dir, workers, secrets, on_change=toolset_changed)
     servers = McpServers(db, toolsets, secrets, on_status=notifier.mcp_server_changed, elicit=notifier.elicit,
-                         open_url=notifier.open_url)
+                         open_url=notifier.open_url, client_metadata_url=settings.oauth_client_metadata_url)
     servers.bind(tg)
     catalog = Catalog(db, servers.host)
     await _recover(db, catalog, data_dir)

@@ -62,7 +62,8 @@ async def find(repo: McpServerRepo, ref: str) -> McpServerRow:
 class McpServers:
     def __init__(self, db: Database, toolsets: ToolsetService, vault: SecretStore, *,
                  on_status: OnServerStatus | None = None, elicit: Elicit | None = None,
-                 open_url: signin.OpenUrl | None = None, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> None:
+                 open_url: signin.OpenUrl | None = None, client_metadata_url: str | None = None,
+                 max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> None:
         self.repo = McpServerRepo(db)
         self.toolsets = toolsets
         self.vault = vault
@@ -72,7 +73,8 @@ class McpServers:
         self._editing = anyio.Lock()
         # One mcpServers/status per change: a re-listing of tools comes through on_status too.
         self.host = McpHost(on_status=self._host_status, elicit=elicit, max_result_bytes=max_result_bytes,
-                            variables=vault.environ, vault=vault, open_url=open_url)
+                            variables=vault.environ, vault=vault, open_url=open_url,
+                            client_metadata_url=client_metadata_url)
 
     # -- lifecycle -------------------------------------------------------------------------------------
 

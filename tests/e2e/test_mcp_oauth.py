@@ -158,6 +158,20 @@ async def test_sign_in_through_the_ui_connects_and_the_tokens_stay_in_the_secret
     assert token not in sc.stderr_text() and refresh not in sc.stderr_text()
 
 
+async def test_a_client_id_metadata_document_is_preferred_over_registration(data_dir: Path) -> None:
+    cimd = "https://covalt.example/oauth/client.json"
+    async with oauth_servers("--cimd") as servers, SidecarClient.in_process(
+            data_dir, secrets_backend="file", oauth_client_metadata_url=cimd) as sc:
+        browser = Browser()
+        sc.handle("ui/openUrl", browser)
+        await add_remote(sc, servers)
+        await status(sc, "needsAuth")
+        assert (await sc.request("mcpServers/login", {"id": KEY}, timeout=60))["server"]["status"] == "connected"
+        assert parse_qs(urlsplit(browser.opened[0]["url"]).query)["client_id"] == [cimd]
+        stats = await servers.stats()
+        assert stats["registrations"] == 0 and stats["tokens"] == 1
+
+
 async def test_a_legacy_sse_server_signs_in_the_same_way(app: SidecarClient) -> None:
     async with oauth_servers("--sse") as servers:
         browser = Browser()
