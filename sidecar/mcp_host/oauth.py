@@ -22,6 +22,7 @@ Import lazily: it imports the SDK and httpx2.
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable
@@ -43,6 +44,7 @@ from mcp.shared.auth import (
 
 from ..errors import SidecarError, SignInFailed
 from ..secrets import clean, mask_url
+from ..tools.providers.http.addresses import IPAddress, classify
 from . import loopback, signin
 from .failures import flatten
 from .signin import EXPIRY_MARGIN, OpenUrl, Vault
@@ -70,6 +72,46 @@ def check_endpoint(what: str, url: str | None) -> None:
         return
     raise OAuthFlowError(f"the {what} endpoint {mask_url(url)} is not HTTPS; "
                          "codes and tokens are only sent over HTTPS (or to this machine)")
+
+
+async def _addresses(host: str) -> list[IPAddress]:
+    try:
+        return [ipaddress.ip_address(host.strip("[]"))]
+    except ValueError:
+        pass
+    try:
+        infos = await anyio.getaddrinfo(host, None)
+    except OSError:
+        return []  # the request itself will fail, with its own words
+    return [ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]) for info in infos]
+
+
+class Destinations:
+    """Where the flow's own requests (metadata, registration, token) may go.
+
+    The server and the metadata it publishes steer them, so an address that is not public
+    (loopback, private, link-local, cloud metadata) is refused, unless it is the server's own host
+    or the server itself is on such an address (the user set up a local server, its authorization
+    server is local too).
+    """
+
+    def __init__(self, server_url: str) -> None:
+        self.server_host = (urlsplit(server_url).hostname or "").lower()
+        self._server_local: bool | None = None
+
+    async def check(self, url: str) -> None:
+        host = (urlsplit(url).hostname or "").lower()
+        if host == self.server_host:
+            return
+        if self._server_local is None:
+            self._server_local = any(classify(a) is not None for a in await _addresses(self.server_host))
+        if self._server_local:
+            return
+        for address in await _addresses(host):
+            verdict = classify(address)
+            if verdict is not None:
+                raise OAuthFlowError(f"the OAuth request to {host} was refused: it is {verdict.describe()}, "
+                                     "and the server is not on this machine or network")
 
 
 class _Storage:
@@ -169,6 +211,7 @@ class Provider(OAuthClientProvider):
         self._may_refresh = not interactive
         self._on_needs_user = on_needs_user
         self._timeout = httpx2.Timeout(http_timeout).as_dict()
+        self._destinations = Destinations(self.context.server_url)
 
     def _needs_user(self, reason: str) -> NeedsUser:
         # The transport turns whatever a request raises into a failed request: the reason goes to
@@ -246,6 +289,7 @@ class Provider(OAuthClientProvider):
                     # httpx times only the request it was handed: the flow's own (discovery,
                     # registration, token) would wait forever on an endpoint that hangs.
                     outgoing.extensions = {**outgoing.extensions, "timeout": self._timeout}
+                    await self._destinations.check(str(outgoing.url))
                 response = yield outgoing
                 if (not self.interactive and outgoing is request and response.status_code == 401
                         and not self.context.can_refresh_token()):
