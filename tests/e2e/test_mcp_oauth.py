@@ -231,6 +231,11 @@ async def test_logout_forgets_the_tokens_and_the_server_asks_for_a_sign_in_again
         failed = await app.request_raw("tools/call", {"toolId": f"mcp:{KEY}:echo", "args": {"text": "x"}})
         assert "sign in" in json.dumps(failed)
 
+        await app.request("mcpServers/login", {"id": KEY}, timeout=60)
+        assert stored(data_dir) is not None
+        await app.request("mcpServers/remove", {"id": KEY})  # removing the server forgets its sign-in too
+        assert stored(data_dir) is None
+
 
 @pytest.mark.parametrize(("flag", "code", "words"), [
     ("--wrong-state", -32020, "state that does not match"),
