@@ -89,7 +89,7 @@ export interface ClientRequests {
   "mcpServers/reconnect": { params: T.ServerIdParams; result: T.ServerResult };
   /** Sign in to a remote server with OAuth: the sidecar asks the UI to open the authorization page (ui/openUrl), takes the redirect on a 127.0.0.1 listener, keeps the tokens in the secret store, and answers once the server is connected again (or failed). Errors: UpstreamError (source oauth) for a refused sign-in, Timeout when the user or an endpoint took too long. */
   "mcpServers/login": { params: T.ServerIdParams; result: T.ServerResult };
-  /** Forget a server's OAuth tokens and client registration; it reconnects and then needs a sign-in. */
+  /** Sign out of a server: its OAuth tokens are revoked where the authorization server has a revocation endpoint, and forgotten with the client registration; it reconnects and then needs a sign-in. */
   "mcpServers/logout": { params: T.ServerIdParams; result: T.ServerResult };
   /** The resources a connected server offers. */
   "mcpServers/resources": { params: T.ServerIdParams; result: T.ResourcesResult };

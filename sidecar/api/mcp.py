@@ -259,7 +259,9 @@ SPECS = (
                "oauth) for a refused sign-in, Timeout when the user or an endpoint took too long.",
                params=ServerIdParams, result=ServerResult, errors=(_NF, _CF, _UP, _TO, _ST)),
     MethodSpec("mcpServers/logout", "clientToServer", "request",
-               "Forget a server's OAuth tokens and client registration; it reconnects and then needs a sign-in.",
+               "Sign out of a server: its OAuth tokens are revoked where the authorization server has a "
+               "revocation endpoint, and forgotten with the client registration; it reconnects and then "
+               "needs a sign-in.",
                params=ServerIdParams, result=ServerResult, errors=(_NF, _ST)),
     MethodSpec("ui/openUrl", "serverToClient", "request",
                "Open a page in the user's browser (an MCP server's OAuth sign-in); answer once it is opened.",

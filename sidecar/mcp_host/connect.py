@@ -19,6 +19,7 @@ from ..children import scrubbed_env
 from ..errors import Conflict, SignInFailed, StorageError
 from ..secrets import MissingVariable, references_in, resolve, resolve_mapping, secret_values
 from ..secrets.known import remember_all
+from . import signin
 from .commands import CommandNotFound, resolve_command
 from .config import ServerConfig
 from .elicitation import Elicit, ElicitAnswer, Elicitation
@@ -179,6 +180,18 @@ class Connector:
         await oauth.sign_in(self.vault, config.key, spec.url, spec.headers, open_url=self.open_url,
                             client_metadata_url=self.client_metadata_url, http_timeout=config.connect_timeout,
                             kind=config.type)
+
+    async def sign_out(self, key: str, http_timeout: float) -> None:
+        """Revoke (best effort) and forget a server's OAuth sign-in."""
+        if self.vault is None:
+            return
+        if await self.vault.get(signin.record_name(key)):
+            await self.load_sdk()
+            from . import oauth  # mcp SDK and httpx2: loaded by load_sdk above
+
+            with anyio.move_on_after(http_timeout):
+                await oauth.revoke(self.vault, key, http_timeout=http_timeout)
+        await signin.forget(self.vault, key)
 
     async def attempt(self, srv: LiveServer, conn: Conn) -> None:
         """One connection: connect, serve until lost. Always ends by raising `Failure` (or cancellation)."""

@@ -124,6 +124,14 @@ class McpHost:
         await self.reconnect(key)
         await self.settle(key)
 
+    async def logout(self, key: str) -> None:
+        """Sign out of a server: its tokens are revoked where the authorization server allows it and
+        forgotten, and it connects again (and so asks for a sign-in)."""
+        srv = self._servers.get(key)
+        await self._connector.sign_out(key, srv.config.connect_timeout if srv is not None else 30.0)
+        if srv is not None and srv.config.enabled:
+            await self.reconnect(key)
+
     async def variable_changed(self, name: str) -> None:
         """A variable was set or removed: every server that refers to it and is not connected (a
         missing variable is an error that waits for this) tries again now. A connected one keeps

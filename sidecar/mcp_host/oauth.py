@@ -418,3 +418,28 @@ def _has_request(exc: httpx2.HTTPError) -> bool:
     except RuntimeError:
         return False
     return True
+
+
+async def revoke(vault: Vault, key: str, *, http_timeout: float) -> None:
+    """Ask the authorization server to revoke a server's tokens (RFC 7009), where it has a revocation
+    endpoint. Best effort: signing out is forgetting them, which the caller does whatever happens here."""
+    record = await signin.load(vault, key)
+    tokens, client = record.get("tokens") or {}, record.get("client") or {}
+    endpoint = (record.get("metadata") or {}).get("revocation_endpoint")
+    if not endpoint or not tokens or not client.get("client_id"):
+        return
+    try:
+        check_endpoint("revocation", endpoint)
+        await Destinations(str(record.get("url") or "")).check(endpoint)
+        auth = {"client_id": client["client_id"]}
+        if client.get("client_secret") and client.get("token_endpoint_auth_method") != "none":
+            auth["client_secret"] = client["client_secret"]
+        async with httpx2.AsyncClient(timeout=http_timeout, follow_redirects=False) as http:
+            for hint in ("refresh_token", "access_token"):
+                if tokens.get(hint):
+                    response = await http.post(endpoint, data={"token": tokens[hint], "token_type_hint": hint, **auth})
+                    if response.status_code >= 400:
+                        log.info("MCP server %s: revoking its %s answered HTTP %d", key, hint, response.status_code)
+    except (httpx2.HTTPError, OAuthFlowError) as exc:
+        log.info("MCP server %s: its tokens could not be revoked (%s); they are forgotten here", key, clean(str(exc)))
+

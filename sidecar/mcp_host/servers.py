@@ -214,11 +214,10 @@ class McpServers:
         return self.view(row)
 
     async def logout(self, ref: str) -> McpServer:
-        """Forget a server's OAuth tokens and client registration; it reconnects, and so needs a sign-in."""
+        """Revoke (where the authorization server can) and forget a server's OAuth tokens and client
+        registration; it reconnects, and so needs a sign-in."""
         row = await self.find(ref)
-        await signin.forget(self.vault, row.key)
-        if row.should_run:
-            await self.host.reconnect(row.key)
+        await self.host.logout(row.key)
         return self.view(row)
 
     async def forget_sign_ins(self, toolset_id: str) -> None:

@@ -227,6 +227,7 @@ async def test_logout_forgets_the_tokens_and_the_server_asks_for_a_sign_in_again
 
         await app.request("mcpServers/logout", {"id": KEY})
         assert stored(data_dir) is None
+        assert (await servers.stats())["revoked"] >= 1  # RFC 7009: the authorization server forgets them too
         assert (await status(app, "needsAuth", "error"))["status"] == "needsAuth"
         failed = await app.request_raw("tools/call", {"toolId": f"mcp:{KEY}:echo", "args": {"text": "x"}})
         assert "sign in" in json.dumps(failed)
