@@ -75,7 +75,7 @@ Modules: `config` (ServerConfig, `${VAR}`), `host` (the McpHost facade), `state`
 knows of each server), `supervise` (backoff and restarts), `connect` (one attempt) and `session`
 (the SDK session over a transport), `requests` (calls, resources, prompts, timeouts), `failures`
 (failure wording), `elicitation`, `stdio` and `remote` (transports), `commands` (PATH and
-login-shell lookup), `oauth`, `loopback` and `signin` (OAuth sign-in), `servers` (the MCP-server
+login-shell lookup), `oauth`, `oauth_guard`, `loopback` and `signin` (OAuth sign-in), `servers` (the MCP-server
 service over the store and the host). `session`, `requests`, `stdio`, `remote` and `oauth` import
 the SDK: they are imported lazily.
 """

@@ -14,7 +14,8 @@ its user:
   with the reason, and `sign_in` (``mcpServers/login``) does the browser step: ``ui/openUrl`` with
   the authorization URL, and a loopback listener (`loopback.py`) for the one callback;
 - refusals: an authorization, token or registration endpoint over plain HTTP on a host other than
-  loopback, a registration whose redirect URIs are not our loopback ones.
+  loopback, the flow's requests to addresses a public server should not steer us to (both in
+  `oauth_guard.py`), a registration whose redirect URIs are not our loopback ones.
 
 Import lazily: it imports the SDK and httpx2.
 """
@@ -22,7 +23,6 @@ Import lazily: it imports the SDK and httpx2.
 from __future__ import annotations
 
 import dataclasses
-import ipaddress
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable
@@ -44,74 +44,16 @@ from mcp.shared.auth import (
 
 from ..errors import SidecarError, SignInFailed
 from ..secrets import clean, mask_url
-from ..tools.providers.http.addresses import IPAddress, classify
 from . import loopback, signin
 from .failures import flatten
+from .oauth_guard import Destinations, check_endpoint, is_loopback
 from .signin import EXPIRY_MARGIN, OpenUrl, Vault
 
 log = logging.getLogger("sidecar.mcp_host")
 
 CLIENT_NAME = "Covalt"
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
-
-
 class NeedsUser(Exception):
     """A connection got a 401 that only the user can answer (no tokens, or they can't be refreshed)."""
-
-
-def _loopback(url: str) -> bool:
-    return (urlsplit(url).hostname or "") in LOOPBACK_HOSTS
-
-
-def check_endpoint(what: str, url: str | None) -> None:
-    """An OAuth endpoint carries codes and tokens: HTTPS, or plain HTTP on this machine only."""
-    if url is None:
-        return
-    scheme = urlsplit(url).scheme.lower()
-    if scheme == "https" or (scheme == "http" and _loopback(url)):
-        return
-    raise OAuthFlowError(f"the {what} endpoint {mask_url(url)} is not HTTPS; "
-                         "codes and tokens are only sent over HTTPS (or to this machine)")
-
-
-async def _addresses(host: str) -> list[IPAddress]:
-    try:
-        return [ipaddress.ip_address(host.strip("[]"))]
-    except ValueError:
-        pass
-    try:
-        infos = await anyio.getaddrinfo(host, None)
-    except OSError:
-        return []  # the request itself will fail, with its own words
-    return [ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]) for info in infos]
-
-
-class Destinations:
-    """Where the flow's own requests (metadata, registration, token) may go.
-
-    The server and the metadata it publishes steer them, so an address that is not public
-    (loopback, private, link-local, cloud metadata) is refused, unless it is the server's own host
-    or the server itself is on such an address (the user set up a local server, its authorization
-    server is local too).
-    """
-
-    def __init__(self, server_url: str) -> None:
-        self.server_host = (urlsplit(server_url).hostname or "").lower()
-        self._server_local: bool | None = None
-
-    async def check(self, url: str) -> None:
-        host = (urlsplit(url).hostname or "").lower()
-        if host == self.server_host:
-            return
-        if self._server_local is None:
-            self._server_local = any(classify(a) is not None for a in await _addresses(self.server_host))
-        if self._server_local:
-            return
-        for address in await _addresses(host):
-            verdict = classify(address)
-            if verdict is not None:
-                raise OAuthFlowError(f"the OAuth request to {host} was refused: it is {verdict.describe()}, "
-                                     "and the server is not on this machine or network")
 
 
 class _Storage:
@@ -161,7 +103,7 @@ class _Storage:
 
     async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
         for uri in client_info.redirect_uris or []:
-            if urlsplit(str(uri)).scheme != "http" or not _loopback(str(uri)):
+            if urlsplit(str(uri)).scheme != "http" or not is_loopback(str(uri)):
                 raise OAuthRegistrationError(
                     f"the authorization server registered the redirect URI {mask_url(str(uri))}, which is not "
                     "this machine's loopback address; the sign-in would send its code elsewhere")

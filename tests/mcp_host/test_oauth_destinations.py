@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from mcp.client.auth import OAuthFlowError
 
-from sidecar.mcp_host.oauth import Destinations, check_endpoint
+from sidecar.mcp_host.oauth_guard import Destinations, check_endpoint
 
 pytestmark = pytest.mark.anyio
 
