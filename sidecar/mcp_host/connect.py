@@ -125,6 +125,7 @@ class Connector:
         """Where OAuth sign-ins are kept; without one, remote servers connect without OAuth."""
         self.open_url = open_url
         self.client_metadata_url = client_metadata_url
+        self._signing_in: set[str] = set()
         self.on_tools_changed = on_tools_changed
         self.elicit = elicit
         self._sdk_lock: anyio.Lock | None = None
@@ -170,6 +171,16 @@ class Connector:
                            "remove that header to sign in with OAuth instead")
         if self.vault is None or self.open_url is None:
             raise Conflict("no sign-in", "this sidecar has no secret store or UI to sign in with")
+        if config.key in self._signing_in:  # a second page and listener would race the first for the tokens
+            raise Conflict("sign-in in progress", f"a sign-in to {config.key} is already waiting for the browser")
+        self._signing_in.add(config.key)
+        try:
+            await self._sign_in(config)
+        finally:
+            self._signing_in.discard(config.key)
+
+    async def _sign_in(self, config: ServerConfig) -> None:
+        assert self.vault is not None and self.open_url is not None
         await self.load_sdk()
         try:
             spec = await prepare(config, self.variables)

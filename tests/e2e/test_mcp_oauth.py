@@ -271,6 +271,35 @@ async def test_a_ui_that_does_not_open_the_page_fails_the_sign_in(app: SidecarCl
         assert "not opened" in failed.value.message and len(browser.opened) == 1
 
 
+async def test_a_second_login_while_one_waits_for_the_browser_is_refused(app: SidecarClient) -> None:
+    async with oauth_servers() as servers:
+        opened = anyio.Event()
+        release = anyio.Event()
+        browser = Browser()
+
+        async def slow_user(params: dict[str, Any]) -> dict[str, Any]:
+            opened.set()
+            await release.wait()
+            return await browser(params)
+
+        app.handle("ui/openUrl", slow_user)
+        await add_remote(app, servers)
+        await status(app, "needsAuth")
+        results: list[Any] = []
+
+        async def first() -> None:
+            results.append(await app.request("mcpServers/login", {"id": KEY}, timeout=60))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(first)
+            await opened.wait()
+            with pytest.raises(RemoteError) as second:
+                await app.request("mcpServers/login", {"id": KEY})
+            release.set()
+        assert second.value.code == -32011 and "already waiting" in second.value.message
+        assert results[0]["server"]["status"] == "connected" and len(browser.opened) == 1
+
+
 async def test_login_on_a_stdio_server_says_it_has_no_sign_in(app: SidecarClient) -> None:
     await app.request("mcpServers/add", {"id": "remote", "command": sys.executable,
                                          "args": [str(FIXTURE.parent / "basic.py")]})
