@@ -1,6 +1,7 @@
 """A whole session against a fresh sidecar, narrated: what a desktop app sees over stdio.
 
-Lifecycle, ping, a chat whose files branch, the App Builder toolset, a card, HTTP tools against a
+Lifecycle, ping, a chat whose files branch, the App Builder toolset, a card, an MCP server's secret,
+a remote MCP server signed in with OAuth (a local authorization server), HTTP tools against a
 local server, then a chat turn on the
 offline scripted model (streamed text printed as it arrives, tool calls with their render plans, a
 ``ui/confirmToolCall`` answered ``allowChat``), a retry on a new branch and a switch back, and the
@@ -172,6 +173,7 @@ async def run(data_dir: Path, verbose: bool) -> int:
         show("a turn ran", "the scripted model answered in the chat (chat/event notifications)")
 
         await secret_for_a_server(sc)
+        await oauth_sign_in(sc)
 
         await what_a_server_says(sc)
 
@@ -501,6 +503,51 @@ async def what_a_server_says(sc: SidecarClient) -> None:
         lambda: [n["params"] for n in sc.notifications[mark:] if n["method"] == "mcpServers/log"])
     show("mcpServers/log", f"{logged[0]['level']} {logged[0]['data']} (debug and info are below its logLevel)")
     await sc.request("mcpServers/remove", {"id": "notes~notes"})
+
+
+async def oauth_sign_in(sc: SidecarClient) -> None:
+    step("a remote MCP server that needs OAuth: needsAuth, then mcpServers/login through the UI")
+    import signal
+    import subprocess
+    from urllib.parse import urlsplit
+
+    import httpx2  # the HTTP client the sidecar's MCP side uses; only this step needs it here
+
+    fixture = ROOT / "tests" / "fixtures" / "mcp" / "oauth_server.py"
+    proc = await anyio.open_process([sys.executable, str(fixture)], stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        assert proc.stdout is not None
+        line = b""
+        with anyio.fail_after(20):
+            while b"\n" not in line:
+                line += await proc.stdout.receive()
+        url = f"http://127.0.0.1:{int(line.split()[1])}/mcp"
+
+        async def browser(params: dict[str, Any]) -> dict[str, Any]:
+            page = urlsplit(params["url"])
+            show("ui/openUrl", f"{params['reason']}: {page.scheme}://{page.netloc}{page.path}?...")
+            async with httpx2.AsyncClient(follow_redirects=True, timeout=10) as client:
+                landed = await client.get(params["url"])  # the user clicks allow; the page redirects home
+            show("the browser", f"{landed.status_code} on {urlsplit(str(landed.url)).netloc} (the sidecar's loopback)")
+            return {"opened": True}
+
+        sc.handle("ui/openUrl", browser)
+        await sc.request("mcpServers/add", {"id": "hosted", "type": "streamable-http", "url": url})
+        note = await sc.wait_notification("mcpServers/status", lambda p: p["server"]["id"] == "hosted~hosted" and
+                                          p["server"]["status"] in ("needsAuth", "connected", "error"), timeout=30)
+        server = note["params"]["server"]
+        show("mcpServers/add", f"{server['status']}: {server.get('error')}")
+        server = (await sc.request("mcpServers/login", {"id": "hosted~hosted"}, timeout=60))["server"]
+        show("mcpServers/login", f"{server['status']}, {server['toolCount']} tool (tokens in the secret store)")
+        done = await sc.request("tools/call", {"toolId": "mcp:hosted~hosted:echo", "args": {"text": "signed in"}})
+        show("its echo tool", done["toolCall"]["result"]["content"][0]["text"])
+        await sc.request("mcpServers/logout", {"id": "hosted~hosted"})
+        await sc.request("mcpServers/remove", {"id": "hosted~hosted"})
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        with anyio.CancelScope(shield=True):
+            await proc.wait()
+            await proc.aclose()
 
 
 async def chat_session(sc: SidecarClient) -> None:

@@ -96,6 +96,7 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
             await toolsets.get(toolset_id)
         except NotFound:
             await oauth.forget(toolset_id)  # uninstalled: its cached tokens leave the secret store
+            await servers.forget_sign_ins(toolset_id)
         await servers.sync()
         await local.refresh()
         await schedules.toolset_changed(toolset_id)  # manifest triggers follow; a gone tool pauses its schedules
@@ -108,7 +109,8 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
 
     toolsets = ToolsetService(db, data_dir, workers, secrets, on_change=toolset_changed)
     servers = McpServers(db, toolsets, secrets, on_status=notifier.mcp_server_changed, elicit=notifier.elicit,
-                         on_log=notifier.mcp_log)
+                         on_log=notifier.mcp_log, open_url=notifier.open_url,
+                         client_metadata_url=settings.oauth_client_metadata_url)
     servers.bind(tg)
     catalog = Catalog(db, servers.host)
     await _recover(db, catalog, data_dir)

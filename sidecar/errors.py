@@ -20,7 +20,9 @@
     │   ├── McpError                     a request to an MCP server failed (kind says how); with the same
     │   │                                data, kind timeout is sent as Timeout (-32022), not_connected as
     │   │                                Conflict (data also {reason: "not connected"})
-    │   └── ProviderError                a model provider failed (status, retryable)
+    │   ├── ProviderError                a model provider failed (status, retryable)
+    │   └── SignInFailed                 an OAuth sign-in to an MCP server failed (kind: refused, timeout,
+    │                                    cancelled); kind timeout is sent as Timeout (-32022)
     ├── StorageError             -32030  SQLite or disk
     │   └── MissingBlob                  a blob a manifest names is gone from the store
     └── InstanceLocked           -32031  data {lockPath, holderPid}
@@ -232,3 +234,20 @@ class InstanceLocked(SidecarError):
         )
         self.lock_path = lock_path
         self.holder_pid = holder_pid
+
+
+class SignInFailed(UpstreamError):
+    """Signing in to an MCP server (OAuth) did not succeed; nothing was stored. ``message`` is the
+    reason alone, for the user; ``server`` the server's key. ``kind``: ``refused`` (the authorization
+    server, its answer or its endpoints were refused), ``timeout`` (the user or an endpoint took too
+    long; sent as Timeout), ``cancelled`` (the UI did not open the page)."""
+
+    def __init__(self, kind: Literal["refused", "timeout", "cancelled"], message: str, *, server: str) -> None:
+        super().__init__("oauth", message, server)
+        if kind == "timeout":
+            self.code = ErrorCode.TIMEOUT
+        self.kind = kind
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message

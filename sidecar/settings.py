@@ -6,6 +6,7 @@ import argparse
 import os
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -26,6 +27,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     parent_poll_interval: float = 1.0
     # Where secrets go: "auto" (the OS keystore, else a 0600 file), "keystore" (never the file) or "file".
     secrets_backend: Literal["auto", "keystore", "file"] = "auto"
+    # The HTTPS URL of the app's OAuth client ID metadata document: the client_id a remote MCP
+    # server's authorization server gets when it supports those documents (else dynamic registration).
+    oauth_client_metadata_url: str | None = None
 
     @property
     def db_path(self) -> Path:
@@ -81,7 +85,14 @@ def parse(argv: list[str] | None = None, environ: dict[str, str] | None = None) 
                         default=env.get("SIDECAR_SECRETS_BACKEND", "auto").lower(),
                         help="where secrets are stored: auto (the OS keystore, else a 0600 file in the data "
                              "directory), keystore (never the file) or file (env SIDECAR_SECRETS_BACKEND)")
+    parser.add_argument("--oauth-client-metadata-url", default=env.get("SIDECAR_OAUTH_CLIENT_METADATA_URL") or None,
+                        help="HTTPS URL of the app's OAuth client ID metadata document, used as its client_id "
+                             "where an MCP server's authorization server takes one "
+                             "(env SIDECAR_OAUTH_CLIENT_METADATA_URL)")
     args = parser.parse_args(argv)
+    cimd = args.oauth_client_metadata_url
+    if cimd is not None and (not cimd.startswith("https://") or urlsplit(cimd).path in ("", "/")):
+        parser.error("--oauth-client-metadata-url must be an https:// URL with a path")
     if args.secrets_backend not in SECRETS_BACKENDS:
         parser.error(f"--secrets-backend must be one of {', '.join(SECRETS_BACKENDS)}")
     if args.log_level not in LOG_LEVELS:
@@ -93,4 +104,5 @@ def parse(argv: list[str] | None = None, environ: dict[str, str] | None = None) 
         parent_pid=int(args.parent_pid) if args.parent_pid else None,
         max_line_bytes=int(args.max_line_bytes),
         secrets_backend=args.secrets_backend,
+        oauth_client_metadata_url=cimd,
     )

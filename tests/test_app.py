@@ -75,6 +75,16 @@ def test_settings_from_env_and_argv(tmp_path: Path):
     assert parse([], {}).data_dir.name == "covalt-sidecar"  # the platform's per-user directory
 
 
+def test_the_oauth_client_metadata_url_must_be_https_with_a_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    url = "https://app.example/oauth/client.json"
+    assert parse([], {"SIDECAR_OAUTH_CLIENT_METADATA_URL": url}).oauth_client_metadata_url == url
+    assert parse([], {}).oauth_client_metadata_url is None
+    for bad in ("http://app.example/oauth/client.json", "https://app.example/"):
+        with pytest.raises(SystemExit):
+            parse(["--oauth-client-metadata-url", bad], {})
+        assert "must be an https:// URL with a path" in capsys.readouterr().err
+
+
 def test_the_first_answer_builds_only_the_lifecycle_models_and_the_rest_come_when_asked(tmp_path: Path):
     # Every API model costs start-up time (about 13 ms): the table serving ``initialize`` has only
     # the lifecycle methods, and learns the others when the first of them arrives.

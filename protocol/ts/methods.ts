@@ -87,6 +87,10 @@ export interface ClientRequests {
   "mcpServers/setEnabled": { params: T.ServerSetEnabledParams; result: T.ServerResult };
   /** Drop the connection and connect again now (after fixing its environment, say). */
   "mcpServers/reconnect": { params: T.ServerIdParams; result: T.ServerResult };
+  /** Sign in to a remote server with OAuth: the sidecar asks the UI to open the authorization page (ui/openUrl), takes the redirect on a 127.0.0.1 listener, keeps the tokens in the secret store, and answers once the server is connected again (or failed). Errors: UpstreamError (source oauth) for a refused sign-in, Timeout when the user or an endpoint took too long. */
+  "mcpServers/login": { params: T.ServerIdParams; result: T.ServerResult };
+  /** Sign out of a server: its OAuth tokens are revoked where the authorization server has a revocation endpoint, and forgotten with the client registration; it reconnects and then needs a sign-in. */
+  "mcpServers/logout": { params: T.ServerIdParams; result: T.ServerResult };
   /** The resources a connected server offers. */
   "mcpServers/resources": { params: T.ServerIdParams; result: T.ResourcesResult };
   /** Read one resource of a server. */
@@ -149,6 +153,8 @@ export interface ClientNotifications {
 export interface ServerRequests {
   /** Ask the user whether a tool may run (allowChat: for this chat; allowAlways: until the tool's definition changes); args may come back edited. */
   "ui/confirmToolCall": { params: T.ConfirmToolCallParams; result: T.ConfirmToolCallResult };
+  /** Open a page in the user's browser (an MCP server's OAuth sign-in); answer once it is opened. */
+  "ui/openUrl": { params: T.OpenUrlParams; result: T.OpenUrlResult };
   /** An MCP server asks the user for input (MCP elicitation); the answer goes back to it. */
   "ui/elicit": { params: T.ElicitParams; result: T.ElicitResult };
 }

@@ -798,7 +798,7 @@ export interface McpServer {
   serverId: string;
   toolsetId: string;
   type: "sse" | "stdio" | "streamable-http";
-  status: "connected" | "connecting" | "disabled" | "error";
+  status: "connected" | "connecting" | "disabled" | "error" | "needsAuth";
   enabled: boolean;
   toolCount?: number;
   error?: string | null;
@@ -861,6 +861,20 @@ export interface ServerIdParams {
 export interface ServerSetEnabledParams {
   id: string;
   enabled: boolean;
+}
+
+export interface OpenUrlParams {
+  /** The page to open in the user's browser (an OAuth authorization page); it ends by redirecting to the sidecar's loopback listener. */
+  url: string;
+  /** Why, in words for the user. */
+  reason: string;
+  /** The MCP server key (toolset~server) it is for. */
+  server?: string | null;
+}
+
+export interface OpenUrlResult {
+  /** False: the page was not opened; the sign-in fails. */
+  opened: boolean;
 }
 
 export interface ServerStatusParams {

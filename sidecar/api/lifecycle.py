@@ -71,7 +71,7 @@ class ProgressParams(Model):
 
 # The server-to-client requests of the whole contract, which ``initialize`` lists. Written out so
 # the first answer needs no other API module; tests/test_protocol.py keeps it equal to api.specs.
-SERVER_REQUESTS = ("ui/confirmToolCall", "ui/elicit")
+SERVER_REQUESTS = ("ui/confirmToolCall", "ui/elicit", "ui/openUrl")
 
 SPECS = (
     MethodSpec(

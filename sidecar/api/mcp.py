@@ -19,7 +19,8 @@ class McpServer(Model):
     server_id: str
     toolset_id: str
     type: ServerType
-    status: Literal["connecting", "connected", "error", "disabled"]
+    # needsAuth: a remote server wants an OAuth sign-in (mcpServers/login); error says why.
+    status: Literal["connecting", "connected", "error", "disabled", "needsAuth"]
     enabled: bool
     tool_count: int = 0
     error: str | None = None  # what failed, with the last lines of the server's stderr
@@ -109,6 +110,17 @@ class ServersResult(Model):
 
 class ServerIdParams(Model):
     id: str  # server key (toolset~server); a bare server id works when it names one server
+
+
+class OpenUrlParams(Model):
+    url: Annotated[str, msgspec.Meta(description="The page to open in the user's browser (an OAuth "
+                                     "authorization page); it ends by redirecting to the sidecar's loopback listener.")]
+    reason: Annotated[str, msgspec.Meta(description="Why, in words for the user.")]
+    server: Annotated[str | None, msgspec.Meta(description="The MCP server key (toolset~server) it is for.")] = None
+
+
+class OpenUrlResult(Model):
+    opened: Annotated[bool, msgspec.Meta(description="False: the page was not opened; the sign-in fails.")]
 
 
 class ServerSetEnabledParams(Model):
@@ -262,6 +274,20 @@ SPECS = (
     MethodSpec("mcpServers/reconnect", "clientToServer", "request",
                "Drop the connection and connect again now (after fixing its environment, say).",
                params=ServerIdParams, result=ServerResult, errors=(_NF, _CF)),
+    MethodSpec("mcpServers/login", "clientToServer", "request",
+               "Sign in to a remote server with OAuth: the sidecar asks the UI to open the authorization page "
+               "(ui/openUrl), takes the redirect on a 127.0.0.1 listener, keeps the tokens in the secret store, "
+               "and answers once the server is connected again (or failed). Errors: UpstreamError (source "
+               "oauth) for a refused sign-in, Timeout when the user or an endpoint took too long.",
+               params=ServerIdParams, result=ServerResult, errors=(_NF, _CF, _UP, _TO, _ST)),
+    MethodSpec("mcpServers/logout", "clientToServer", "request",
+               "Sign out of a server: its OAuth tokens are revoked where the authorization server has a "
+               "revocation endpoint, and forgotten with the client registration; it reconnects and then "
+               "needs a sign-in.",
+               params=ServerIdParams, result=ServerResult, errors=(_NF, _ST)),
+    MethodSpec("ui/openUrl", "serverToClient", "request",
+               "Open a page in the user's browser (an MCP server's OAuth sign-in); answer once it is opened.",
+               params=OpenUrlParams, result=OpenUrlResult),
     MethodSpec("mcpServers/status", "serverToClient", "notification",
                "A server's status changed (connecting, connected, error, disabled) or its tools did.",
                params=ServerStatusParams),

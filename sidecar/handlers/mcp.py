@@ -55,6 +55,14 @@ class McpHandlers:
     async def reconnect(self, p: ServerIdParams, ctx: RequestContext) -> ServerResult:
         return ServerResult(await self.servers.reconnect(p.id))
 
+    @method("mcpServers/login")
+    async def login(self, p: ServerIdParams, ctx: RequestContext) -> ServerResult:
+        return ServerResult(await self.servers.login(p.id))
+
+    @method("mcpServers/logout")
+    async def logout(self, p: ServerIdParams, ctx: RequestContext) -> ServerResult:
+        return ServerResult(await self.servers.logout(p.id))
+
     @method("mcpServers/resources")
     async def resources(self, p: ServerIdParams, ctx: RequestContext) -> ResourcesResult:
         return ResourcesResult(await self.servers.resources(p.id))

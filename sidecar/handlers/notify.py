@@ -9,14 +9,22 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from ..api.chats import ChatEventParams, ConfirmToolCallParams, ConfirmToolCallResult
-from ..api.mcp import ElicitParams, ElicitResult, McpServer, ServerLogParams, ServerStatusParams
+from ..api.mcp import (
+    ElicitParams,
+    ElicitResult,
+    McpServer,
+    OpenUrlParams,
+    OpenUrlResult,
+    ServerLogParams,
+    ServerStatusParams,
+)
 from ..api.schedules import FiredParams
 from ..api.settings import SettingsChangedParams, UserSettings
 from ..api.toolsets import ToolsetChangedParams
 from ..api.workspace import ChangedParams, Changes
 from ..mcp_host.elicitation import ElicitAnswer, Elicitation, InvalidAnswer
 from ..mcp_host.logs import ServerLog
-from ..rpc.errors import InvalidResponse
+from ..rpc.errors import InvalidResponse, RemoteError
 from ..secrets import clean
 from ..store.toolsets import ToolsetRow
 from .toolsets import toolset_out
@@ -76,6 +84,15 @@ class Notifier:
         except InvalidResponse as exc:
             raise InvalidAnswer(exc.message) from None
         return ElicitAnswer(answer.action, answer.content)
+
+
+    async def open_url(self, server: str, url: str, reason: str) -> bool:
+        """`ui/openUrl`: whether the UI opened the page (an error or a malformed answer counts as no)."""
+        try:
+            answer = await self._peer.request("ui/openUrl", OpenUrlParams(url, reason, server), OpenUrlResult)
+        except RemoteError:
+            return False
+        return bool(answer.opened)
 
 
 def elicit_params(request: Elicitation) -> ElicitParams:

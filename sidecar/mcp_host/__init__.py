@@ -13,12 +13,16 @@ API::
         on_tools_changed=async (key: str) -> None,     # after tools were re-listed on list_changed
         elicit=async (Elicitation) -> ElicitAnswer,     # elicitation/create (form or URL mode)
         max_result_bytes=32 << 20,
+        vault=SecretStore,                              # OAuth sign-ins (signin.py); None: no OAuth
+        open_url=async (key, url, reason) -> bool,      # ui/openUrl, for the browser step of a sign-in
+        client_metadata_url=None,                       # the app's client ID metadata document (HTTPS)
     )
     host.bind(task_group)                # the sidecar's task group: supervisors live there
     await host.sync(configs)             # desired set; returns at once (connects in the background)
     host.states() -> list[ServerState];  host.state(key) -> ServerState  (KeyError if unknown)
     host.tools(key) -> list[McpTool]     # [] unless connected
     await host.reconnect(key)            # immediate attempt (drops the current connection)
+    await host.login(key)                # OAuth sign-in (the browser through `open_url`), then reconnect
     await host.call_tool(key, name, args, *, timeout=None, on_progress=None, origin=None) -> dict
         # {"content": [MCP content JSON...], "structuredContent"?: ..., "isError": bool}
     await host.list_resources(key) -> list[dict];   await host.read_resource(key, uri) -> dict
@@ -42,14 +46,18 @@ Behaviour:
 - `sync` keys servers by `ServerConfig.key` ("toolset~server"): new or enabled ones start
   connecting, removed or disabled ones stop, changed ones restart (the old instance is fully stopped
   before the new one starts), equal ones are left alone.
-- States: ``connecting`` (first attempt, or after `reconnect`) -> ``connected`` | ``error``;
-  ``disabled``. `on_status` fires only when a snapshot actually changes, and once after every
+- States: ``connecting`` (first attempt, or after `reconnect`) -> ``connected`` | ``error`` |
+  ``needsAuth``; ``disabled``. `on_status` fires only when a snapshot actually changes, and once after every
   re-listing of tools. `error` says what went wrong, for stdio servers with the last lines of the
   child's stderr.
 - `${VAR}` in env values, args, command, cwd, url and header values are resolved at each connect
   from the `variables` lookup the host is given (the sidecar's: the user's secrets, then the process
   environment); a missing one is an `error` state naming it, retried when `variable_changed` says
   that variable was set (or on `sync`/`reconnect`).
+- OAuth (remote servers without their own Authorization header, when the host has a vault): a
+  401 with nothing to refresh is the status ``needsAuth`` with the reason, never a browser; `login`
+  does the sign-in (`oauth.py` over the SDK's OAuthClientProvider, `loopback.py` for the redirect,
+  `signin.py` for what is kept). Tokens are refreshed before expiry and once on a 401.
 - Supervision: every failure (first connect or a lost connection) is retried with exponential backoff
   from 0.5 s doubling to 30 s (reset after a connection that lasted a minute); during the wait the
   state stays `error` with the message. Pending requests on a lost connection fail ``disconnected``.
@@ -67,8 +75,9 @@ Modules: `config` (ServerConfig, `${VAR}`), `host` (the McpHost facade), `state`
 knows of each server), `supervise` (backoff and restarts), `connect` (one attempt) and `session`
 (the SDK session over a transport), `requests` (calls, resources, prompts, timeouts), `failures`
 (failure wording), `elicitation`, `stdio` and `remote` (transports), `commands` (PATH and
-login-shell lookup), `servers` (the MCP-server service over the store and the
-host). `session`, `requests`, `stdio` and `remote` import the SDK: they are imported lazily.
+login-shell lookup), `oauth`, `oauth_guard`, `loopback` and `signin` (OAuth sign-in), `servers` (the MCP-server
+service over the store and the host). `session`, `requests`, `stdio`, `remote` and `oauth` import
+the SDK: they are imported lazily.
 """
 
 from ..errors import McpError

@@ -10,20 +10,26 @@ import logging
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.to_thread
 
 from ..children import scrubbed_env
-from ..errors import StorageError
+from ..errors import Conflict, SignInFailed, StorageError
 from ..secrets import MissingVariable, references_in, resolve, resolve_mapping, secret_values
 from ..secrets.known import remember_all
+from . import signin
 from .commands import CommandNotFound, resolve_command
 from .config import ServerConfig
 from .elicitation import Elicit, ElicitAnswer, Elicitation
 from .failures import Failure, describe, flatten, only_cancelled
 from .logs import OnLog
+from .signin import OpenUrl, Vault
 from .state import Conn, LiveServer
+
+if TYPE_CHECKING:  # the SDK is imported in a worker thread on first connect, never at start-up
+    import httpx2
 
 log = logging.getLogger("sidecar.mcp_host")
 
@@ -43,6 +49,11 @@ def config_references(config: ServerConfig) -> set[str]:
     return references_in([config.command, *config.args, *config.env.values(), config.cwd, config.url,
                           *config.headers.values()])
 
+
+def uses_oauth(config: ServerConfig) -> bool:
+    """A remote server signs in with OAuth unless its config sends its own Authorization header."""
+    return config.type != "stdio" and not any(k.lower() == "authorization" for k in config.headers)
+
 _sdk_loaded = False
 
 
@@ -54,7 +65,7 @@ def _import_sdk() -> None:
     import mcp.shared.exceptions  # noqa: F401
     import mcp_types  # noqa: F401
 
-    from . import remote, requests, session, stdio  # noqa: F401
+    from . import oauth, remote, requests, session, stdio  # noqa: F401
 
 
 @dataclass
@@ -108,10 +119,16 @@ class Connector:
 
     def __init__(self, *, max_result_bytes: int, on_tools_changed: OnToolsChanged | None,
                  elicit: Elicit | None, variables: Variables = process_environment,
-                 on_log: OnLog | None = None) -> None:
+                 on_log: OnLog | None = None, vault: Vault | None = None,
+                 open_url: OpenUrl | None = None, client_metadata_url: str | None = None) -> None:
         self.max_result_bytes = max_result_bytes
         self.on_log = on_log
         self.variables = variables
+        self.vault = vault
+        """Where OAuth sign-ins are kept; without one, remote servers connect without OAuth."""
+        self.open_url = open_url
+        self.client_metadata_url = client_metadata_url
+        self._signing_in: set[str] = set()
         self.on_tools_changed = on_tools_changed
         self.elicit = elicit
         self._sdk_lock: anyio.Lock | None = None
@@ -133,6 +150,63 @@ class Connector:
         assert self.elicit is not None
         return await self.elicit(request)
 
+    async def auth_for(self, config: ServerConfig, spec: Spec, conn: Conn) -> httpx2.Auth | None:
+        """The OAuth of a remote server's connection (stored tokens, refreshed; never the browser)."""
+        if self.vault is None or not uses_oauth(config):
+            return None
+        from . import oauth  # mcp SDK: loaded by load_sdk
+
+        return await oauth.connection_auth(self.vault, config.key, spec.url,
+                                           client_metadata_url=self.client_metadata_url,
+                                           http_timeout=config.connect_timeout, on_needs_user=conn.sign_in_needed)
+
+    async def sign_in(self, config: ServerConfig) -> None:
+        """The browser step of OAuth for one server (``mcpServers/login``); the tokens go to the vault.
+
+        Raises:
+            SignInFailed: what went wrong, for the user.
+            Conflict: the server does not sign in with OAuth, or there is no UI to open the page.
+        """
+        if config.type == "stdio":
+            raise Conflict("not remote", f"{config.key} is a stdio server: it has no sign-in")
+        if not uses_oauth(config):
+            raise Conflict("static authorization", f"{config.key} sends its own Authorization header; "
+                           "remove that header to sign in with OAuth instead")
+        if self.vault is None or self.open_url is None:
+            raise Conflict("no sign-in", "this sidecar has no secret store or UI to sign in with")
+        if config.key in self._signing_in:  # a second page and listener would race the first for the tokens
+            raise Conflict("sign-in in progress", f"a sign-in to {config.key} is already waiting for the browser")
+        self._signing_in.add(config.key)
+        try:
+            await self._sign_in(config)
+        finally:
+            self._signing_in.discard(config.key)
+
+    async def _sign_in(self, config: ServerConfig) -> None:
+        assert self.vault is not None and self.open_url is not None
+        await self.load_sdk()
+        try:
+            spec = await prepare(config, self.variables)
+        except Failure as exc:
+            raise SignInFailed("refused", exc.message, server=config.key) from None
+        from . import oauth  # mcp SDK: loaded by load_sdk above
+
+        await oauth.sign_in(self.vault, config.key, spec.url, spec.headers, open_url=self.open_url,
+                            client_metadata_url=self.client_metadata_url, http_timeout=config.connect_timeout,
+                            kind=config.type)
+
+    async def sign_out(self, key: str, http_timeout: float) -> None:
+        """Revoke (best effort) and forget a server's OAuth sign-in."""
+        if self.vault is None:
+            return
+        if await self.vault.get(signin.record_name(key)):
+            await self.load_sdk()
+            from . import oauth  # mcp SDK and httpx2: loaded by load_sdk above
+
+            with anyio.move_on_after(http_timeout):
+                await oauth.revoke(self.vault, key, http_timeout=http_timeout)
+        await signin.forget(self.vault, key)
+
     async def attempt(self, srv: LiveServer, conn: Conn) -> None:
         """One connection: connect, serve until lost. Always ends by raising `Failure` (or cancellation)."""
         config = srv.config
@@ -151,6 +225,8 @@ class Connector:
             failures = [e for e in flatten(exc) if isinstance(e, Failure)]
             if failures:
                 raise failures[0] from None
+            if conn.needs_user is not None:
+                raise Failure(conn.needs_user, needs_auth=True) from None
             if not isinstance(exc, Exception) or only_cancelled(exc):
                 raise
             raise Failure(describe(config, spec.url if spec is not None else None, exc)) from None

@@ -18,10 +18,12 @@ if TYPE_CHECKING:
 class Failure(Exception):
     """One connection attempt ended; `message` is for the user."""
 
-    def __init__(self, message: str, *, permanent: bool = False) -> None:
+    def __init__(self, message: str, *, permanent: bool = False, needs_auth: bool = False) -> None:
         super().__init__(message)
         self.message = message
-        self.permanent = permanent
+        self.permanent = permanent or needs_auth
+        self.needs_auth = needs_auth
+        """Only the user can fix it, by signing in (OAuth): the status is ``needsAuth``."""
 
 
 def flatten(exc: BaseException) -> list[BaseException]:
@@ -110,7 +112,8 @@ def describe(config: ServerConfig, url: str | None, exc: BaseException) -> str:
 
 
 def not_connected(server_id: str, status: str, error: str | None) -> str:
-    why = {"disabled": "it is disabled", "connecting": "it is still connecting"}.get(status)
+    why = {"disabled": "it is disabled", "connecting": "it is still connecting",
+           "needsAuth": "it needs you to sign in (mcpServers/login)"}.get(status)
     if why is None:
         why = f"it failed: {error}" if error else "it is not connected"
     return f"MCP server {server_id} is not connected: {why}"

@@ -20,6 +20,7 @@ from .connect import Connector, OnToolsChanged, Variables, config_references, pr
 from .elicitation import Elicit
 from .failures import not_connected
 from .logs import OnLog
+from .signin import OpenUrl, Vault
 from .state import CallOrigin, Conn, LiveServer, McpTool, OnStatus, ServerState
 from .supervise import supervise
 
@@ -39,10 +40,13 @@ class McpHost:
 
     def __init__(self, *, on_status: OnStatus | None = None, on_tools_changed: OnToolsChanged | None = None,
                  elicit: Elicit | None = None, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
-                 variables: Variables = process_environment, on_log: OnLog | None = None) -> None:
+                 variables: Variables = process_environment, on_log: OnLog | None = None,
+                 vault: Vault | None = None, open_url: OpenUrl | None = None,
+                 client_metadata_url: str | None = None) -> None:
         self._on_status = on_status
         self._connector = Connector(max_result_bytes=max_result_bytes, on_tools_changed=on_tools_changed,
-                                    elicit=elicit, variables=variables, on_log=on_log)
+                                    elicit=elicit, variables=variables, on_log=on_log, vault=vault,
+                                    open_url=open_url, client_metadata_url=client_metadata_url)
         self._tg: TaskGroup | None = None
         self._servers: dict[str, LiveServer] = {}
         self._live: set[LiveServer] = set()  # every server whose supervisor has not finished, removed ones too
@@ -114,6 +118,26 @@ class McpHost:
             srv.conn.scope.cancel()
         srv.wake.set()
         await srv.set_status("connecting")
+
+    async def login(self, key: str) -> None:
+        """Sign in to a remote server (OAuth, the browser step through the UI), then connect again
+        and return once it is connected or has failed (bounded by its connect timeout).
+
+        Raises:
+            SignInFailed: the sign-in did not succeed (the server keeps its state).
+        """
+        srv = self._servers[key]
+        await self._connector.sign_in(srv.config)
+        await self.reconnect(key)
+        await self.settle(key)
+
+    async def logout(self, key: str) -> None:
+        """Sign out of a server: its tokens are revoked where the authorization server allows it and
+        forgotten, and it connects again (and so asks for a sign-in)."""
+        srv = self._servers.get(key)
+        await self._connector.sign_out(key, srv.config.connect_timeout if srv is not None else 30.0)
+        if srv is not None and srv.config.enabled:
+            await self.reconnect(key)
 
     async def variable_changed(self, name: str) -> None:
         """A variable was set or removed: every server that refers to it and is not connected (a

@@ -82,12 +82,13 @@ def _http_timeout(connect_timeout: float, read_timeout: float) -> httpx2.Timeout
 @asynccontextmanager
 async def streamable_http(url: str, headers: Mapping[str, str], *, connect_timeout: float,
                           read_timeout: float, max_event_size: int, eof: anyio.Event,
-                          notes: list[str]) -> AsyncIterator[tuple[Any, Any]]:
+                          notes: list[str], auth: httpx2.Auth | None = None) -> AsyncIterator[tuple[Any, Any]]:
     from mcp.client.streamable_http import streamable_http_client
 
     async with AsyncExitStack() as stack:
         client = await stack.enter_async_context(
-            httpx2.AsyncClient(headers=dict(headers), timeout=_http_timeout(connect_timeout, read_timeout)))
+            httpx2.AsyncClient(headers=dict(headers), timeout=_http_timeout(connect_timeout, read_timeout),
+                               auth=auth))
         read, write = await stack.enter_async_context(
             streamable_http_client(url, http_client=client, max_sse_event_size=max_event_size))
         yield EofWatch(read, eof), write
@@ -137,14 +138,15 @@ async def _post_all(client: httpx2.AsyncClient, endpoint: str, outgoing: MemoryO
 
 @asynccontextmanager
 async def sse(url: str, headers: Mapping[str, str], *, connect_timeout: float, read_timeout: float,
-              max_event_size: int, eof: anyio.Event, notes: list[str]) -> AsyncIterator[tuple[Any, Any]]:
+              max_event_size: int, eof: anyio.Event, notes: list[str],
+              auth: httpx2.Auth | None = None) -> AsyncIterator[tuple[Any, Any]]:
     """Legacy HTTP+SSE: GET an event stream, learn the POST endpoint from its `endpoint` event.
 
     Connecting (TCP, the response headers, the endpoint event) is bounded by `connect_timeout`.
     Why the connection ended, when we know, is appended to `notes`.
     """
     timeout = _http_timeout(connect_timeout, read_timeout)
-    async with httpx2.AsyncClient(headers=dict(headers), timeout=timeout) as client:
+    async with httpx2.AsyncClient(headers=dict(headers), timeout=timeout, auth=auth) as client:
         read_w, read_r = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         write_w, write_r = anyio.create_memory_object_stream[SessionMessage](0)
 

@@ -23,7 +23,7 @@ from ..api.mcp import AddParams, FoundServer, McpImportParams, McpServer, Skippe
 from ..errors import Conflict, InvalidParams, NotFound, StorageError
 from ..store import Database
 from ..store.mcp_servers import AmbiguousServer, McpServerRepo, McpServerRow
-from . import app_configs, edits
+from . import app_configs, edits, signin
 from .config import ServerConfig
 from .connect import config_references
 from .elicitation import Elicit
@@ -64,6 +64,7 @@ async def find(repo: McpServerRepo, ref: str) -> McpServerRow:
 class McpServers:
     def __init__(self, db: Database, toolsets: ToolsetService, vault: SecretStore, *,
                  on_status: OnServerStatus | None = None, elicit: Elicit | None = None,
+                 open_url: signin.OpenUrl | None = None, client_metadata_url: str | None = None,
                  max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES, on_log: OnLog | None = None) -> None:
         self.repo = McpServerRepo(db)
         self.toolsets = toolsets
@@ -74,7 +75,8 @@ class McpServers:
         self._editing = anyio.Lock()
         # One mcpServers/status per change: a re-listing of tools comes through on_status too.
         self.host = McpHost(on_status=self._host_status, elicit=elicit, max_result_bytes=max_result_bytes,
-                            variables=vault.environ, on_log=on_log)
+                            variables=vault.environ, on_log=on_log, vault=vault, open_url=open_url,
+                            client_metadata_url=client_metadata_url)
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
@@ -205,6 +207,25 @@ class McpServers:
         await self.repo.set_enabled(row.toolset_id, row.server_id, enabled)
         await self.sync()
         return await self.get(row.key)
+
+    async def login(self, ref: str) -> McpServer:
+        """Sign in to a remote server with OAuth (the UI opens the page), then connect with the tokens."""
+        row = await self.find(ref)
+        if not row.should_run:
+            raise Conflict("disabled", f"{row.key} is turned off; enable it with mcpServers/setEnabled")
+        await self.host.login(row.key)
+        return self.view(row)
+
+    async def logout(self, ref: str) -> McpServer:
+        """Revoke (where the authorization server can) and forget a server's OAuth tokens and client
+        registration; it reconnects, and so needs a sign-in."""
+        row = await self.find(ref)
+        await self.host.logout(row.key)
+        return self.view(row)
+
+    async def forget_sign_ins(self, toolset_id: str) -> None:
+        """An uninstalled toolset's servers leave no tokens behind."""
+        await signin.forget_toolset(self.vault, toolset_id)
 
     async def reconnect(self, ref: str) -> McpServer:
         row = await self.find(ref)

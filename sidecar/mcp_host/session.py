@@ -52,9 +52,10 @@ async def connect_and_serve(connector: Connector, srv: LiveServer, conn: Conn, s
             log.info("MCP server %s: connecting to %s", config.key, mask_url(spec.url))
             opener = remote.sse if config.type == "sse" else remote.streamable_http
             read_timeout = max(300.0, 2 * config.call_timeout)
+            auth = await connector.auth_for(config, spec, conn)
             read, write = await stack.enter_async_context(opener(
                 spec.url, spec.headers, connect_timeout=config.connect_timeout, read_timeout=read_timeout,
-                max_event_size=2 * connector.max_result_bytes, eof=conn.lost, notes=conn.notes))
+                max_event_size=2 * connector.max_result_bytes, eof=conn.lost, notes=conn.notes, auth=auth))
 
         session = await stack.enter_async_context(ClientSession(
             read, write,
@@ -79,7 +80,11 @@ async def connect_and_serve(connector: Connector, srv: LiveServer, conn: Conn, s
                     guard.cancel_scope.cancel()
         except Exception as exc:
             _hurry_stop(conn)
+            if conn.needs_user is not None:
+                raise Failure(conn.needs_user, needs_auth=True) from None
             raise Failure(await handshake_failure(config, conn, exc)) from None
+        if conn.needs_user is not None:
+            raise Failure(conn.needs_user, needs_auth=True)
         if greeted is None:  # the handshake's deadline, or garbage on stdout, cancelled it
             _hurry_stop(conn)
             raise Failure(await handshake_failure(config, conn, None, garbage.is_set()))
@@ -101,6 +106,8 @@ async def connect_and_serve(connector: Connector, srv: LiveServer, conn: Conn, s
             await conn.lost.wait()
             tg.cancel_scope.cancel()
         conn.session = None
+        if conn.needs_user is not None:
+            raise Failure(conn.needs_user, needs_auth=True)
         raise Failure(await lost_message(conn, spec.url))
 
 

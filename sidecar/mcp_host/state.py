@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # the SDK is imported in a worker thread on first connect, ne
 
 log = logging.getLogger("sidecar.mcp_host")
 
-Status = Literal["connecting", "connected", "error", "disabled"]
+Status = Literal["connecting", "connected", "error", "disabled", "needsAuth"]
 
 
 @dataclass
@@ -108,6 +108,12 @@ class Conn:
         self.transport: StdioTransport | None = None
         self.notes: list[str] = []
         self.connected = False
+        self.needs_user: str | None = None
+        """Why only a sign-in would help, when the server's OAuth said so (its requests then fail)."""
+
+    def sign_in_needed(self, reason: str) -> None:
+        self.needs_user = reason
+        self.lost.set()
 
 
 class LiveServer:

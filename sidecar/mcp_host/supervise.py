@@ -73,6 +73,13 @@ async def _loop(srv: LiveServer, attempt: Attempt) -> None:
             await srv.set_status("connecting", message)  # the UI still learns why
             quick_retry, announce = False, False
             continue
+        if failure.needs_auth:
+            log.info("MCP server %s needs a sign-in: %s", srv.label, failure.message)
+            last_error = failure.message
+            await srv.set_status("needsAuth", failure.message)
+            await srv.wake.wait()  # mcpServers/login (or a change of the server) wakes it
+            delay, announce = BACKOFF_START, True
+            continue
         message = f"disconnected: {failure.message}" if conn.connected else failure.message
         if message != last_error:
             log.warning("MCP server %s: %s", srv.label, message)

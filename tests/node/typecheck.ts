@@ -49,6 +49,7 @@ export async function session(): Promise<string> {
   const handlers: ServerRequestHandlers = {
     "ui/elicit": async (p) => (p.message ? { action: "decline" } : { action: "cancel" }),
     "ui/confirmToolCall": async (p) => (p.toolId === "run_command" ? { decision: "deny" } : { decision: "allowOnce" }),
+    "ui/openUrl": async (p) => ({ opened: p.url.startsWith("https://") }),
   };
   onNotification("chat/event", (p) => {
     // The event is a discriminated union on kind.

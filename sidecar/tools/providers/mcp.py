@@ -94,8 +94,10 @@ async def resolve(db: Database, host: McpHost | None, ref_id: str) -> Resolved:
         await host.settle(row.key)  # restarting after a crash: its tools are back in a moment
         found = next((t for t in host.tools(row.key) if t.name == name), None)
     if found is None:
-        raise NotFound("tool", ref_id, f"the MCP server {row.key} ({_status(host, row)}) has no tool {name!r} "
-                                       "right now")
+        status = _status(host, row)
+        hint = ": sign in to it with mcpServers/login" if status == "needsAuth" else ""
+        raise NotFound("tool", ref_id, f"the MCP server {row.key} ({status}) has no tool {name!r} "
+                                       f"right now{hint}")
     # On every call's path: the view is rebuilt only when one of what it is made of was replaced
     # (stored rows are read anew after a catalog change, a server's tools after it lists them).
     hit = _resolved.get(ref_id)
