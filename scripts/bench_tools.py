@@ -542,6 +542,11 @@ async def bench_stalls(repeats: int, tmp: Path) -> dict[str, list[float]]:
             # The first worker of a toolset starts inside toolsets/import (to describe the tools).
             ms, _ = await longest_ping(client, lambda: client.request("toolsets/import", {"path": str(folder)}))
             out["cold"].append(ms)
+            # One 15 MB line through each reader first, unmeasured: this client's first ones cost it
+            # fresh memory (a plain writer's first lines took it 40-46 ms, the later ones 10-13 ms),
+            # which would be timed as the sidecar's stall.
+            assert (await plain.request("big"))["size"] > 15_000_000
+            assert (await call("big", {"n": 15_000_000})())["size"] > 15_000_000
             for _ in range(repeats):
                 await client.request("tools/call", {"toolId": f"{STALL_ID}:die", "args": {}})
                 ms, got = await longest_ping(client, call("touch"))  # a fresh worker starts
