@@ -214,6 +214,7 @@ async def serve(
                 notifier = Notifier(conn)
                 services = await compose.build(settings, db, notifier, tg, app.on_close, app.started_at)
                 deferred.bind(service_routes(services))
+                process.freeze_heap()
             except SidecarError as exc:
                 log.error("the services could not be started: %s", exc.message)
                 deferred.fail(exc)
@@ -235,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
 
     settings = settings_mod.parse(argv)
     wire_in, wire_out = process.claim_stdio()
+    process.own_process()
     listener = logs.setup(settings.log_level)
     log.info("sidecar %s starting (pid %d, data dir %s)", _version(), os.getpid(), settings.data_dir)
 

@@ -1096,6 +1096,7 @@ export interface DebugInfo {
   dbTransactions?: number;
   secretsBackend?: string | null;
   secretsError?: string | null;
+  frozenObjects?: number;
 }
 
 export interface SleepParams {

@@ -27,6 +27,10 @@ class DebugInfo(Model):
     secrets_backend: str | None = None
     # Why the keystore cannot be used right now, when it cannot.
     secrets_error: str | None = None
+    # Objects the garbage collector no longer walks: what was alive once the services started and
+    # once the MCP SDK loaded (they live as long as the process), so a full collection never holds
+    # the event loop for the whole heap. 0 when the app runs inside another program (tests).
+    frozen_objects: int = 0
 
 
 class SleepParams(Model):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import time
@@ -58,6 +59,7 @@ class DebugHandlers:
             db_transactions=self.db.transactions,
             secrets_backend=self.secrets.backend if self.secrets.chosen else None,
             secrets_error=self.secrets.error,
+            frozen_objects=gc.get_freeze_count(),
         )
 
     @method("debug/sleep")

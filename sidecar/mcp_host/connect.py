@@ -17,6 +17,7 @@ import anyio.to_thread
 
 from ..children import scrubbed_env
 from ..errors import Conflict, SignInFailed, StorageError
+from ..process import freeze_heap
 from ..secrets import MissingVariable, references_in, resolve, resolve_mapping, secret_values
 from ..secrets.known import remember_all
 from . import signin
@@ -143,6 +144,7 @@ class Connector:
             if not _sdk_loaded:
                 await anyio.to_thread.run_sync(_import_sdk)
                 _sdk_loaded = True
+                freeze_heap()  # the SDK's modules are most of the heap from now on
 
     async def ask(self, request: Elicitation) -> ElicitAnswer:
         """The user's answer through the `elicit` callback (read at each question, not at connect;

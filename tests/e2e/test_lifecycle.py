@@ -253,3 +253,17 @@ def test_exit_pipelined_right_behind_shutdown_is_a_clean_stop(tmp_path: Path):
 async def test_client_close_before_initialize_still_stops_the_sidecar(data_dir):
     async with SidecarClient.spawn(data_dir, initialize=False) as c:
         assert await c.close(timeout=5) == 1  # exit without a successful shutdown
+
+
+async def test_the_long_lived_heap_is_frozen_after_start_and_after_the_mcp_sdk_loads(sidecar, tmp_path):
+    # A full garbage collection walks every object with the event loop held (tens of ms once the MCP
+    # SDK is in): what start-up and the SDK import leave alive is taken out of those walks.
+    started = (await sidecar.request("debug/info"))["frozenObjects"]
+    assert started > 10_000
+    server = Path(__file__).resolve().parents[1] / "fixtures" / "mcp" / "basic.py"
+    await sidecar.request("mcpServers/add", {"id": "basic", "command": sys.executable, "args": [str(server)]})
+    await sidecar.wait_notification("mcpServers/status", lambda p: p["server"]["status"] == "connected", timeout=30)
+    assert (await sidecar.request("debug/info"))["frozenObjects"] > started + 10_000
+    # Served inside another program (a test's), the heap holds that program's objects: left alone.
+    async with SidecarClient.in_process(tmp_path / "in-process", secrets_backend="file") as app:
+        assert (await app.request("debug/info")).get("frozenObjects", 0) == 0  # (0 is left out)
