@@ -19,7 +19,7 @@ import anyio
 from mcp.client.auth import OAuthFlowError
 
 from ..secrets import mask_url
-from ..tools.providers.http.addresses import IPAddress, classify
+from ..net.addresses import IPAddress, classify
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 
