@@ -15,7 +15,8 @@ its user:
   the authorization URL, and a loopback listener (`loopback.py`) for the one callback;
 - refusals: an authorization, token or registration endpoint over plain HTTP on a host other than
   loopback, the flow's requests to addresses a public server should not steer us to (both in
-  `oauth_guard.py`), a registration whose redirect URIs are not our loopback ones.
+  `oauth_guard.py`; those requests go through its pinned transport, never the connection's client),
+  a registration whose redirect URIs are not our loopback ones.
 
 Import lazily: it imports the SDK and httpx2.
 """
@@ -33,6 +34,7 @@ import anyio
 import httpx2
 from mcp.client.auth import OAuthClientProvider, OAuthFlowError, OAuthRegistrationError, OAuthTokenError
 from mcp.client.auth.oauth2 import OAuthContext
+from mcp.shared._httpx_utils import next_request_within_origin  # the SDK's own rule for its flow's redirects
 from mcp.shared.auth import (
     AuthorizationCodeResult,
     OAuthClientInformationFull,
@@ -52,6 +54,9 @@ from .signin import EXPIRY_MARGIN, OpenUrl, Vault
 log = logging.getLogger("sidecar.mcp_host")
 
 CLIENT_NAME = "Covalt"
+_OWN_REDIRECT_LIMIT = 5  # as the SDK's `_AUTH_REDIRECT_LIMIT`
+
+
 class NeedsUser(Exception):
     """A connection got a 401 that only the user can answer (no tokens, or they can't be refreshed)."""
 
@@ -224,23 +229,43 @@ class Provider(OAuthClientProvider):
         # A connection's 401 with nothing to refresh goes to the user at once: discovery and, worse,
         # a dynamic registration (for a redirect URI no sign-in will listen on) would be wasted.
         flow = super()._auth_flow(request)
+        own: httpx2.AsyncClient | None = None
         try:
             outgoing = await flow.__anext__()
             while True:
-                if outgoing is not request:
-                    # httpx times only the request it was handed: the flow's own (discovery,
-                    # registration, token) would wait forever on an endpoint that hangs.
-                    outgoing.extensions = {**outgoing.extensions, "timeout": self._timeout}
-                    await self._destinations.check(str(outgoing.url))
-                response = yield outgoing
-                if (not self.interactive and outgoing is request and response.status_code == 401
-                        and not self.context.can_refresh_token()):
-                    raise self._needs_user("this server needs you to sign in (mcpServers/login)")
+                if outgoing is request:
+                    response = yield outgoing
+                    if (not self.interactive and response.status_code == 401
+                            and not self.context.can_refresh_token()):
+                        raise self._needs_user("this server needs you to sign in (mcpServers/login)")
+                else:
+                    # The flow's own requests (discovery, registration, token) go where the server
+                    # and its metadata point, so not through the connection's client, whose
+                    # transport would look the name up again after the check: through one that
+                    # connects only to the addresses it checked.
+                    own = own or httpx2.AsyncClient(transport=self._destinations.transport(),
+                                                    follow_redirects=False)
+                    response = await self._send_own(own, outgoing)
                 outgoing = await flow.asend(response)
         except StopAsyncIteration:
             return
         finally:
             await flow.aclose()
+            if own is not None:
+                await own.aclose()
+
+    async def _send_own(self, client: httpx2.AsyncClient, outgoing: httpx2.Request) -> httpx2.Response:
+        # httpx times only the request it was handed: the flow's own would wait forever on an
+        # endpoint that hangs.
+        outgoing.extensions = {**outgoing.extensions, "timeout": self._timeout}
+        response = await client.send(outgoing)
+        # Within its origin only, as the SDK's driver (RedirectAwareAuth) does for what it is handed.
+        for _ in range(_OWN_REDIRECT_LIMIT):
+            follow = next_request_within_origin(response)
+            if follow is None:
+                break
+            response = await client.send(follow)
+        return response
 
     async def _refresh_token(self) -> httpx2.Request:
         if self.context.oauth_metadata is not None:
@@ -372,11 +397,12 @@ async def revoke(vault: Vault, key: str, *, http_timeout: float) -> None:
         return
     try:
         check_endpoint("revocation", endpoint)
-        await Destinations(str(record.get("url") or "")).check(endpoint)
         auth = {"client_id": client["client_id"]}
         if client.get("client_secret") and client.get("token_endpoint_auth_method") != "none":
             auth["client_secret"] = client["client_secret"]
-        async with httpx2.AsyncClient(timeout=http_timeout, follow_redirects=False) as http:
+        destinations = Destinations(str(record.get("url") or ""))
+        async with httpx2.AsyncClient(transport=destinations.transport(), timeout=http_timeout,
+                                      follow_redirects=False) as http:
             for hint in ("refresh_token", "access_token"):
                 if tokens.get(hint):
                     response = await http.post(endpoint, data={"token": tokens[hint], "token_type_hint": hint, **auth})

@@ -1,25 +1,32 @@
 """Where an OAuth sign-in may send codes, tokens and its own requests.
 
 - Codes and tokens go over HTTPS, or plain HTTP to this machine only (`check_endpoint`).
-- The flow's own requests (metadata, registration, token) are steered by the server and the
-  metadata it publishes: `Destinations` refuses addresses that are not public (loopback, private,
-  link-local, cloud metadata; the HTTP tools' table) unless it is the server's own host or the
-  server itself is on such an address (a local setup). Checked before each request; the
-  connection is not pinned to the checked address.
+- The flow's own requests (metadata, registration, token, revocation) are steered by the server and
+  the metadata it publishes: `Destinations` refuses addresses that are not public (loopback,
+  private, link-local, cloud metadata; sidecar/net/addresses.py) unless it is the server's own host
+  or the server itself is on such an address (a local setup). Its `transport()` resolves each host
+  once per connection, checks every address and connects to those (sidecar/net/pinned.py), so a DNS
+  answer that changes between the check and the connect (rebinding) changes nothing.
 
-Import lazily, with `oauth.py`: it raises the SDK's `OAuthFlowError`, which the sign-in words.
+Import lazily, with `oauth.py`: it raises the SDK's `OAuthFlowError`, which the sign-in words, and
+loads httpx2.
 """
 
 from __future__ import annotations
 
-import ipaddress
+import logging
+import socket
 from urllib.parse import urlsplit
 
-import anyio
+import httpx2
 from mcp.client.auth import OAuthFlowError
 
+from ..net.addresses import IPAddress, classify
+from ..net.lookup import Resolver, literal, resolve_system
+from ..net.pinned import PinnedTransport
 from ..secrets import mask_url
-from ..tools.providers.http.addresses import IPAddress, classify
+
+log = logging.getLogger("sidecar.mcp_host.oauth")
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 
@@ -39,41 +46,66 @@ def check_endpoint(what: str, url: str | None) -> None:
                          "codes and tokens are only sent over HTTPS (or to this machine)")
 
 
-async def _addresses(host: str) -> list[IPAddress]:
-    try:
-        return [ipaddress.ip_address(host.strip("[]"))]
-    except ValueError:
-        pass
-    try:
-        infos = await anyio.getaddrinfo(host, None)
-    except OSError:
-        return []  # the request itself will fail, with its own words
-    return [ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]) for info in infos]
+def _host(host: str) -> str:
+    return host.strip("[]").rstrip(".").lower()
 
 
 class Destinations:
-    """Where the flow's own requests (metadata, registration, token) may go.
+    """Where the flow's own requests (metadata, registration, token, revocation) may go.
 
     The server and the metadata it publishes steer them, so an address that is not public
     (loopback, private, link-local, cloud metadata) is refused, unless it is the server's own host
     or the server itself is on such an address (the user set up a local server, its authorization
-    server is local too).
+    server is local too). The pinned `transport()` applies this to every connection it opens.
     """
 
-    def __init__(self, server_url: str) -> None:
-        self.server_host = (urlsplit(server_url).hostname or "").lower()
+    def __init__(self, server_url: str, *, resolver: Resolver | None = None) -> None:
+        parts = urlsplit(server_url)
+        self.server_host = _host(parts.hostname or "")
+        self._server_port = parts.port or (80 if parts.scheme == "http" else 443)
+        self._resolver = resolver or resolve_system
         self._server_local: bool | None = None
 
-    async def check(self, url: str) -> None:
-        host = (urlsplit(url).hostname or "").lower()
-        if host == self.server_host:
-            return
+    def check_url(self, url: httpx2.URL) -> None:
+        if url.scheme not in ("http", "https"):
+            raise OAuthFlowError(f"the OAuth request to {mask_url(str(url))} was refused: "
+                                 "only http and https are used")
+
+    async def addresses(self, host: str, port: int) -> list[str]:
+        """The addresses to connect to for ``host:port``, resolved once and each one checked.
+
+        Raises OAuthFlowError for an address the server may not steer us to, OSError when the
+        name does not resolve.
+        """
+        found = await self._lookup(host, port)
+        if not found:
+            raise socket.gaierror(socket.EAI_NONAME, f"{host} has no address")
+        if _host(host) != self.server_host and not await self._server_is_local():
+            for address in found:
+                verdict = classify(address)
+                if verdict is not None:
+                    what = (f"it is {verdict.describe()}" if literal(host) is not None
+                            else f"it resolved to {address}, {verdict.describe()}")
+                    raise OAuthFlowError(f"the OAuth request to {_host(host)} was refused: {what}, "
+                                         "and the server is not on this machine or network")
+        return [str(a) for a in found]
+
+    def transport(self) -> httpx2.AsyncBaseTransport:
+        """An httpx2 transport that checks and pins every connection it opens (give the client no proxy)."""
+        return PinnedTransport(self, log)
+
+    async def _lookup(self, host: str, port: int) -> list[IPAddress]:
+        address = literal(host)
+        if address is not None:
+            return [address]
+        answers = await self._resolver(host, port)
+        return list(dict.fromkeys(a for a in map(literal, answers) if a is not None))
+
+    async def _server_is_local(self) -> bool:
         if self._server_local is None:
-            self._server_local = any(classify(a) is not None for a in await _addresses(self.server_host))
-        if self._server_local:
-            return
-        for address in await _addresses(host):
-            verdict = classify(address)
-            if verdict is not None:
-                raise OAuthFlowError(f"the OAuth request to {host} was refused: it is {verdict.describe()}, "
-                                     "and the server is not on this machine or network")
+            try:
+                found = await self._lookup(self.server_host, self._server_port)
+            except OSError:
+                found = []  # the server's own requests fail with their own words; here it counts as public
+            self._server_local = any(classify(a) is not None for a in found)
+        return self._server_local

@@ -1,5 +1,6 @@
 """Where an HTTP tool's request may go: ``Destinations`` (one per tool, from its ``allowedHosts`` and
-its toolset's) and the httpx2 transport that enforces it on every request, redirects included.
+its toolset's), enforced on every request, redirects included, by the pinned transport of
+sidecar/net/pinned.py.
 
 The rules, in the order they are applied to each request:
 
@@ -16,7 +17,7 @@ The rules, in the order they are applied to each request:
    - any of the first three with ``:port`` (``api.example.com:8443``, ``[::1]:8080``): only that
      port; without a port, any port.
 2. The name is resolved once (getaddrinfo in a worker thread) and EVERY address it gives is
-   classified (addresses.py). If any is loopback, private, shared (CGNAT), link-local, cloud
+   classified (sidecar/net/addresses.py). If any is loopback, private, shared (CGNAT), link-local, cloud
    metadata, unspecified, multicast or reserved, or an IPv4-mapped, IPv4-compatible, 6to4, NAT64 or
    Teredo form of one, the request is refused, unless allowedHosts lists that address: its literal
    (with a matching port, if the entry has one), or a network that contains it. Metadata addresses
@@ -39,24 +40,19 @@ import ipaddress
 import logging
 import re
 import socket
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
-from urllib.parse import unquote
-
-import anyio
 
 from ....errors import DestinationRefused, InvalidParams
-from .addresses import IPAddress, Verdict, classify
+from ....net.addresses import IPAddress, Verdict, classify
+from ....net.lookup import Resolver, resolve_system
+from ....net.lookup import literal as _literal
 
 if TYPE_CHECKING:
     import httpx2
 
 log = logging.getLogger("sidecar.tools.http")
-
-Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
-"""``(name, port) -> addresses`` as strings; tests inject one (resolving a public name needs the
-internet). It is called at most once per connection the transport opens."""
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -237,23 +233,9 @@ class Destinations:
         ``proxy`` and ``uds``, which would connect somewhere else. Give it to the client as
         ``transport=`` and give the client no ``mounts``/``proxy`` (with a transport, httpx2 ignores
         the proxy environment variables)."""
-        from .transport import GuardedTransport  # imports httpx2 (heavy): only once a tool makes a request
+        from ....net.pinned import PinnedTransport  # imports httpx2 (heavy): only once a tool makes a request
 
-        return GuardedTransport(self, **kwargs)
-
-
-async def resolve_system(host: str, port: int) -> list[str]:
-    """The system resolver (getaddrinfo in a worker thread)."""
-    infos = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    return [str(info[4][0]) for info in infos]
-
-
-def _literal(host: str) -> IPAddress | None:
-    """The address a URL host or entry spells as an IP literal (``::1``, ``fe80::1%25eth0``)."""
-    try:
-        return ipaddress.ip_address(unquote(host.strip("[]")))
-    except ValueError:
-        return None
+        return PinnedTransport(self, log, **kwargs)
 
 
 def _show(address: IPAddress) -> str:

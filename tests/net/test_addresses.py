@@ -1,5 +1,5 @@
-"""The address classifier behind HTTP tools' destination guard: every class in both families, and the
-IPv6 forms that carry an IPv4 address."""
+"""The address classifier behind the destination guards (HTTP tools, OAuth sign-in): every class in
+both families, and the IPv6 forms that carry an IPv4 address."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import ipaddress
 
 import pytest
 
-from sidecar.tools.providers.http.addresses import classify
+from sidecar.net.addresses import classify
 
 REFUSED = [
     # IPv4

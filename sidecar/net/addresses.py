@@ -1,6 +1,7 @@
-"""Which IP addresses an HTTP tool may not reach on its own: loopback, private, shared (CGNAT),
-link-local, cloud metadata, unspecified, multicast and reserved, in both families, and the IPv6 forms
-that carry an IPv4 address (IPv4-mapped, IPv4-compatible, 6to4, NAT64, Teredo).
+"""Which IP addresses a request steered by someone else (an HTTP tool, an OAuth server's metadata)
+may not reach on its own: loopback, private, shared (CGNAT), link-local, cloud metadata, unspecified,
+multicast and reserved, in both families, and the IPv6 forms that carry an IPv4 address
+(IPv4-mapped, IPv4-compatible, 6to4, NAT64, Teredo).
 
 The tables are written out here instead of using ``ipaddress``'s ``is_private``/``is_global``: those
 change between Python patch releases, and a refusal must say which range it hit.
