@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 
+import anyio
 import pytest
 
 from sidecar.chat.providers.base import NO_AUDIO_API
@@ -75,3 +76,29 @@ async def test_a_palette_runs_sound_reaches_an_audio_model_and_anthropic_is_told
     assert base64.b64decode(clip["input_audio"]["data"]) == b"RIFF0000WAVE"
     said = told.body["messages"][0]["content"][0]["text"]
     assert SOUND_NAMED in said and said.endswith(NO_AUDIO_API)
+
+
+async def test_a_scheduled_runs_picture_reaches_the_model_of_the_turn_it_starts(app: SidecarClient):
+    await add_meta(app)
+    models = StreamServer().start()
+    try:
+        models.queue(Reply(events=events("anthropic_text.sse")), Reply(events=events("anthropic_text.sse")))
+        await providers(app, models)
+        chat_id = await new_chat(app)
+        schedule = (await app.request("schedules/create", {
+            "toolId": PREFIX + "picture", "args": {}, "cron": "0 9 * * 1-5", "chatId": chat_id,
+            "prompt": "Describe the radar:", "provider": "claude"}))["schedule"]
+        await app.request("schedules/runNow", {"id": schedule["id"]}, timeout=60)
+        with anyio.fail_after(30):
+            await app.wait_notification("chat/event", lambda p: p["chatId"] == chat_id
+                                        and p["event"]["kind"] == "messageCompleted")
+        await send(app, chat_id, "and the one before?", provider="claude")  # later turns see it too
+        first, later = models.requests
+    finally:
+        models.stop()
+    for request in (first, later):
+        posted = request.body["messages"][0]
+        text, image = posted["content"]
+        assert posted["role"] == "user" and text["text"].startswith("Describe the radar:")
+        assert PICTURE_NAMED in text["text"]
+        assert image["type"] == "image" and base64.b64decode(image["source"]["data"]).startswith(b"\x89PNG")
