@@ -497,6 +497,17 @@ async def what_a_server_says(sc: SidecarClient) -> None:
         show(name, f"{json.dumps(t.get('annotations'))} -> {'asks' if t['requiresConfirmation'] else 'runs'}")
     picture = (await sc.request("tools/call", {"toolId": "mcp:notes~notes:picture", "args": {}}))["toolCall"]
     show("picture's renderPlan", picture["renderPlan"])
+    # Run from the "+" palette in a chat, the picture goes to the model with the next turn.
+    cid = (await sc.request("chats/create", {"title": "a picture"}))["chat"]["id"]
+    await sc.request("chat/invokeTool", {"chatId": cid, "toolId": "mcp:notes~notes:picture", "args": {}})
+    await sc.request("providers/set", {"id": "demo-echo", "kind": "scripted",
+                                       "config": {"script": [{"echoContext": True}]}})
+    turn = await sc.request("chat/send", {"chatId": cid, "content": "what is it?", "provider": "demo-echo"})
+    reply = next(m for m in (await sc.request("chats/get", {"id": cid}))["messages"] if m["id"] == turn["messageId"])
+    ran = next(m["content"] for m in json.loads(reply["content"]) if "picture" in m["content"])
+    show("palette run -> model", next(line for line in ran.splitlines() if line.startswith("[image")))
+    await sc.request("chats/delete", {"id": cid})
+    await sc.request("providers/remove", {"id": "demo-echo"})
     mark = len(sc.notifications)
     await sc.request("tools/call", {"toolId": "mcp:notes~notes:chatter", "args": {"count": 4}})
     logged = await sc.wait_for(

@@ -16,7 +16,7 @@ class Provider(Model):
     id: str
     kind: ProviderKind
     has_api_key: bool
-    # timeout (seconds), maxRetries, headers (values masked), vision; a scripted provider's script
+    # timeout (seconds), maxRetries, headers (values masked), vision, audio; a scripted provider's script
     config: dict[str, Any]
     is_default: bool
     built_in: bool  # the scripted provider: always there, never removed
@@ -43,7 +43,9 @@ class SetProviderParams(Model):
     default_model: str | None = None
     # timeout (seconds > 0), maxRetries (0-10, default 2), headers (values may hold ${VAR}), vision
     # (whether the model takes images from tool results; default true for anthropic and for openai
-    # without a baseUrl, false for other OpenAI-compatible servers); for kind scripted: script (a list of replies)
+    # without a baseUrl, false for other OpenAI-compatible servers), audio (whether the model takes
+    # wav/mp3 sound from tool results, given to openai as input_audio; default false); for kind
+    # scripted: script (a list of replies)
     config: dict[str, Any] = {}
 
 

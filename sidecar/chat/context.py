@@ -10,9 +10,9 @@ from typing import Any
 from ..store.chats import MessageRow
 from ..store.tool_calls import ToolCallRow
 from ..tools import cards
-from . import framing, images
+from . import audio, framing, images
 from .framing import View
-from .providers.base import ChatMessage, ImagePart, ToolCallRequest
+from .providers.base import AudioPart, ChatMessage, ImagePart, ToolCallRequest
 
 
 def branch(messages: list[MessageRow], leaf_id: str | None) -> list[MessageRow]:
@@ -33,14 +33,14 @@ def parts_of(msg: MessageRow) -> Any:
 
 
 def result_text(call: ToolCallRow, *, images_follow: bool = False) -> str:
-    """A tool call's outcome as the model reads it. ``images_follow``: the result's pictures are
-    given to the model with it (a tool message; see ``pictures``), and the text says which."""
+    """A tool call's outcome as the model reads it. ``images_follow``: the result's pictures and
+    sound are given to the model with it (see ``media``), and the text says which."""
     if call.status != "success":
         return f"Error: {call.error or 'the tool failed'}"
     result = call.result
     if isinstance(result, dict) and isinstance(result.get("content"), list):  # an MCP result
         pieces = []
-        shown = 0
+        shown = heard = 0
         for block in result["content"]:
             kind = block.get("type")
             if kind == "text":
@@ -59,8 +59,13 @@ def result_text(call: ToolCallRow, *, images_follow: bool = False) -> str:
                 shown += not refused
                 pieces.append(f"[image {shown}: {block.get('mimeType', '')}, given to you after this result]"
                               if not refused else f"[image {block.get('mimeType', '')}: {refused}]")
+            elif kind == "audio" and not images_follow:
+                pieces.append(f"[audio {block.get('mimeType', '')}]")
             elif kind == "audio":
-                pieces.append(f"[audio {block.get('mimeType', '')}: not given to the model]")
+                refused = audio.refused(block) or (audio.TOO_MANY if heard == audio.MAX_CLIPS else None)
+                heard += not refused
+                pieces.append(f"[audio {heard}: {block.get('mimeType', '')}, given to you after this result]"
+                              if not refused else f"[audio {block.get('mimeType', '')}: {refused}]")
             else:
                 pieces.append(f"[{kind} {block.get('mimeType', '')}]".replace(" ]", "]"))
         if result.get("structuredContent") is not None and not any(pieces):
@@ -71,11 +76,12 @@ def result_text(call: ToolCallRow, *, images_follow: bool = False) -> str:
     return json.dumps(result, ensure_ascii=False)
 
 
-def pictures(call: ToolCallRow, view: View) -> list[ImagePart]:
-    """The pictures given to the model with a tool message (none beside a card shown in place of text)."""
+def media(call: ToolCallRow, view: View) -> tuple[list[ImagePart], list[AudioPart]]:
+    """The pictures and sound given to the model with a result (none beside a card shown in
+    place of text)."""
     if call.status != "success" or view.card_only:
-        return []
-    return images.of(call.result)
+        return [], []
+    return images.of(call.result), audio.of(call.result)
 
 
 def model_text(call: ToolCallRow, view: View, *, images_follow: bool = False) -> str:
@@ -115,9 +121,9 @@ def tool_message(step: dict[str, Any], call: ToolCallRow | None) -> ChatMessage:
         spill = step.get("spill")
         body = spilled_text(body, spill, view.max_chars) if spill else cut_text(body, view.max_chars)
     failed = call is None or call.status != "success"
-    given = pictures(call, view) if call is not None and not view.ephemeral else []
+    pictures, sound = media(call, view) if call is not None and not view.ephemeral else ([], [])
     return ChatMessage("tool", framing.frame(step.get("name") or "", body, error=failed),
-                       tool_call_id=step["callId"], is_error=failed, images=given)
+                       tool_call_id=step["callId"], is_error=failed, images=pictures, audio=sound)
 
 
 def build(path: list[MessageRow], calls: dict[str, ToolCallRow]) -> list[ChatMessage]:
@@ -131,8 +137,20 @@ def build(path: list[MessageRow], calls: dict[str, ToolCallRow]) -> list[ChatMes
         elif msg.role == "tool":  # run from the "+" palette: the model hears of it as the user's doing
             ran = by_message.get(msg.id, [])
             views = (parts_of(msg) or {}).get("views") or {}
-            text = "\n".join(_palette_run(c, View.load(views.get(c.id))) for c in ran)
-            out.append(ChatMessage("user", text or msg.content))
+            given = ChatMessage("user", msg.content)
+            texts = []
+            for c in ran:
+                view = View.load(views.get(c.id))
+                texts.append(_palette_run(c, view))
+                _add_media(given, c, view)
+            given.content = "\n".join(texts) or msg.content
+            out.append(given)
+        elif msg.role == "user" and (ran_id := (parts_of(msg) or {}).get("ran")):
+            # A scheduled run's output: its text is the message; its pictures and sound go with it.
+            given = ChatMessage("user", msg.content)
+            if ran_id in calls:
+                _add_media(given, calls[ran_id], View.load((parts_of(msg) or {}).get("view")))
+            out.append(given)
         elif msg.role in ("user", "assistant", "system"):
             out.append(ChatMessage(msg.role, msg.content))
     return out
@@ -166,7 +184,14 @@ def _steps(steps: list[dict[str, Any]], calls: dict[str, ToolCallRow]) -> list[C
     return out
 
 
+def _add_media(message: ChatMessage, call: ToolCallRow, view: View) -> None:
+    pictures, sound = media(call, view) if not view.ephemeral else ([], [])
+    message.images += pictures
+    message.audio += sound
+
+
 def _palette_run(call: ToolCallRow, view: View) -> str:
-    body = framing.EPHEMERAL if view.ephemeral else cut_text(model_text(call, view), view.max_chars)
+    body = (framing.EPHEMERAL if view.ephemeral
+            else cut_text(model_text(call, view, images_follow=True), view.max_chars))
     return (f"[The user ran the tool {call.tool_id} with {json.dumps(call.args, ensure_ascii=False)}.]\n"
             + framing.frame(call.tool_id, body, error=call.status != "success"))

@@ -131,7 +131,10 @@ class TurnService:
         self.tool_calls = tool_calls
         self.providers = providers
 
-    async def send(self, p: SendParams, emit: Emit, confirm: Confirm, wait_cancel: WaitCancel) -> SendResult:
+    async def send(self, p: SendParams, emit: Emit, confirm: Confirm, wait_cancel: WaitCancel,
+                   *, ran: str | None = None) -> SendResult:
+        """``ran``: the tool call (a scheduled run in this chat) whose output the message is; its
+        pictures and sound go to the model with it, in this turn and the ones after."""
         if not 1 <= p.max_turns <= MAX_TURNS:
             raise InvalidParams("params.maxTurns", f"must be between 1 and {MAX_TURNS}")
         await self.workspace.require_chat(p.chat_id)
@@ -139,14 +142,17 @@ class TurnService:
         attached = [(a.kind, await toolbox.check_attachment(self.db, a.kind, a.id)) for a in p.attachments]
         self.chats.claim(p.chat_id)
         try:
-            return await self._send(p, provider, attached, emit, confirm, wait_cancel)
+            return await self._send(p, provider, attached, emit, confirm, wait_cancel, ran)
         finally:
             self.chats.release(p.chat_id)
 
     async def _send(self, p: SendParams, provider: Provider, attached: list[tuple[str, str]], emit: Emit,
-                    confirm: Confirm, wait_cancel: WaitCancel) -> SendResult:
+                    confirm: Confirm, wait_cancel: WaitCancel, ran: str | None) -> SendResult:
         stamp = now()
-        parts = json.dumps({"attachments": [{"kind": k, "id": i} for k, i in attached]}) if attached else None
+        kept: dict[str, Any] = {"attachments": [{"kind": k, "id": i} for k, i in attached]} if attached else {}
+        if ran is not None:
+            kept["ran"] = ran
+        parts = json.dumps(kept) if kept else None
         user = MessageRow(id=new_id(), chat_id=p.chat_id, role="user", content=p.content, status="complete",
                           created_at=stamp, parts=parts)
         reply = MessageRow(id=new_id(), chat_id=p.chat_id, role="assistant", content="", status="streaming",
@@ -381,9 +387,10 @@ class TurnService:
             await self.workspace.write_file(turn.chat_id, path, text.encode("utf-8"))
             text = context.spilled_text(text, path, view.max_chars)
         failed = row.status != "success"
-        # This turn sees its pictures even when the result is ephemeral (as it sees the text).
+        # This turn sees its pictures and sound even when the result is ephemeral (as it sees the text).
+        pictures, sound = context.media(row, view)
         return ChatMessage("tool", framing.frame(call.name, text, error=failed), tool_call_id=call.id,
-                           is_error=failed, images=context.pictures(row, view))
+                           is_error=failed, images=pictures, audio=sound)
 
     async def _view(self, row: ToolCallRow) -> framing.View:
         """How the tool's manifest (``output``) wants its result given; the defaults for a call

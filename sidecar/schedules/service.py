@@ -398,7 +398,8 @@ class Schedules:
             raise
         # The card's text, never "a card was shown": nobody saw this run's card.
         view = replace(framing.View.of(tool_output.of_config(target.config), row.render_plan), card_only=False)
-        text = context.cut_text(context.model_text(row, view), view.max_chars)
+        # Its pictures and sound go with the chat message it becomes (``_post``), and the text says so.
+        text = context.cut_text(context.model_text(row, view, images_follow=s.chat_id is not None), view.max_chars)
         if row.status != "success":
             text = f"[{tool.name} failed: {row.error or 'no reason given'}]\n{text}".rstrip()
         await self.repo.ran(s.id, row.finished_at or now(), row.id, row.status, row.error)
@@ -419,19 +420,19 @@ class Schedules:
         try:
             await self._fired(FiredParams(s.id, call_out(row), text, s.chat_id))
             if s.chat_id is not None:
-                await self._post(s, text)
+                await self._post(s, text, row.id)
         except Exception:
             log.exception("schedule %s: its output could not be delivered", s.id)
         finally:
             self._release(s.id)
 
-    async def _post(self, s: ScheduleRow, text: str) -> None:
+    async def _post(self, s: ScheduleRow, text: str, ran: str) -> None:
         assert s.chat_id is not None
         params = SendParams(chat_id=s.chat_id, content=text, provider=s.provider, model=s.model)
         give_up = anyio.current_time() + BUSY_GIVE_UP
         while True:
             try:
-                result = await self.turns.send(params, self._chat_event, self._ask, anyio.sleep_forever)
+                result = await self.turns.send(params, self._chat_event, self._ask, anyio.sleep_forever, ran=ran)
                 break
             except Conflict:  # the user's own turn is running in that chat: this one goes after it
                 if anyio.current_time() > give_up:

@@ -36,10 +36,11 @@ def test_a_50_mb_picture_is_never_sent_and_the_model_hears_why():
     assert len(msg.content) < 4000
 
 
-def test_links_keep_uri_and_title_audio_is_named_and_an_ephemeral_result_has_no_pictures():
+def test_links_keep_uri_and_title_sound_goes_with_it_and_an_ephemeral_result_has_no_pictures():
     msg = message([{"type": "resource_link", "uri": "https://example.com/r.pdf", "name": "r", "title": "Report",
                     "mimeType": "application/pdf"}, {"type": "audio", "data": SMALL, "mimeType": "audio/wav"}])
     assert "[resource link: Report <https://example.com/r.pdf>, application/pdf]" in msg.content
-    assert "[audio audio/wav: not given to the model]" in msg.content
+    assert "[audio 1: audio/wav, given to you after this result]" in msg.content
+    assert [a.format for a in msg.audio] == ["wav"]
     gone = message([{"type": "image", "data": SMALL, "mimeType": "image/png"}], {"maxChars": 3000, "ephemeral": True})
     assert gone.images == []

@@ -52,7 +52,7 @@ async def test_openai_sends_the_pictures_after_the_results_as_a_user_message(ser
     assert first == {"role": "tool", "tool_call_id": "call_1", "content": "radar [image 1: image/png]"}
     assert second["tool_call_id"] == "call_2"
     assert pictures == {"role": "user", "content": [
-        {"type": "text", "text": "The images the tool call call_1 returned:"},
+        {"type": "text", "text": "What the tool call call_1 returned:"},
         {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG.data}"}}]}
     assert again == {"role": "user", "content": "And now?"}
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from ...errors import ProviderError
 from .base import (
+    NO_AUDIO_API,
     NO_VISION,
     ChatMessage,
     Finished,
@@ -82,22 +83,33 @@ def wire_messages(request: TurnRequest, *, images: bool = True) -> tuple[str, li
 def _blocks(m: ChatMessage, images: bool = True) -> list[dict[str, Any]]:
     if m.role == "tool":
         block: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.tool_call_id or ""}
+        text = _noted(m, images)
         if m.images and images:
             # A tool result's content may hold image blocks beside its text.
-            block["content"] = ([{"type": "text", "text": m.content}] if m.content else []) + [
-                {"type": "image", "source": {"type": "base64", "media_type": i.mime_type, "data": i.data}}
-                for i in m.images]
-        elif m.images:
-            block["content"] = f"{m.content}\n{NO_VISION}" if m.content else NO_VISION
-        elif m.content:
-            block["content"] = m.content
+            block["content"] = ([{"type": "text", "text": text}] if text else []) + _pictures(m)
+        elif text:
+            block["content"] = text
         if m.is_error:
             block["is_error"] = True
         return [block]
-    blocks: list[dict[str, Any]] = [{"type": "text", "text": m.content}] if m.content else []  # no empty text blocks
+    text = _noted(m, images)
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []  # no empty text blocks
+    if images:  # a "+" palette or scheduled run's pictures, after the text that names them
+        blocks += _pictures(m)
     blocks += [{"type": "tool_use", "id": c.id, "name": c.name,
                 "input": c.arguments if c.arguments is not None else {}} for c in m.tool_calls]
     return blocks
+
+
+def _pictures(m: ChatMessage) -> list[dict[str, Any]]:
+    return [{"type": "image", "source": {"type": "base64", "media_type": i.mime_type, "data": i.data}}
+            for i in m.images]
+
+
+def _noted(m: ChatMessage, images: bool) -> str:
+    """The text, with a note for what the model is not given: the API takes no audio at all."""
+    notes = ([NO_VISION] if m.images and not images else []) + ([NO_AUDIO_API] if m.audio else [])
+    return "\n".join([m.content, *notes] if m.content else notes)
 
 
 def _append(out: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) -> None:

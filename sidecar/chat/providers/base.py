@@ -40,8 +40,19 @@ class ImagePart:
     data: str
 
 
+@dataclass(frozen=True, slots=True)
+class AudioPart:
+    """Sound a tool returned, for a model that takes audio: base64 data as the tool gave it."""
+
+    format: Literal["wav", "mp3"]  # what OpenAI's input_audio takes
+    data: str
+
+
 NO_VISION = ("[The images of this result are not shown to you: this model is set up without images "
              "(the provider's config.vision).]")
+NO_AUDIO = ("[The audio of this result is not given to you: this model is set up without audio "
+            "(the provider's config.audio).]")
+NO_AUDIO_API = "[The audio of this result is not given to you: this provider's API takes no audio.]"
 
 
 @dataclass(slots=True)
@@ -52,8 +63,10 @@ class ChatMessage:
     tool_calls: list[ToolCallRequest] = field(default_factory=list)
     tool_call_id: str | None = None
     is_error: bool = False  # tool: the result is an error (Anthropic's is_error)
-    # tool: pictures of the result, given as images to a model that takes them (the content names them)
+    # tool, or user after a "+" palette or scheduled run: pictures and sound of the result, given
+    # as such to a model that takes them (the content names them)
     images: list[ImagePart] = field(default_factory=list)
+    audio: list[AudioPart] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

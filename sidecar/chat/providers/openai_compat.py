@@ -9,6 +9,7 @@ from typing import Any
 
 from ...errors import ProviderError
 from .base import (
+    NO_AUDIO,
     NO_VISION,
     ChatMessage,
     Finished,
@@ -42,17 +43,19 @@ class OpenAIProvider(RemoteProvider):
         vision = self.endpoint.vision
         # The official API's models take images; a compatible server's may not unless it is said so.
         images = vision if vision is not None else self.endpoint.base_url is None
-        return await client.chat.completions.create(**request_body(request, model, images=images))
+        body = request_body(request, model, images=images, audio=self.endpoint.audio)
+        return await client.chat.completions.create(**body)
 
     def _parser(self) -> ChunkParser:
         return ChunkParser()
 
 
-def request_body(request: TurnRequest, model: str, *, images: bool = True) -> dict[str, Any]:
-    """``images``: the model takes images (a tool result's pictures follow the results as a user message)."""
+def request_body(request: TurnRequest, model: str, *, images: bool = True, audio: bool = False) -> dict[str, Any]:
+    """``images``, ``audio``: the model takes images, audio (a tool result's pictures and sound
+    follow the results as a user message)."""
     body: dict[str, Any] = {
         "model": model,
-        "messages": wire_messages(request, images=images),
+        "messages": wire_messages(request, images=images, audio=audio),
         "stream": True,
         "stream_options": {"include_usage": True},
     }
@@ -69,27 +72,39 @@ def wire_tool(tool: ToolSpec) -> dict[str, Any]:
             "function": {"name": tool.name, "description": tool.description, "parameters": tool.input_schema}}
 
 
-def wire_messages(request: TurnRequest, *, images: bool = True) -> list[dict[str, Any]]:
+def wire_messages(request: TurnRequest, *, images: bool = True, audio: bool = False) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = [{"role": "system", "content": request.system}] if request.system else []
     # A tool message holds text only, and the results of one assistant message must follow it
-    # unbroken: their pictures go in one user message after the last of them.
-    pictures: list[dict[str, Any]] = []
+    # unbroken: their pictures and sound go in one user message after the last of them.
+    media: list[dict[str, Any]] = []
     for m in request.messages:
-        if m.role != "tool" and pictures:
-            out.append({"role": "user", "content": pictures})
-            pictures = []
+        if m.role != "tool" and media:
+            out.append({"role": "user", "content": media})
+            media = []
         wired = _wire_message(m)
-        if m.role == "tool" and m.images:
-            if images:
-                pictures.append({"type": "text", "text": f"The images the tool call {m.tool_call_id} returned:"})
-                pictures += [{"type": "image_url", "image_url": {"url": f"data:{i.mime_type};base64,{i.data}"}}
-                             for i in m.images]
-            else:
-                wired["content"] = f"{m.content}\n{NO_VISION}" if m.content else NO_VISION
+        given = _media(m, images, audio)
+        notes = ([NO_VISION] if m.images and not images else []) + ([NO_AUDIO] if m.audio and not audio else [])
+        if notes:
+            wired["content"] = "\n".join([m.content, *notes] if m.content else notes)
+        if m.role == "tool" and given:
+            media += [{"type": "text", "text": f"What the tool call {m.tool_call_id} returned:"}, *given]
+        elif m.role == "user" and given:  # a "+" palette or scheduled run: its media beside its text
+            wired["content"] = [{"type": "text", "text": wired["content"]}, *given]
         out.append(wired)
-    if pictures:
-        out.append({"role": "user", "content": pictures})
+    if media:
+        out.append({"role": "user", "content": media})
     return out
+
+
+def _media(m: ChatMessage, images: bool, audio: bool) -> list[dict[str, Any]]:
+    """The content parts of a message's pictures and sound the model takes."""
+    parts: list[dict[str, Any]] = []
+    if images:
+        parts += [{"type": "image_url", "image_url": {"url": f"data:{i.mime_type};base64,{i.data}"}}
+                  for i in m.images]
+    if audio:
+        parts += [{"type": "input_audio", "input_audio": {"data": a.data, "format": a.format}} for a in m.audio]
+    return parts
 
 
 def _wire_message(m: ChatMessage) -> dict[str, Any]:

@@ -42,6 +42,9 @@ class Endpoint:
     variables: Mapping[str, str] = field(default_factory=dict[str, str], repr=False)
     vision: bool | None = None
     """Whether the model takes images (config ``vision``); None: the kind's default."""
+    audio: bool = False
+    """Whether the model takes audio (config ``audio``): few do (OpenAI's audio models), and one that
+    does not refuses the whole request, so only when the user says so."""
 
     @classmethod
     def of(cls, provider_id: str, base_url: str | None, api_key: str | None, default_model: str | None,
@@ -50,7 +53,7 @@ class Endpoint:
         return cls(provider_id, base_url, api_key, default_model,
                    float(timeout) if timeout is not None else None,
                    int(config.get("maxRetries", DEFAULT_MAX_RETRIES)), dict(config.get("headers") or {}),
-                   variables, config.get("vision"))
+                   variables, config.get("vision"), bool(config.get("audio", False)))
 
     def resolved(self, env_key: str) -> tuple[str | None, str | None, dict[str, str]]:
         """(base_url, api_key, headers) with ``${VAR}`` resolved now. Without a stored key the SDK's

@@ -31,7 +31,7 @@ __all__ = ["BUILTIN_ID", "KEEP", "ProviderRow", "ProviderService"]
 
 KINDS: Final[tuple[ProviderKind, ...]] = get_args(ProviderKind)
 # config keys of the providers that call an API; a scripted provider's config is its own business.
-REMOTE_CONFIG: Final = ("timeout", "maxRetries", "headers", "vision")
+REMOTE_CONFIG: Final = ("timeout", "maxRetries", "headers", "vision", "audio")
 # The variables the SDKs read a key from when none is configured: a secret of that name works too.
 _ENV_KEYS: Final = ("${OPENAI_API_KEY}", "${ANTHROPIC_API_KEY}")
 
@@ -271,6 +271,8 @@ def _check(kind: str, base_url: str | None, api_key: str | None, default_model: 
             raise InvalidParams(path, "must be a whole number from 0 to 10")
         if key == "vision" and not isinstance(value, bool):
             raise InvalidParams(path, "must be true (the model takes images) or false")
+        if key == "audio" and not isinstance(value, bool):
+            raise InvalidParams(path, "must be true (the model takes wav and mp3 audio) or false")
         if key == "headers" and not (isinstance(value, dict) and all(isinstance(v, str) for v in value.values())):
             raise InvalidParams(path, "must map header names to string values")
 
