@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import signal
 import statistics
 import sys
 import time
@@ -43,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 from _bench import Rows, misses_line, pct, print_header, print_table, run_in_temp_dir  # noqa: E402  (scripts/ is on sys.path when run as a script)
 
 from sidecar.client import SidecarClient  # noqa: E402
+from tests.procs import served  # noqa: E402  (a fixture server in its own process group)
 
 PYTHON = sys.executable
 FIXTURE = ROOT / "tests" / "fixtures" / "mcp" / "oauth_server.py"
@@ -52,20 +51,8 @@ BUDGET_ADDED_P50_MS = 1.0
 
 @asynccontextmanager
 async def oauth_servers():
-    proc = await anyio.open_process([PYTHON, str(FIXTURE)], stderr=None, start_new_session=True)
-    try:
-        assert proc.stdout is not None
-        line = b""
-        with anyio.fail_after(20):
-            while b"\n" not in line:
-                line += await proc.stdout.receive()
-        _, rs, _auth = line.split(b"\n")[0].split()
+    async with served([PYTHON, str(FIXTURE)]) as (_, rs, _auth):
         yield f"http://127.0.0.1:{int(rs)}/mcp"
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        with anyio.CancelScope(shield=True):
-            await proc.wait()
-            await proc.aclose()
 
 
 async def browser(params: dict[str, Any]) -> dict[str, Any]:

@@ -518,21 +518,15 @@ async def what_a_server_says(sc: SidecarClient) -> None:
 
 async def oauth_sign_in(sc: SidecarClient) -> None:
     step("a remote MCP server that needs OAuth: needsAuth, then mcpServers/login through the UI")
-    import signal
-    import subprocess
     from urllib.parse import urlsplit
 
     import httpx2  # the HTTP client the sidecar's MCP side uses; only this step needs it here
 
+    from tests.procs import served  # a fixture server in its own process group
+
     fixture = ROOT / "tests" / "fixtures" / "mcp" / "oauth_server.py"
-    proc = await anyio.open_process([sys.executable, str(fixture)], stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        assert proc.stdout is not None
-        line = b""
-        with anyio.fail_after(20):
-            while b"\n" not in line:
-                line += await proc.stdout.receive()
-        url = f"http://127.0.0.1:{int(line.split()[1])}/mcp"
+    async with served([sys.executable, str(fixture)], quiet=True) as words:
+        url = f"http://127.0.0.1:{int(words[1])}/mcp"
 
         async def browser(params: dict[str, Any]) -> dict[str, Any]:
             page = urlsplit(params["url"])
@@ -554,11 +548,6 @@ async def oauth_sign_in(sc: SidecarClient) -> None:
         show("its echo tool", done["toolCall"]["result"]["content"][0]["text"])
         await sc.request("mcpServers/logout", {"id": "hosted~hosted"})
         await sc.request("mcpServers/remove", {"id": "hosted~hosted"})
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        with anyio.CancelScope(shield=True):
-            await proc.wait()
-            await proc.aclose()
 
 
 async def chat_session(sc: SidecarClient) -> None:

@@ -1,7 +1,12 @@
-"""Whether processes the tests started are still running."""
+"""Processes the tests start: fixture servers, and whether they are still running."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -25,3 +30,22 @@ async def wait_gone(pid: int, timeout: float = 3) -> bool:
         while not gone(pid):
             await anyio.sleep(0.02)
     return gone(pid)
+
+
+@asynccontextmanager
+async def served(argv: list[str], *, timeout: float = 20, quiet: bool = False) -> AsyncIterator[list[bytes]]:
+    """A fixture server in its own process group; yields the words of the first line it prints
+    (its ports), and kills the whole group at the end."""
+    proc = await anyio.open_process(argv, stderr=subprocess.DEVNULL if quiet else None, start_new_session=True)
+    try:
+        assert proc.stdout is not None
+        line = b""
+        with anyio.fail_after(timeout):
+            while b"\n" not in line:
+                line += await proc.stdout.receive()
+        yield line.split(b"\n")[0].split()
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        with anyio.CancelScope(shield=True):
+            await proc.wait()
+            await proc.aclose()

@@ -8,8 +8,6 @@ authorization URL and following its redirect to the sidecar's loopback listener.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -23,6 +21,7 @@ import httpx2
 import pytest
 
 from sidecar.client import RemoteError, SidecarClient
+from tests.procs import served
 
 pytestmark = pytest.mark.anyio
 
@@ -50,20 +49,8 @@ class Servers:
 
 @asynccontextmanager
 async def oauth_servers(*flags: str) -> AsyncIterator[Servers]:
-    proc = await anyio.open_process([sys.executable, str(FIXTURE), *flags], stderr=None, start_new_session=True)
-    try:
-        assert proc.stdout is not None
-        line = b""
-        with anyio.fail_after(20):
-            while b"\n" not in line:
-                line += await proc.stdout.receive()
-        _, rs, auth = line.split(b"\n")[0].split()
+    async with served([sys.executable, str(FIXTURE), *flags]) as (_, rs, auth):
         yield Servers(int(rs), int(auth))
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        with anyio.CancelScope(shield=True):
-            await proc.wait()
-            await proc.aclose()
 
 
 @dataclass

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import socket
 import stat
 import sys
@@ -29,7 +28,7 @@ from sidecar.mcp_host import (
     commands,
 )
 from tests.npm import npm_bin
-from tests.procs import alive
+from tests.procs import alive, served
 
 pytestmark = pytest.mark.anyio
 
@@ -101,20 +100,8 @@ def free_port() -> int:
 @asynccontextmanager
 async def http_fixture(flag: str) -> AsyncIterator[int]:
     """basic.py served over HTTP (`--http` or `--sse`); yields its port."""
-    proc = await anyio.open_process([PY, str(FIXTURES / "basic.py"), flag], stderr=None, start_new_session=True)
-    try:
-        assert proc.stdout is not None
-        line = b""
-        with anyio.fail_after(15):
-            while b"\n" not in line:
-                line += await proc.stdout.receive()
-        port = int(line.split(b"\n")[0].split()[1])
-        yield port
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        with anyio.CancelScope(shield=True):
-            await proc.wait()
-            await proc.aclose()
+    async with served([PY, str(FIXTURES / "basic.py"), flag], timeout=15) as words:
+        yield int(words[1])
 
 
 # -- stdio: the whole surface ----------------------------------------------------------------------
