@@ -14,6 +14,8 @@ from . import audio, framing, images
 from .framing import View
 from .providers.base import AudioPart, ChatMessage, ImagePart, ToolCallRequest
 
+_MEDIA = {k.block: k for k in (images.KIND, audio.KIND)}  # by MCP content type
+
 
 def branch(messages: list[MessageRow], leaf_id: str | None) -> list[MessageRow]:
     """Root -> leaf, following parent links."""
@@ -40,7 +42,7 @@ def result_text(call: ToolCallRow, *, images_follow: bool = False) -> str:
     result = call.result
     if isinstance(result, dict) and isinstance(result.get("content"), list):  # an MCP result
         pieces = []
-        shown = heard = 0
+        given = dict.fromkeys(_MEDIA, 0)  # of each kind, so far
         for block in result["content"]:
             kind = block.get("type")
             if kind == "text":
@@ -52,20 +54,13 @@ def result_text(call: ToolCallRow, *, images_follow: bool = False) -> str:
                 title = block.get("title") or block.get("name") or ""
                 mime = f", {block['mimeType']}" if block.get("mimeType") else ""
                 pieces.append(f"[resource link: {title} <{block.get('uri', '')}>{mime}]")
-            elif kind == "image" and not images_follow:
-                pieces.append(f"[image {block.get('mimeType', '')}]")
-            elif kind == "image":
-                refused = images.refused(block) or (images.TOO_MANY if shown == images.MAX_IMAGES else None)
-                shown += not refused
-                pieces.append(f"[image {shown}: {block.get('mimeType', '')}, given to you after this result]"
-                              if not refused else f"[image {block.get('mimeType', '')}: {refused}]")
-            elif kind == "audio" and not images_follow:
-                pieces.append(f"[audio {block.get('mimeType', '')}]")
-            elif kind == "audio":
-                refused = audio.refused(block) or (audio.TOO_MANY if heard == audio.MAX_CLIPS else None)
-                heard += not refused
-                pieces.append(f"[audio {heard}: {block.get('mimeType', '')}, given to you after this result]"
-                              if not refused else f"[audio {block.get('mimeType', '')}: {refused}]")
+            elif (media_kind := _MEDIA.get(kind)) is not None and not images_follow:
+                pieces.append(f"[{kind} {block.get('mimeType', '')}]")
+            elif media_kind is not None:
+                refused = media_kind.refused(block) or (media_kind.too_many if given[kind] == media_kind.most else None)
+                given[kind] += not refused
+                pieces.append(f"[{kind} {given[kind]}: {block.get('mimeType', '')}, given to you after this result]"
+                              if not refused else f"[{kind} {block.get('mimeType', '')}: {refused}]")
             else:
                 pieces.append(f"[{kind} {block.get('mimeType', '')}]".replace(" ]", "]"))
         if result.get("structuredContent") is not None and not any(pieces):
