@@ -11,7 +11,7 @@ import pytest
 
 from sidecar.api.schedules import CreateScheduleParams, UpdateScheduleParams
 from sidecar.errors import Conflict, InvalidParams, ToolsSwitchedOff
-from sidecar.schedules import service
+from sidecar.schedules import runs
 from sidecar.schedules.service import parse_stamp
 from tests.schedules.support import FakeClock, built, until, write_toolset
 
@@ -135,7 +135,7 @@ async def test_output_becomes_a_user_message_that_starts_a_turn_in_the_chat(tmp_
 
 async def test_a_scheduled_turn_does_not_wait_forever_for_an_absent_user(tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(service, "CONFIRM_WAIT", 0.2)
+    monkeypatch.setattr(runs, "CONFIRM_WAIT", 0.2)
     clock = FakeClock(T0)
     async with built(tmp_path / "data", clock) as (services, peer):
         await services.toolsets.install(str(write_toolset(tmp_path)))
