@@ -2,18 +2,15 @@
 exported to a file, with every secret masked the way records of calls show them
 (``secrets.mask_json`` for arguments and results, ``secrets.clean`` for error text).
 
-Pages are keyset pages on (started_at, id), newest first; the page token carries where the last
-page ended and a digest of the filters it was made for. An export walks the same order oldest
-first in chunks, masks each chunk in slices between checkpoints, writes it in a worker thread, and
-renames the finished file over the target: memory stays at one chunk however many calls there are.
+Pages are keyset pages on (started_at, id), newest first (their tokens: ``sidecar.paging``). An
+export walks the same order oldest first in chunks, masks each chunk in slices between checkpoints,
+writes it in a worker thread, and renames the finished file over the target: memory stays at one
+chunk however many calls there are.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import csv
-import hashlib
 import io
 import os
 import tempfile
@@ -38,6 +35,7 @@ from ..api.tool_calls import (
 )
 from ..api.toolsets import ToolCall
 from ..errors import InvalidParams, StorageError
+from ..paging import Pages
 from ..store.rows import now
 from ..store.tool_calls import Position, ToolCallQuery, ToolCallRepo, ToolCallRow
 
@@ -65,12 +63,9 @@ class AuditTrail:
 
     async def list(self, p: ListToolCallsParams) -> ToolCallsResult:
         query = _query(p)
-        digest = _digest(query)
-        after = _decode_token(p.page_token, digest) if p.page_token is not None else None
-        rows = await self.repo.page(query, p.page_size + 1, after, results=p.with_results)
-        more = len(rows) > p.page_size
-        rows = rows[:p.page_size]
-        token = _encode_token((rows[-1].started_at, rows[-1].id), digest) if more else None
+        pages = Pages("toolCalls/list", query, Position)
+        rows = await self.repo.page(query, p.page_size + 1, pages.after(p.page_token), results=p.with_results)
+        rows, token = pages.page(rows, p.page_size, lambda r: (r.started_at, r.id))
         calls: list[ToolCall] = []
         for i in range(0, len(rows), MASK_SLICE):  # a page of 500 with results: not all in one go
             if i:
@@ -158,27 +153,6 @@ def _instant(value: str, path: str) -> str:
             raise InvalidParams(path, f"{value!r} has no timezone; add Z (UTC) or an offset such as +01:00")
         when = when.replace(tzinfo=UTC)
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _digest(q: ToolCallQuery) -> str:
-    return hashlib.sha256(msgspec.json.encode(q)).hexdigest()[:12]
-
-
-def _encode_token(position: Position, digest: str) -> str:
-    return base64.urlsafe_b64encode(msgspec.json.encode([*position, digest])).decode().rstrip("=")
-
-
-def _decode_token(token: str, digest: str) -> Position:
-    try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        started_at, call_id, made_for = msgspec.json.decode(raw, type=tuple[str, str, str])
-    except (binascii.Error, ValueError, msgspec.DecodeError):
-        raise InvalidParams("params.pageToken", "not a page token of toolCalls/list; pass the nextPageToken "
-                                                "it gave, or none for the first page") from None
-    if made_for != digest:
-        raise InvalidParams("params.pageToken", "this page token was made for other filters; keep the filters "
-                                                "of the first page, or start again without a pageToken")
-    return started_at, call_id
 
 
 # -- the export file ---------------------------------------------------------------------------
