@@ -72,10 +72,17 @@ class ToolListing:
         stored = _Stored(self.catalog, q, count)
         live: Iterator[Tool] = await mcp_tools.in_order(self.catalog.db, self.catalog.host, after, ids)
         found: list[Tool] = []
-        s, m = await stored.next(after), next(live, None)
-        while len(found) < count and (s is not None or m is not None):
+        s: Tool | None = None
+        m = next(live, None)
+        more = True  # stored tools may follow
+        while len(found) < count:
+            if s is None and more:  # read only when needed: a full page reads no chunk past it
+                s = await stored.next(after)
+                more = s is not None
+            if s is None and m is None:
+                break
             if m is None or (s is not None and s.id < m.id):
-                tool, s = s, await stored.next()
+                tool, s = s, None
             else:
                 tool, m = m, next(live, None)
             assert tool is not None
