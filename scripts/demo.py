@@ -187,6 +187,8 @@ async def run(data_dir: Path, verbose: bool) -> int:
 
         await audit_trail(sc, data_dir)
 
+        await catalog_pages(sc)
+
         step("secrets are masked by meaning (a careless MCP server prints what it was given)")
         careless = "import os, sys; print(*sys.argv[1:], os.environ['API_TOKEN'], file=sys.stderr); sys.exit(2)"
         added = (await sc.request("mcpServers/add", {
@@ -624,6 +626,28 @@ async def audit_trail(sc: SidecarClient, data_dir: Path) -> None:
         show("toolCalls/export", f"{done['count']} calls to {out.name} ({done['format']}, {size:,} bytes)")
     refused = await sc.request_raw("toolCalls/export", {"path": str(data_dir / "sidecar.db")})
     show("  onto the database?", f"{refused['error']['code']} {refused['error']['data']['reason']}")
+
+
+async def catalog_pages(sc: SidecarClient) -> None:
+    step("the tool catalog a page at a time, every provider by id, with how often each tool ran")
+    first = await sc.request("tools/list", {"pageSize": 4})
+    show("tools/list {pageSize: 4}", ", ".join(t["id"] for t in first["tools"]) + " …")
+    second = await sc.request("tools/list", {"pageSize": 4, "pageToken": first["nextPageToken"]})
+    show("  the next page", ", ".join(t["id"] for t in second["tools"]) + " …")
+    used: list[dict[str, Any]] = []
+    token: str | None = None
+    while True:  # every page, as a UI sorting by usage would
+        page = await sc.request("tools/list", {"pageSize": 500, "includeDisabled": True}
+                                | ({"pageToken": token} if token else {}))
+        used += [t for t in page["tools"] if t.get("callCount")]
+        if (token := page.get("nextPageToken")) is None:
+            break
+    top = sorted(used, key=lambda t: -t["callCount"])[:4]
+    show("most used", ", ".join(f"{t['id']} ×{t['callCount']} ({t['provider']})" for t in top))
+    mine = (await sc.request("tools/list", {"toolsetIds": ["app-builder"]}))["tools"]
+    show("tools/list {toolsetIds}", f"{len(mine)} tools of app-builder")
+    wrong = await sc.request_raw("tools/list", {"pageToken": first["nextPageToken"], "toolsetIds": ["x"]})
+    show("  token of other filters", f"{wrong['error']['code']} {wrong['error']['message'][:70]}")
 
 
 def _print_tree(messages: list[dict[str, Any]], active_leaf: str | None) -> None:

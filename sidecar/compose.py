@@ -32,6 +32,7 @@ from .tools.audit import AuditTrail
 from .tools.calls import ToolCallService
 from .tools.catalog import Catalog
 from .tools.config import ToolConfig
+from .tools.listing import ToolListing
 from .tools.providers.http.oauth import OAuthTokens
 from .tools.providers.http.runner import HttpTools
 from .tools.providers.python.workers import WorkerHost
@@ -58,6 +59,7 @@ class Services:
     catalog: Catalog
     tool_calls: ToolCallService
     audit: AuditTrail  # toolCalls/list and export over the records tool_calls writes
+    listing: ToolListing  # tools/list pages, and the usage tools/list and tools/get show
     toolsets: ToolsetService
     turns: TurnService
     config: ToolConfig
@@ -142,7 +144,8 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     return Services(settings=settings, started_at=started_at, db=db, secrets=secrets, workspace=workspace, chats=chats,
                     providers=providers, mcp_servers=servers, catalog=catalog, tool_calls=tool_calls,
                     toolsets=toolsets, turns=turns, config=config, switch=switch, oauth=oauth,
-                    audit=AuditTrail(tool_calls.repo, data_dir), schedules=schedules)
+                    audit=AuditTrail(tool_calls.repo, data_dir), schedules=schedules,
+                    listing=ToolListing(catalog, tool_calls.repo))
 
 
 async def _move_provider_keys(providers: ProviderService) -> None:

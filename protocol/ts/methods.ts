@@ -11,8 +11,8 @@ export interface ClientRequests {
   "shutdown": { params: undefined; result: null };
   /** Create an empty chat. */
   "chats/create": { params: T.CreateChatParams; result: T.ChatResult };
-  /** All chats, most recently active first. */
-  "chats/list": { params: undefined; result: T.ChatsResult };
+  /** Chats, most recently active first, a page at a time (pageSize, pageToken). */
+  "chats/list": { params: T.ListChatsParams; result: T.ChatsResult };
   /** A chat with every message of every branch (each with parentId and manifestId). */
   "chats/get": { params: T.ChatIdParams; result: T.ChatWithMessages };
   /** Delete a chat, its messages, manifests and workspace directory. */
@@ -43,8 +43,8 @@ export interface ClientRequests {
   "toolsets/inspect": { params: T.InspectParams; result: T.InspectResult };
   /** Install a toolset from a ZIP file or a folder (Conflict if its id is installed, unless replace is set). */
   "toolsets/import": { params: T.ImportParams; result: T.ToolsetResult };
-  /** Installed toolsets. */
-  "toolsets/list": { params: undefined; result: T.ToolsetsResult };
+  /** Installed toolsets by name, a page at a time (pageSize, pageToken), optionally only some (toolsetIds) or only enabled ones (includeDisabled false). */
+  "toolsets/list": { params: T.ListToolsetsParams; result: T.ToolsetsResult };
   /** A toolset with its tools (overrides applied) and its MCP server configuration. */
   "toolsets/get": { params: T.ToolsetIdParams; result: T.ToolsetDetail };
   /** Write the toolset as a ZIP: toolset.yaml regenerated from the database with every secret replaced by a ${VAR} placeholder, plus its files. */
@@ -53,9 +53,9 @@ export interface ClientRequests {
   "toolsets/setEnabled": { params: T.SetEnabledParams; result: T.ToolsetResult };
   /** Remove a toolset: its files, rows, overrides and MCP servers. */
   "toolsets/uninstall": { params: T.ToolsetIdParams; result: T.Empty };
-  /** Tools with overrides applied (disabled ones only with includeDisabled); with chatId, the tools that chat's turns offer, attachments included, under the names it shows. */
+  /** Tools with overrides applied and their usage, by id a page at a time (pageSize, pageToken), filtered by toolsetIds and tags (disabled ones only with includeDisabled); with chatId, the tools that chat's turns offer, attachments included, under the names it shows. */
   "tools/list": { params: T.ToolsListParams; result: T.ToolsResult };
-  /** One tool by canonical id, overrides applied. */
+  /** One tool by canonical id, overrides applied, with its usage (callCount, lastCalledAt). */
   "tools/get": { params: T.ToolIdParams; result: T.ToolResult };
   /** Change how a tool appears and behaves (renderer, name, description, confirmation, enabled) without touching its provider; kept across toolset upgrades. Conflict while its toolset is disabled: enable the toolset first. */
   "tools/setOverride": { params: T.SetOverrideParams; result: T.ToolResult };
@@ -77,8 +77,8 @@ export interface ClientRequests {
   "config/test": { params: T.ConfigScopeParams; result: T.ConfigTestResult };
   /** Add a standalone MCP server: creates a userMcp toolset whose id is the server id and connects in the background (mcpServers/status reports how it goes). */
   "mcpServers/add": { params: T.AddParams; result: T.ServerResult };
-  /** Every configured MCP server with its connection status. */
-  "mcpServers/list": { params: undefined; result: T.ServersResult };
+  /** Configured MCP servers with their connection status, a page at a time (pageSize, pageToken). */
+  "mcpServers/list": { params: T.ListServersParams; result: T.ServersResult };
   /** Change a server in place: its overrides, its toolset and its stored secrets stay. It reconnects only when what the connection depends on changed (command, args, env, cwd, url, headers, type, timeouts, enabled). A server a toolset declares takes only enabled (its manifest says how it runs: edit the toolset and import it with replace). */
   "mcpServers/update": { params: T.UpdateParams; result: T.ServerResult };
   /** Remove a server added with mcpServers/add (with its toolset and overrides); servers a toolset declares go with toolsets/uninstall. */

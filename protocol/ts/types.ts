@@ -72,8 +72,19 @@ export interface Chat {
   activeManifestId?: string | null;
 }
 
+/** A page of chats, most recently active first. */
+export interface ListChatsParams {
+  /** Items per page (1-500, default 100). Without a pageToken the first page: a caller that sends neither gets the first page, and nextPageToken says whether more follow. */
+  pageSize?: number;
+  /** nextPageToken of the previous page, sent with the same filters (pageSize may change); absent for the first page. Pages are keyset pages: an item added between two requests is neither repeated nor skipped by the pages after it. A token of another list, of other filters or a forged one is InvalidParams (data.path params.pageToken). */
+  pageToken?: string | null;
+}
+
 export interface ChatsResult {
+  /** Most recently active first (updatedAt, then id). A chat that becomes active while you page moves ahead of the pages already read: it is not repeated, and the UI hears of its activity anyway. */
   chats: Chat[];
+  /** Pass it as pageToken for the next page; absent on the last page. */
+  nextPageToken?: string | null;
 }
 
 export interface ChatIdParams {
@@ -543,8 +554,22 @@ export interface Toolset {
   sourceRef?: string | null;
 }
 
+export interface ListToolsetsParams {
+  /** Items per page (1-500, default 100). Without a pageToken the first page: a caller that sends neither gets the first page, and nextPageToken says whether more follow. */
+  pageSize?: number;
+  /** nextPageToken of the previous page, sent with the same filters (pageSize may change); absent for the first page. Pages are keyset pages: an item added between two requests is neither repeated nor skipped by the pages after it. A token of another list, of other filters or a forged one is InvalidParams (data.path params.pageToken). */
+  pageToken?: string | null;
+  /** Only these toolsets (ids); absent: all. */
+  toolsetIds?: string[] | null;
+  /** Disabled toolsets too; default true, so a toolset manager can show and enable them (false: enabled ones only). */
+  includeDisabled?: boolean;
+}
+
 export interface ToolsetsResult {
+  /** By name, then id. */
   toolsets: Toolset[];
+  /** Pass it as pageToken for the next page; absent on the last page. */
+  nextPageToken?: string | null;
 }
 
 export interface ToolsetIdParams {
@@ -574,6 +599,12 @@ export interface Tool {
   annotations?: Record<string, unknown> | null;
   outputSchema?: Record<string, unknown> | null;
   icons?: ToolIcon[] | null;
+  /** Labels from the manifest or the API; tools/list filters on them (tags). */
+  tags?: string[];
+  /** How many times the tool ran, from any chat, the palette, tools/call or a schedule, failed runs included; a call refused before it ran (tools switched off, confirmation denied, bad arguments, missing config) is not counted. Counted after the reply, so it may lag a call just answered by a moment; absent: 0. Shown by tools/list and tools/get. */
+  callCount?: number;
+  /** When the latest counted call started (ISO 8601, UTC); absent if it never ran. */
+  lastCalledAt?: string | null;
 }
 
 /** An icon an MCP server gave for a tool (https or data:image URLs only; others are dropped). */
@@ -613,12 +644,25 @@ export interface SetEnabledParams {
 }
 
 export interface ToolsListParams {
+  /** Items per page (1-500, default 100). Without a pageToken the first page: a caller that sends neither gets the first page, and nextPageToken says whether more follow. */
+  pageSize?: number;
+  /** nextPageToken of the previous page, sent with the same filters (pageSize may change); absent for the first page. Pages are keyset pages: an item added between two requests is neither repeated nor skipped by the pages after it. A token of another list, of other filters or a forged one is InvalidParams (data.path params.pageToken). */
+  pageToken?: string | null;
+  /** The tools a turn in this chat offers (all of them, in the order the model gets them; no paging or filters with it). */
   chatId?: string | null;
+  /** Disabled tools too (default: enabled only). */
   includeDisabled?: boolean;
+  /** Only tools of these toolsets (ids; builtin names the built-in tools); absent: every toolset. */
+  toolsetIds?: string[] | null;
+  /** Only tools that have at least one of these tags; absent: any. */
+  tags?: string[] | null;
 }
 
 export interface ToolsResult {
+  /** Without chatId: ordered by tool id (built-in, Python, HTTP and MCP tools merged in that one order), with callCount and lastCalledAt. */
   tools: Tool[];
+  /** Pass it as pageToken for the next page; absent on the last page. */
+  nextPageToken?: string | null;
 }
 
 export interface ToolIdParams {
@@ -821,8 +865,19 @@ export interface McpServer {
   logLevel?: "alert" | "critical" | "debug" | "emergency" | "error" | "info" | "notice" | "warning" | null;
 }
 
+/** A page of servers, by toolset id and then in the order their toolset declares them. */
+export interface ListServersParams {
+  /** Items per page (1-500, default 100). Without a pageToken the first page: a caller that sends neither gets the first page, and nextPageToken says whether more follow. */
+  pageSize?: number;
+  /** nextPageToken of the previous page, sent with the same filters (pageSize may change); absent for the first page. Pages are keyset pages: an item added between two requests is neither repeated nor skipped by the pages after it. A token of another list, of other filters or a forged one is InvalidParams (data.path params.pageToken). */
+  pageToken?: string | null;
+}
+
 export interface ServersResult {
+  /** By toolset id, then in the order the toolset declares them (a server added with mcpServers/add has a toolset of its own). */
   servers: McpServer[];
+  /** Pass it as pageToken for the next page; absent on the last page. */
+  nextPageToken?: string | null;
 }
 
 export interface UpdateParams {

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
 from .base import Empty, MethodSpec, Model
 from .errors import ErrorCode
+from .pages import NextPageToken, PageParams
 from .toolsets import ClientContext, ToolCall
 
 _NF, _ST = ErrorCode.NOT_FOUND, ErrorCode.STORAGE_ERROR
@@ -65,8 +66,15 @@ class ChatResult(Model):
     chat: Chat
 
 
+class ListChatsParams(PageParams, kw_only=True):
+    """A page of chats, most recently active first."""
+
+
 class ChatsResult(Model):
-    chats: list[Chat]
+    chats: Annotated[list[Chat], msgspec.Meta(description=(
+        "Most recently active first (updatedAt, then id). A chat that becomes active while you page moves "
+        "ahead of the pages already read: it is not repeated, and the UI hears of its activity anyway."))]
+    next_page_token: NextPageToken = None
 
 
 class ChatIdParams(Model):
@@ -200,8 +208,9 @@ class InvokeToolResult(Model):
 SPECS = (
     MethodSpec("chats/create", "clientToServer", "request", "Create an empty chat.",
                params=CreateChatParams, result=ChatResult, errors=(_ST,)),
-    MethodSpec("chats/list", "clientToServer", "request", "All chats, most recently active first.",
-               result=ChatsResult, errors=(_ST,)),
+    MethodSpec("chats/list", "clientToServer", "request",
+               "Chats, most recently active first, a page at a time (pageSize, pageToken).",
+               params=ListChatsParams, result=ChatsResult, errors=(_IP, _ST)),
     MethodSpec("chats/get", "clientToServer", "request",
                "A chat with every message of every branch (each with parentId and manifestId).",
                params=ChatIdParams, result=ChatWithMessages, errors=(_NF, _ST)),

@@ -8,6 +8,7 @@ import msgspec
 
 from .base import Empty, Id, MethodSpec, Model
 from .errors import ErrorCode
+from .pages import NextPageToken, PageParams
 
 ServerType = Literal["stdio", "sse", "streamable-http"]
 # MCP's log levels (RFC 5424's), least severe first.
@@ -104,8 +105,15 @@ class ServerResult(Model):
     server: McpServer
 
 
+class ListServersParams(PageParams, kw_only=True):
+    """A page of servers, by toolset id and then in the order their toolset declares them."""
+
+
 class ServersResult(Model):
-    servers: list[McpServer]
+    servers: Annotated[list[McpServer], msgspec.Meta(description=(
+        "By toolset id, then in the order the toolset declares them (a server added with mcpServers/add "
+        "has a toolset of its own)."))]
+    next_page_token: NextPageToken = None
 
 
 class ServerIdParams(Model):
@@ -256,8 +264,8 @@ SPECS = (
                "connects in the background (mcpServers/status reports how it goes).",
                params=AddParams, result=ServerResult, errors=(_IP, _CF, _ST)),
     MethodSpec("mcpServers/list", "clientToServer", "request",
-               "Every configured MCP server with its connection status.", result=ServersResult,
-               errors=(_ST,)),
+               "Configured MCP servers with their connection status, a page at a time (pageSize, pageToken).",
+               params=ListServersParams, result=ServersResult, errors=(_IP, _ST)),
     MethodSpec("mcpServers/update", "clientToServer", "request",
                "Change a server in place: its overrides, its toolset and its stored secrets stay. It "
                "reconnects only when what the connection depends on changed (command, args, env, cwd, "

@@ -8,6 +8,7 @@ import msgspec
 
 from .base import Empty, MethodSpec, Model
 from .errors import ErrorCode
+from .pages import NextPageToken, PageParams
 
 # How a tool call's result is shown (seed 000 §5); image: a picture from a workspace file, base64
 # content, or (an MCP result's default) the result's image blocks by position.
@@ -161,6 +162,15 @@ class Tool(Model):
     # MCP tools: the JSON Schema the tool's structuredContent must fit (a result that does not is an error).
     output_schema: dict[str, Any] | None = None
     icons: list[ToolIcon] | None = None  # MCP tools: icons the server gave, for display
+    tags: Annotated[list[str], msgspec.Meta(description=(
+        "Labels from the manifest or the API; tools/list filters on them (tags)."))] = []
+    call_count: Annotated[int, msgspec.Meta(description=(
+        "How many times the tool ran, from any chat, the palette, tools/call or a schedule, failed runs "
+        "included; a call refused before it ran (tools switched off, confirmation denied, bad arguments, "
+        "missing config) is not counted. Counted after the reply, so it may lag a call just answered by "
+        "a moment; absent: 0. Shown by tools/list and tools/get."))] = 0
+    last_called_at: Annotated[str | None, msgspec.Meta(description=(
+        "When the latest counted call started (ISO 8601, UTC); absent if it never ran."))] = None
 
 
 class ConfiguredServer(Model):
@@ -179,12 +189,26 @@ class ImportParams(Model):
     replace: bool = False
 
 
+# How many ids or tags one filter may list.
+MAX_FILTER_IDS = 200
+_Filter = Annotated[list[str], msgspec.Meta(max_length=MAX_FILTER_IDS)]
+
+
 class ToolsetResult(Model):
     toolset: Toolset
 
 
+class ListToolsetsParams(PageParams, kw_only=True):
+    toolset_ids: Annotated[_Filter | None, msgspec.Meta(description=(
+        "Only these toolsets (ids); absent: all."))] = None
+    include_disabled: Annotated[bool, msgspec.Meta(description=(
+        "Disabled toolsets too; default true, so a toolset manager can show and enable them (false: enabled "
+        "ones only)."))] = True
+
+
 class ToolsetsResult(Model):
-    toolsets: list[Toolset]
+    toolsets: Annotated[list[Toolset], msgspec.Meta(description="By name, then id.")]
+    next_page_token: NextPageToken = None
 
 
 class ToolsetIdParams(Model):
@@ -225,8 +249,11 @@ _TOOLSET_SPECS = (
                "unless replace is set).",
                params=ImportParams, result=ToolsetResult, errors=(_IB, _CF, _ST),
                seed_endpoints=("import_toolset",)),
-    MethodSpec("toolsets/list", "clientToServer", "request", "Installed toolsets.",
-               result=ToolsetsResult, errors=(_ST,), seed_endpoints=("list_toolsets",)),
+    MethodSpec("toolsets/list", "clientToServer", "request",
+               "Installed toolsets by name, a page at a time (pageSize, pageToken), optionally only some "
+               "(toolsetIds) or only enabled ones (includeDisabled false).",
+               params=ListToolsetsParams, result=ToolsetsResult, errors=(_IP, _ST),
+               seed_endpoints=("list_toolsets",)),
     MethodSpec("toolsets/get", "clientToServer", "request",
                "A toolset with its tools (overrides applied) and its MCP server configuration.",
                params=ToolsetIdParams, result=ToolsetDetail, errors=(_NF, _ST),
@@ -247,16 +274,25 @@ _TOOLSET_SPECS = (
 )
 
 
-class ToolsListParams(Model):
+class ToolsListParams(PageParams, kw_only=True):
     # The tools a turn in this chat offers: the enabled ones plus what its active branch attached,
     # attached ones named as the chat shows them (<source>.<tool>); none while the user's kill
     # switch (settings toolsEnabled) is off.
-    chat_id: str | None = None
-    include_disabled: bool = False  # without chatId: disabled tools too
+    chat_id: Annotated[str | None, msgspec.Meta(description=(
+        "The tools a turn in this chat offers (all of them, in the order the model gets them; no paging or "
+        "filters with it)."))] = None
+    include_disabled: Annotated[bool, msgspec.Meta(description="Disabled tools too (default: enabled only).")] = False
+    toolset_ids: Annotated[_Filter | None, msgspec.Meta(description=(
+        "Only tools of these toolsets (ids; builtin names the built-in tools); absent: every toolset."))] = None
+    tags: Annotated[_Filter | None, msgspec.Meta(description=(
+        "Only tools that have at least one of these tags; absent: any."))] = None
 
 
 class ToolsResult(Model):
-    tools: list[Tool]
+    tools: Annotated[list[Tool], msgspec.Meta(description=(
+        "Without chatId: ordered by tool id (built-in, Python, HTTP and MCP tools merged in that one order), "
+        "with callCount and lastCalledAt."))]
+    next_page_token: NextPageToken = None
 
 
 class ToolIdParams(Model):
@@ -281,11 +317,13 @@ class SetOverrideParams(Model):
 
 _TOOL_SPECS = (
     MethodSpec("tools/list", "clientToServer", "request",
-               "Tools with overrides applied (disabled ones only with includeDisabled); with chatId, "
+               "Tools with overrides applied and their usage, by id a page at a time (pageSize, pageToken), "
+               "filtered by toolsetIds and tags (disabled ones only with includeDisabled); with chatId, "
                "the tools that chat's turns offer, attachments included, under the names it shows.",
-               params=ToolsListParams, result=ToolsResult, errors=(_NF, _ST),
+               params=ToolsListParams, result=ToolsResult, errors=(_NF, _IP, _ST),
                seed_endpoints=("list_tools", "get_available_tools")),
-    MethodSpec("tools/get", "clientToServer", "request", "One tool by canonical id, overrides applied.",
+    MethodSpec("tools/get", "clientToServer", "request",
+               "One tool by canonical id, overrides applied, with its usage (callCount, lastCalledAt).",
                params=ToolIdParams, result=ToolResult, errors=(_NF, _ST), seed_endpoints=("get_tool",)),
     MethodSpec("tools/setOverride", "clientToServer", "request",
                "Change how a tool appears and behaves (renderer, name, description, confirmation, "

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import msgspec
 
+from ..api.chats import ListChatsParams
 from ..errors import Conflict, NotFound
+from ..paging import Pages
 from ..store.chats import ChatRow, MessageRow, Role
 from ..store.rows import new_id, now
 from ..workspace.service import WorkspaceService
@@ -63,6 +65,12 @@ class ChatService:
 
     async def all_chats(self) -> list[ChatRow]:
         return await self.repo.all_chats()
+
+    async def page(self, p: ListChatsParams) -> tuple[list[ChatRow], str | None]:
+        """chats/list: a keyset page, most recently active first."""
+        pages = Pages("chats/list", {}, tuple[str, str])
+        rows = await self.repo.page(p.page_size + 1, pages.after(p.page_token))
+        return pages.page(rows, p.page_size, lambda c: (c.updated_at, c.id))
 
     async def get(self, chat_id: str) -> tuple[ChatRow, list[MessageRow]]:
         chat = await self.workspace.require_chat(chat_id)

@@ -17,6 +17,7 @@ from ..api.chats import (
     CreateChatParams,
     InvokeToolParams,
     InvokeToolResult,
+    ListChatsParams,
     Message,
     MessageResult,
     SendParams,
@@ -63,8 +64,9 @@ class ChatHandlers:
         return ChatResult(self.chat_out(await self.chats.create(p.title)))
 
     @method("chats/list")
-    async def list_chats(self, p: None, ctx: RequestContext) -> ChatsResult:
-        return ChatsResult([self.chat_out(c) for c in await self.chats.all_chats()])
+    async def list_chats(self, p: ListChatsParams, ctx: RequestContext) -> ChatsResult:
+        rows, token = await self.chats.page(p)
+        return ChatsResult([self.chat_out(c) for c in rows], token)
 
     @method("chats/get")
     async def get(self, p: ChatIdParams, ctx: RequestContext) -> ChatWithMessages:

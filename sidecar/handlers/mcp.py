@@ -7,6 +7,7 @@ from ..api.mcp import (
     AddParams,
     GetPromptParams,
     GetPromptResult,
+    ListServersParams,
     McpImportParams,
     McpImportPreviewParams,
     McpImportPreviewResult,
@@ -35,8 +36,8 @@ class McpHandlers:
         return ServerResult(await self.servers.add(p))
 
     @method("mcpServers/list")
-    async def list_servers(self, p: None, ctx: RequestContext) -> ServersResult:
-        return ServersResult(await self.servers.all())
+    async def list_servers(self, p: ListServersParams, ctx: RequestContext) -> ServersResult:
+        return ServersResult(*await self.servers.page(p))
 
     @method("mcpServers/update")
     async def update(self, p: UpdateParams, ctx: RequestContext) -> ServerResult:

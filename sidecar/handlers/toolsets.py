@@ -15,6 +15,7 @@ from ..api.toolsets import (
     ImportParams,
     InspectParams,
     InspectResult,
+    ListToolsetsParams,
     SetEnabledParams,
     SetOverrideParams,
     ToolCall,
@@ -32,11 +33,13 @@ from ..api.toolsets import (
 )
 from ..chat import toolbox
 from ..chat.chats import ChatService
+from ..errors import InvalidParams
 from ..rpc import RequestContext, Verbatim
 from ..store.tool_calls import API
 from ..store.toolsets import ToolsetRow
 from ..tools.calls import OnProgress, ToolCallService
 from ..tools.catalog import Catalog
+from ..tools.listing import ToolListing
 from ..toolsets.service import ToolsetService
 from .routes import method
 
@@ -49,8 +52,9 @@ def toolset_out(t: ToolsetRow) -> Toolset:
 
 class ToolsetHandlers:
     def __init__(self, toolsets: ToolsetService, tool_calls: ToolCallService, catalog: Catalog,
-                 chats: ChatService) -> None:
+                 chats: ChatService, listing: ToolListing) -> None:
         self.toolsets = toolsets
+        self.listing = listing  # tools/list pages and usage
         self.tool_calls = tool_calls
         self.catalog = catalog
         self.chats = chats
@@ -64,8 +68,9 @@ class ToolsetHandlers:
         return ToolsetResult(toolset_out(await self.toolsets.install(p.path, replace=p.replace)))
 
     @method("toolsets/list")
-    async def list_toolsets(self, p: None, ctx: RequestContext) -> ToolsetsResult:
-        return ToolsetsResult([toolset_out(t) for t in await self.toolsets.all()])
+    async def list_toolsets(self, p: ListToolsetsParams, ctx: RequestContext) -> ToolsetsResult:
+        rows, token = await self.toolsets.page(p)
+        return ToolsetsResult([toolset_out(t) for t in rows], token)
 
     @method("toolsets/get")
     async def get(self, p: ToolsetIdParams, ctx: RequestContext) -> ToolsetDetail:
@@ -98,7 +103,10 @@ class ToolsetHandlers:
     @method("tools/list")
     async def tools_list(self, p: ToolsListParams, ctx: RequestContext) -> ToolsResult:
         if p.chat_id is None:
-            return ToolsResult(await self.catalog.list_tools(p.include_disabled))
+            return await self.listing.page(p)
+        if p.page_token is not None or p.toolset_ids is not None or p.tags is not None:
+            raise InvalidParams("params.chatId", "a chat's tools come whole, unpaged and unfiltered; leave out "
+                                                 "pageToken, toolsetIds and tags with chatId")
         if not self.tool_calls.switch.enabled:
             await self.chats.workspace.require_chat(p.chat_id)  # an unknown chat is still NotFound
             return ToolsResult([])  # a turn offers none
@@ -106,7 +114,7 @@ class ToolsetHandlers:
 
     @method("tools/get")
     async def tools_get(self, p: ToolIdParams, ctx: RequestContext) -> ToolResult:
-        return ToolResult(await self.catalog.get_tool(p.id))
+        return ToolResult(await self.listing.get(p.id))
 
     @method("tools/setOverride")
     async def set_override(self, p: SetOverrideParams, ctx: RequestContext) -> ToolResult:

@@ -19,8 +19,17 @@ import msgspec
 from anyio.abc import TaskGroup
 
 from .. import secrets
-from ..api.mcp import AddParams, FoundServer, McpImportParams, McpServer, SkippedServer, UpdateParams
+from ..api.mcp import (
+    AddParams,
+    FoundServer,
+    ListServersParams,
+    McpImportParams,
+    McpServer,
+    SkippedServer,
+    UpdateParams,
+)
 from ..errors import Conflict, InvalidParams, NotFound, StorageError
+from ..paging import Pages
 from ..store import Database
 from ..store.mcp_servers import AmbiguousServer, McpServerRepo, McpServerRow
 from . import app_configs, edits, signin
@@ -110,6 +119,13 @@ class McpServers:
 
     async def all(self) -> list[McpServer]:
         return [self.view(r) for r in await self.repo.all()]
+
+    async def page(self, p: ListServersParams) -> tuple[list[McpServer], str | None]:
+        """mcpServers/list: a keyset page in the order ``all`` gives."""
+        pages = Pages("mcpServers/list", {}, tuple[str, int])
+        rows = await self.repo.page(p.page_size + 1, pages.after(p.page_token))
+        page, token = pages.page(rows, p.page_size, lambda r: (r[1].toolset_id, r[0]))
+        return [self.view(r) for _, r in page], token
 
     async def get(self, ref: str) -> McpServer:
         return self.view(await self.find(ref))

@@ -89,6 +89,14 @@ class ChatRepo:
         rows = await self.db.fetchall(f"SELECT {_CHAT_COLS} FROM chats ORDER BY updated_at DESC")
         return [named(ChatRow, r) for r in rows]
 
+    async def page(self, limit: int, after: tuple[str, str] | None) -> list[ChatRow]:
+        """Up to ``limit`` chats past ``after``, most recently active first: a keyset page on
+        (updated_at, id), both descending."""
+        where, params = ("WHERE (updated_at, id) < (?, ?) ", after) if after is not None else ("", ())
+        rows = await self.db.fetchall(
+            f"SELECT {_CHAT_COLS} FROM chats {where}ORDER BY updated_at DESC, id DESC LIMIT ?", (*params, limit))
+        return [named(ChatRow, r) for r in rows]
+
     async def delete(self, chat_id: str) -> None:
         async with self.db.write() as w:
             await w.execute("DELETE FROM chats WHERE id = ?", (chat_id,))

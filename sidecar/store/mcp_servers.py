@@ -73,6 +73,15 @@ class McpServerRepo:
     async def all(self) -> list[McpServerRow]:
         return [_row(r) for r in await self.db.fetchall(_SQL + " ORDER BY s.toolset_id, s.rowid")]
 
+    async def page(self, limit: int, after: tuple[str, int] | None) -> list[tuple[int, McpServerRow]]:
+        """Up to ``limit`` servers past ``after``, with their rowid: a keyset page on
+        (toolset_id, rowid), the order ``all`` lists them in."""
+        where, params = (" WHERE (s.toolset_id, s.rowid) > (?, ?)", after) if after is not None else ("", ())
+        rows = await self.db.fetchall(
+            f"SELECT {_COLS}, s.rowid FROM toolset_mcp_servers s JOIN toolsets ts ON ts.id = s.toolset_id{where} "
+            "ORDER BY s.toolset_id, s.rowid LIMIT ?", (*params, limit))
+        return [(r[14], _row(r)) for r in rows]
+
     async def of_toolset(self, toolset_id: str) -> list[McpServerRow]:
         """A toolset's servers in manifest order."""
         rows = await self.db.fetchall(_SQL + " WHERE s.toolset_id = ? ORDER BY s.rowid", (toolset_id,))

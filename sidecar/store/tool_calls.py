@@ -25,6 +25,7 @@ import anyio
 import msgspec
 from anyio.abc import TaskGroup
 
+from . import tool_usage
 from .db import Database
 from .rows import named, now
 
@@ -255,8 +256,7 @@ class ToolCallRepo:
                 [(c.id, c.tool_id, c.chat_id, c.message_id, _encode(c.args), c.started_at, c.pre_manifest_id,
                   c.started_by, c.schedule_id, c.confirmation, c.toolset_id, c.provider, *o)
                  for c, o in zip(calls, outcomes, strict=True)])
-        await w.executemany("UPDATE tools SET call_count = call_count + 1, last_called_at = ? WHERE tool_id = ?",
-                            [(c.finished_at, c.tool_id) for c in calls])
+        await tool_usage.record(w, calls)  # same transaction: usage never disagrees with the records
 
     async def for_chat(self, chat_id: str) -> list[ToolCallRow]:
         await self.flush()

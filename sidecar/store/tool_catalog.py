@@ -83,6 +83,25 @@ class ToolCatalogRepo:
     async def all(self) -> list[CatalogRow]:
         return [_row(r) for r in await self.db.fetchall(_SQL + " ORDER BY t.toolset_id, t.rowid")]
 
+    async def page(self, limit: int, after: str | None, *, toolset_ids: list[str] | None = None,
+                   builtins: bool = True, enabled_only: bool = False) -> list[CatalogRow]:
+        """Up to ``limit`` tools with ids past ``after``, by id (a keyset page on the primary key);
+        ``toolset_ids``: only their tools (and the built-ins if ``builtins``); ``enabled_only``:
+        only tools enabled themselves, in an enabled toolset and not switched off by an override."""
+        terms: list[str] = []
+        params: list[Any] = []
+        if after is not None:
+            terms.append("t.tool_id > ?")
+            params.append(after)
+        if toolset_ids is not None:
+            within = [f"t.toolset_id IN ({', '.join('?' * len(toolset_ids))})"] if toolset_ids else []
+            terms.append(f"({' OR '.join([*within, *(['t.toolset_id IS NULL'] if builtins else [])]) or '0'})")
+            params.extend(toolset_ids)
+        if enabled_only:
+            terms.append("t.enabled = 1 AND coalesce(ts.enabled, 1) = 1 AND coalesce(o.enabled, 1) = 1")
+        where = f" WHERE {' AND '.join(terms)}" if terms else ""
+        return [_row(r) for r in await self.db.fetchall(f"{_SQL}{where} ORDER BY t.tool_id LIMIT ?", (*params, limit))]
+
     async def has_tool(self, toolset_id: str, tool_id: str) -> bool:
         found = await self.db.fetchone("SELECT 1 FROM tools WHERE tool_id = ? AND toolset_id = ?",
                                        (tool_id, toolset_id))

@@ -136,6 +136,25 @@ class ToolsetRepo:
     async def all(self) -> list[ToolsetRow]:
         return [_toolset(r) for r in await self.db.fetchall(f"SELECT {_COLS} FROM toolsets ORDER BY name, id")]
 
+    async def page(self, limit: int, after: tuple[str, str] | None, *, ids: list[str] | None = None,
+                   enabled_only: bool = False) -> list[ToolsetRow]:
+        """Up to ``limit`` toolsets past ``after`` in (name, id) order (a keyset page);
+        ``ids``: only these."""
+        terms: list[str] = []
+        params: list[Any] = []
+        if after is not None:
+            terms.append("(name, id) > (?, ?)")
+            params.extend(after)
+        if ids is not None:
+            terms.append(f"id IN ({', '.join('?' * len(ids))})")
+            params.extend(ids)
+        if enabled_only:
+            terms.append("enabled = 1")
+        where = f" WHERE {' AND '.join(terms)}" if terms else ""
+        rows = await self.db.fetchall(f"SELECT {_COLS} FROM toolsets{where} ORDER BY name, id LIMIT ?",
+                                      (*params, limit))
+        return [_toolset(r) for r in rows]
+
     async def set_enabled(self, toolset_id: str, enabled: bool, stamp: str) -> None:
         async with self.db.write(CATALOG) as w:
             await w.execute("UPDATE toolsets SET enabled = ?, updated_at = ? WHERE id = ?",

@@ -26,6 +26,7 @@ import msgspec
 from .. import secrets
 from ..api.base import wire_name
 from ..errors import Conflict, InvalidBundle, InvalidParams, NotFound, StorageError
+from ..paging import Pages
 from ..secrets.store import is_user_name
 from ..store import Database
 from ..store.mcp_servers import McpServerRepo, McpServerRow
@@ -40,7 +41,7 @@ from .bundle import read as read_bundle
 from .manifest import ConfigSchema, ManifestError, Parsed, ToolDecl, from_data
 
 if TYPE_CHECKING:
-    from ..api.toolsets import InspectResult
+    from ..api.toolsets import InspectResult, ListToolsetsParams
     from ..secrets.store import SecretStore
     from ..tools.providers.python.workers import WorkerHost
     from .manifest import Manifest
@@ -71,6 +72,15 @@ class ToolsetService:
 
     async def all(self) -> list[ToolsetRow]:
         return await self.repo.all()
+
+    async def page(self, p: ListToolsetsParams) -> tuple[list[ToolsetRow], str | None]:
+        """toolsets/list: a keyset page by (name, id)."""
+        ids = sorted(set(p.toolset_ids)) if p.toolset_ids is not None else None
+        pages = Pages("toolsets/list", {"toolsetIds": ids, "includeDisabled": p.include_disabled},
+                      tuple[str, str])
+        rows = await self.repo.page(p.page_size + 1, pages.after(p.page_token), ids=ids,
+                                    enabled_only=not p.include_disabled)
+        return pages.page(rows, p.page_size, lambda t: (t.name, t.id))
 
     async def set_enabled(self, toolset_id: str, enabled: bool) -> ToolsetRow:
         await self.get(toolset_id)

@@ -15,7 +15,7 @@ def test_the_demo_runs_a_whole_session_and_stops_cleanly(tmp_path: Path):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     out = done.stdout
     for seen in ("chat/send answered     stopReason endTurn", "tools/list {chatId}", "still serving          {}",
-                 "toolCalls/export",
+                 "toolCalls/export", "most used", "tools/list {pageSize: 4}",
                  "its echo tool          a secret says hello to the world",
                  "its tool call: tools_off", "a turn ran", "exit code              0"):
         assert seen in out, out[-3000:]

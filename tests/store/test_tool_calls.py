@@ -120,3 +120,35 @@ async def test_a_full_queue_is_written_without_waiting_for_the_window(tmp_path: 
             await repo.aclose()
     finally:
         await db.close()
+
+
+async def test_usage_is_counted_again_from_the_records_of_calls_that_ran(tmp_path: Path):
+    """The tool_usage migration fills in callCount/lastCalledAt from what is already recorded."""
+    path = tmp_path / "s.db"
+    steps = migrations()
+    before = next(i for i, (_, name, _) in enumerate(steps) if name.endswith("_tool_usage.sql"))
+    raw = sqlite3.connect(path)
+    for number, _, sql in steps[:before]:
+        raw.executescript(f"BEGIN;\n{sql}\nPRAGMA user_version={number};\nCOMMIT;")
+    raw.executescript("""
+        INSERT INTO toolsets (id, name, source_type, installed_at, updated_at) VALUES ('ts', 'ts', 'local', 'x', 'x');
+        INSERT INTO tools (tool_id, toolset_id, provider, name, call_count, last_called_at) VALUES
+            ('ts:old', 'ts', 'python', 'old', 7, '2026-01-01T00:00:00.000000Z'),
+            ('ts:x', 'ts', 'python', 'x', 3, '2026-11-20T00:00:00.000000Z');
+        INSERT INTO tool_calls (id, tool_id, status, started_at, duration_ms) VALUES
+            ('1', 'mcp:ts~srv:echo', 'success', '2026-11-21T00:00:00.000000Z', 5),
+            ('2', 'mcp:ts~srv:echo', 'error', '2026-11-22T00:00:00.000000Z', 9),
+            ('3', 'mcp:ts~srv:echo', 'error', '2026-11-23T00:00:00.000000Z', NULL),
+            ('4', 'ts:x', 'success', '2026-11-21T00:00:00.000000Z', 1);
+    """)
+    raw.close()
+    db = await Database.open(path)
+    try:
+        got = {r[0]: (r[1], r[2]) for r in await db.fetchall("SELECT * FROM tool_usage")}
+    finally:
+        await db.close()
+    assert got == {
+        "mcp:ts~srv:echo": (2, "2026-11-22T00:00:00.000000Z"),  # the refused one (no duration) not counted
+        "ts:old": (7, "2026-01-01T00:00:00.000000Z"),  # from before records were kept: the old counter
+        "ts:x": (3, "2026-11-21T00:00:00.000000Z"),
+    }

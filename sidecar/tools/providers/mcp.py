@@ -3,6 +3,7 @@ with the toolset's overrides (keyed ``server:tool``, seed 000 §1.4) applied on 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -71,6 +72,30 @@ async def discovered(db: Database, host: McpHost) -> list[Tool]:
     servers = await db.cached(CATALOG, ("mcp", "servers"), lambda: _servers_and_overrides(db))
     return [_view(row, t, overrides.get(f"{row.server_id}:{t.name}"))
             for row, overrides in servers for t in host.tools(row.key)]
+
+
+async def in_order(db: Database, host: McpHost, after: str | None,
+                   toolset_ids: frozenset[str] | None = None) -> Iterator[Tool]:
+    """The live tools with ids past ``after``, by id, each view made only when it is taken (a page
+    of tools/list takes a few of thousands). ``toolset_ids``: only their servers' tools."""
+    servers = await db.cached(CATALOG, ("mcp", "servers"), lambda: _servers_and_overrides(db))
+    return _in_order(servers, host, after, toolset_ids)
+
+
+def _in_order(servers: list[tuple[McpServerRow, dict[str, OverrideRow]]], host: McpHost, after: str | None,
+              toolset_ids: frozenset[str] | None) -> Iterator[Tool]:
+    # The ids of one server share its prefix "mcp:<key>:", and a key holds no ':', so no prefix
+    # starts another: ordering the servers by prefix and each one's tools by name orders the ids.
+    for row, overrides in sorted(servers, key=lambda s: f"mcp:{s[0].key}:"):
+        if toolset_ids is not None and row.toolset_id not in toolset_ids:
+            continue
+        prefix = f"mcp:{row.key}:"
+        past = after[len(prefix):] if after is not None and after.startswith(prefix) else None
+        if after is not None and past is None and prefix < after:
+            continue  # every id of this server sorts before the position
+        for t in sorted(host.tools(row.key), key=lambda t: t.name):
+            if past is None or t.name > past:
+                yield _view(row, t, overrides.get(f"{row.server_id}:{t.name}"))
 
 
 async def _servers_and_overrides(db: Database) -> list[tuple[McpServerRow, dict[str, OverrideRow]]]:
