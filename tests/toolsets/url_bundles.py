@@ -3,10 +3,13 @@ starts no worker), with a secret and a plain config field, in the version asked 
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import io
 import os
+import ssl
 import zipfile
+from pathlib import Path
 
 from tests.http_server import HttpServer, Request, Response
 
@@ -62,3 +65,35 @@ def serve_bundle(server: HttpServer, path: str, data: bytes, etag: str | None = 
 
     server.route("GET", path, handler=answer)
     return server.url + path
+
+
+def tls_for(name: str, folder: Path) -> tuple[ssl.SSLContext, ssl.SSLContext]:
+    """A throwaway CA and a certificate for ``name`` it signed: the server's context, and a client
+    context that trusts that CA alone. The CA is also written to ``folder/ca.pem``."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+    day = datetime.timedelta(days=1)
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "bundle test CA")])
+    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
+          .serial_number(1).not_valid_before(now - day).not_valid_after(now + day)
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    leaf = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
+            .issuer_name(ca_name).public_key(key.public_key()).serial_number(2)
+            .not_valid_before(now - day).not_valid_after(now + day)
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    folder.mkdir(parents=True, exist_ok=True)
+    cert_file, key_file, ca_file = folder / "cert.pem", folder / "key.pem", folder / "ca.pem"
+    cert_file.write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    ca_file.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(cert_file, key_file)
+    return server, ssl.create_default_context(cafile=str(ca_file))
