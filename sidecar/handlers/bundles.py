@@ -23,7 +23,8 @@ class BundleHandlers:
     @method("toolsets/import")
     async def import_(self, p: ImportParams, ctx: RequestContext) -> ToolsetResult:
         if (p.path is None) == (p.url is None):
-            raise InvalidParams("params", "give either path (a bundle on this machine) or url (one to download), one of them")
+            raise InvalidParams("params", "give either path (a bundle on this machine) or url (one to download), "
+                                          "one of them")
         if p.path is not None:
             if p.sha256 is not None:
                 raise InvalidParams("params.sha256", "sha256 checks a download: give it with url, not path")
