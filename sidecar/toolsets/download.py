@@ -17,7 +17,7 @@ The rules, applied to the URL the user gave and again to every redirect hop:
   (rebinding) reaches nothing new. Redirects are followed here, by hand, at most ``MAX_REDIRECTS``.
 - The body streams to a file: a Content-Length over the limit is refused before any byte is read,
   and the count is kept while reading, so a server that lies or sends no length stops at the limit.
-  Connect and read have timeouts.
+  Connect and each read have timeouts, and the whole download has one.
 
 httpx2 is loaded on the first download (heavy), so this module imports it lazily.
 """
@@ -55,6 +55,7 @@ MAX_REDIRECTS = 5
 MAX_URL_CHARS = 2048
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 30.0  # between two reads, not for the whole body
+TOTAL_TIMEOUT = 600.0  # the whole download, redirects included (256 MiB at about 450 KB/s)
 LOCAL_NAMES = ("127.0.0.1", "localhost", "::1")
 _SHA256 = re.compile(r"^[0-9a-fA-F]{64}(?![\s\S])")
 _REDIRECTS = (301, 302, 303, 307, 308)
@@ -171,10 +172,11 @@ class Downloader:
     ``resolver`` and ``verify`` are for tests (a DNS table, a test CA); the defaults are the
     system's."""
 
-    def __init__(self, folder: Path, *, max_bytes: int = MAX_BUNDLE_BYTES, resolver: Resolver | None = None,
-                 verify: ssl.SSLContext | bool = True) -> None:
+    def __init__(self, folder: Path, *, max_bytes: int = MAX_BUNDLE_BYTES, total_timeout: float = TOTAL_TIMEOUT,
+                 resolver: Resolver | None = None, verify: ssl.SSLContext | bool = True) -> None:
         self.folder = folder
         self.max_bytes = max_bytes
+        self.total_timeout = total_timeout
         self._resolver = resolver
         self._verify = verify
 
@@ -182,6 +184,16 @@ class Downloader:
                     on_progress: Progress | None = None) -> Fetched | None:
         """The bundle at ``url`` in a file of ``folder``; None when ``known`` is given and the server
         says it has not changed (304). The caller removes the file."""
+        try:
+            # The read timeout bounds each wait; this bounds a server that trickles a byte at a time.
+            with anyio.fail_after(self.total_timeout):
+                return await self._fetch(url, sha256, known, on_progress)
+        except TimeoutError:
+            raise UpstreamError(_WHAT, f"downloading {mask_url(url)} took longer than {self.total_timeout:g} s; "
+                                       "try again later") from None
+
+    async def _fetch(self, url: str, sha256: str | None, known: Validators | None,
+                     on_progress: Progress | None) -> Fetched | None:
         import httpx2  # heavy: loaded on the first download
 
         from ..net.pinned import PinnedTransport

@@ -82,3 +82,12 @@ async def test_loopback_is_reached_only_when_the_url_names_this_machine(http_ser
     got = await Downloader(tmp_path, resolver=dns).fetch(f"http://localhost:{http_server.port}/inventory.zip")
     assert got is not None and got.size == len(bundle())
     assert len(http_server.requests) == 1
+
+
+async def test_a_server_that_trickles_is_cut_off_by_the_whole_downloads_deadline(
+        http_server: HttpServer, tmp_path: Path) -> None:
+    """Each byte comes well within the read timeout; the download as a whole does not."""
+    http_server.route("GET", "/slow.zip", Response(body=bundle(), byte_delay=0.05))
+    with pytest.raises(UpstreamError, match=r"took longer than 0.5 s; try again later"):
+        await Downloader(tmp_path / "dl", total_timeout=0.5).fetch(f"http://127.0.0.1:{http_server.port}/slow.zip")
+    assert not (tmp_path / "dl").exists() or list((tmp_path / "dl").glob("*")) == []

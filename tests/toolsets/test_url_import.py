@@ -227,3 +227,17 @@ async def test_check_update_and_upgrade_need_a_toolset_installed_from_a_url(
     assert "was not installed from a URL (its source is zip)" in error.message
     await refused(app, "toolsets/upgrade", {"id": "inventory"}, CONFLICT)
     await refused(app, "toolsets/checkUpdate", {"id": "nope"}, NOT_FOUND)
+
+
+async def test_a_file_import_over_a_url_toolset_stops_following_the_url(
+        app: SidecarClient, http_server: HttpServer, tmp_path: Path) -> None:
+    url = serve_bundle(http_server, "/inventory.zip", bundle("1.0.0"))
+    await app.request("toolsets/import", {"url": url})
+    local = tmp_path / "inventory.zip"
+    local.write_bytes(bundle("1.5.0"))
+    toolset = (await app.request("toolsets/import", {"path": str(local), "replace": True}))["toolset"]
+    assert (toolset["sourceType"], toolset["sourceRef"], toolset["version"]) == ("zip", str(local), "1.5.0")
+    await refused(app, "toolsets/checkUpdate", {"id": "inventory"}, CONFLICT)
+    back = (await app.request("toolsets/import", {"url": url, "replace": True}))["toolset"]
+    assert (back["sourceType"], back["version"]) == ("url", "1.0.0")
+    assert (await app.request("toolsets/checkUpdate", {"id": "inventory"}))["updateAvailable"] is False
