@@ -46,6 +46,11 @@ class ToolsetSourceRepo:
         row = await self.db.fetchone(f"SELECT {_COLS} FROM toolset_sources WHERE toolset_id = ?", (toolset_id,))
         return _row(row) if row is not None else None
 
-    async def checked(self, toolset_id: str, stamp: str) -> None:
+    async def checked(self, toolset_id: str, stamp: str, fetched: tuple[str | None, str | None] | None = None) -> None:
+        """Its server was asked at ``stamp``; ``fetched``: it sent the installed bundle again, with
+        these (ETag, Last-Modified), kept for the next conditional GET."""
         async with self.db.write() as w:
             await w.execute("UPDATE toolset_sources SET checked_at = ? WHERE toolset_id = ?", (stamp, toolset_id))
+            if fetched is not None:
+                await w.execute("UPDATE toolset_sources SET etag = ?, last_modified = ? WHERE toolset_id = ?",
+                                (*fetched, toolset_id))

@@ -63,12 +63,13 @@ class RemoteBundles:
         source = await self.sources.get(toolset_id)
         known = Validators(source.etag, source.last_modified) if source is not None else None
         fetched = await self.downloader.fetch(url, known=known)
-        await self.sources.checked(toolset_id, now())
         current_sha = source.sha256 if source is not None else None
         if fetched is None or fetched.sha256 == current_sha:
             if fetched is not None:
                 await _remove(fetched.path)
+            await self._same(toolset_id, fetched)
             return UpdateCheck(toolset_id, url, False, row.version, current_sha, not_modified=fetched is None)
+        await self.sources.checked(toolset_id, now())
         try:
             bundle = await anyio.to_thread.run_sync(read_bundle, str(fetched.path))
         finally:
@@ -86,9 +87,15 @@ class RemoteBundles:
         assert fetched is not None
         if source is not None and fetched.sha256 == source.sha256:
             await _remove(fetched.path)
-            await self.sources.checked(toolset_id, now())
+            await self._same(toolset_id, fetched)
             return await self.toolsets.get(toolset_id), False
         return await self._install(url, fetched, replace=True, upgrade_of=toolset_id), True
+
+    async def _same(self, toolset_id: str, fetched: Fetched | None) -> None:
+        """The installed bundle is still current: note when, and the validators it came with this time
+        (a server that gave none at install may give an ETag now)."""
+        await self.sources.checked(toolset_id, now(),
+                                   None if fetched is None else (fetched.etag, fetched.last_modified))
 
     async def _install(self, url: str, fetched: Fetched, *, replace: bool, upgrade_of: str | None) -> ToolsetRow:
         try:

@@ -229,6 +229,19 @@ async def test_check_update_and_upgrade_need_a_toolset_installed_from_a_url(
     await refused(app, "toolsets/checkUpdate", {"id": "nope"}, NOT_FOUND)
 
 
+async def test_a_server_that_starts_giving_an_etag_is_then_asked_conditionally(
+        app: SidecarClient, http_server: HttpServer) -> None:
+    data = bundle()
+    url = serve_bundle(http_server, "/inventory.zip", data)
+    await app.request("toolsets/import", {"url": url})
+    serve_bundle(http_server, "/inventory.zip", data, etag='"late"')
+    first = await app.request("toolsets/checkUpdate", {"id": "inventory"})
+    assert (first["updateAvailable"], "notModified" in first) == (False, False)  # downloaded and compared
+    second = await app.request("toolsets/checkUpdate", {"id": "inventory"})
+    assert (second["updateAvailable"], second["notModified"]) == (False, True)
+    assert [r.header("If-None-Match") for r in http_server.requests] == [None, None, '"late"']
+
+
 async def test_a_file_import_over_a_url_toolset_stops_following_the_url(
         app: SidecarClient, http_server: HttpServer, tmp_path: Path) -> None:
     url = serve_bundle(http_server, "/inventory.zip", bundle("1.0.0"))
