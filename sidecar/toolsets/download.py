@@ -59,6 +59,7 @@ TOTAL_TIMEOUT = 600.0  # the whole download, redirects included (256 MiB at abou
 LOCAL_NAMES = ("127.0.0.1", "localhost", "::1")
 _SHA256 = re.compile(r"^[0-9a-fA-F]{64}(?![\s\S])")
 _REDIRECTS = (301, 302, 303, 307, 308)
+_WRITE_BYTES = 1 << 20
 _WHAT = "bundle download"  # UpstreamError's source
 
 Progress = Callable[[int, int | None], Awaitable[None]]
@@ -243,16 +244,21 @@ class Downloader:
         digest, size, reported = hashlib.sha256(), 0, 0
         try:
             async with await anyio.open_file(target, "wb") as out:
+                pending = bytearray()  # written a MiB at a time: a thread hop per network chunk costs more
                 async for chunk in response.aiter_bytes():
                     size += len(chunk)
                     if size > self.max_bytes:
                         raise InvalidBundle("", f"{mask_url(url)} sent more than {_size(self.max_bytes)}; a bundle "
                                                 f"may be at most {_size(self.max_bytes)}")
                     digest.update(chunk)
-                    await out.write(chunk)
+                    pending += chunk
+                    if len(pending) >= _WRITE_BYTES:
+                        await out.write(bytes(pending))
+                        pending.clear()
                     if on_progress is not None and size - reported >= (1 << 18):
                         reported = size
                         await on_progress(size, declared)
+                await out.write(bytes(pending))
             got = digest.hexdigest()
             if sha256 is not None and got != sha256:
                 raise InvalidParams("params.sha256", f"the bundle downloaded from {mask_url(url)} has sha256 {got}, "
