@@ -159,6 +159,18 @@ async def test_a_redirect_to_another_port_of_this_machine_by_another_name_is_ref
     assert error.data["reason"] == "loopback"
 
 
+async def test_redirects_are_followed_a_few_times_only(app: SidecarClient, http_server: HttpServer) -> None:
+    url = serve_bundle(http_server, "/inventory.zip", bundle())
+    http_server.route("GET", "/old", Response(308, headers={"Location": "/inventory.zip"}))
+    toolset = (await app.request("toolsets/import", {"url": http_server.url + "/old"}))["toolset"]
+    assert toolset["sourceRef"] == http_server.url + "/old"  # what the user gave, followed again by checkUpdate
+    assert [r.path for r in http_server.requests] == ["/old", "/inventory.zip"]
+    http_server.route("GET", "/loop", Response(302, headers={"Location": "/loop"}))
+    error = await refused(app, "toolsets/import", {"url": http_server.url + "/loop", "replace": True}, UPSTREAM)
+    assert "redirected more than 5 times" in error.message
+    assert len(http_server.requests_to("/loop")) == 6
+
+
 async def test_a_huge_body_is_refused_by_its_length_without_reading_it(
         app: SidecarClient, http_server: HttpServer, data_dir: Path) -> None:
     http_server.route("GET", "/huge.zip", Response(size=2 << 30, headers={"Content-Type": "application/zip"}))
