@@ -181,6 +181,8 @@ async def run(data_dir: Path, verbose: bool) -> int:
 
         await http_tools(sc)
 
+        await url_import(sc)
+
         await chat_session(sc)
 
         await kill_switch(sc)
@@ -332,6 +334,40 @@ async def http_tools(sc: SidecarClient) -> None:
         show("my_orders (2 steps)", f"POST /login (form), then GET /orders with its token: {got['result']}")
         got = await call("item_note", {"id": "2"})
         show("item_note (text)", f"{got['result']!r}  (the key went in the URL; the log shows it as ****)")
+
+
+# -- a toolset installed from a URL, checked for an update and upgraded (issue 14 part 4) -----------
+
+async def url_import(sc: SidecarClient) -> None:
+    step("a toolset from a URL: installed, checked for a newer bundle, upgraded in place")
+    from tests.http_server import HttpServer, Response  # a real HTTP/1.1 server on 127.0.0.1
+    from tests.toolsets.url_bundles import bundle, serve_bundle, sha
+
+    with HttpServer() as server:  # plain http is allowed from this machine only; anything else needs https
+        v1 = bundle("1.0.0")
+        url = serve_bundle(server, "/inventory.zip", v1, etag='"v1"')
+        got = (await sc.request("toolsets/import", {"url": url, "sha256": sha(v1)}))["toolset"]
+        show("toolsets/import {url, sha256}", f"{got['id']} {got['version']}, sourceType {got['sourceType']}, "
+                                              f"sourceRef {got['sourceRef']}")
+        await sc.request("tools/setOverride", {"toolsetId": "inventory", "toolId": "inventory:get_item",
+                                               "nameOverride": "Look up an item"})
+        check = await sc.request("toolsets/checkUpdate", {"id": "inventory"})
+        show("toolsets/checkUpdate", f"updateAvailable {check['updateAvailable']} (the server answered "
+                                     f"{'304 to its ETag' if check['notModified'] else 'the same bundle'})")
+        serve_bundle(server, "/inventory.zip", bundle("2.0.0", extra_tool=True), etag='"v2"')
+        check = await sc.request("toolsets/checkUpdate", {"id": "inventory"})
+        show("  after a new release", f"updateAvailable {check['updateAvailable']}: "
+                                      f"{check['currentVersion']} -> {check['availableVersion']}")
+        done = await sc.request("toolsets/upgrade", {"id": "inventory"})
+        tools = (await sc.request("toolsets/get", {"id": "inventory"}))["tools"]
+        show("toolsets/upgrade", f"{done['previousVersion']} -> {done['toolset']['version']}; tools "
+                                 f"{', '.join(repr(t['name']) for t in tools)} (the user's name kept)")
+        server.route("GET", "/moved", Response(302, headers={"Location": "https://169.254.169.254/latest"}))
+        try:
+            await sc.request("toolsets/import", {"url": server.url + "/moved"})
+        except RemoteError as exc:
+            show("a redirect to cloud metadata", f"{exc.code} {exc.message}")
+        await sc.request("toolsets/uninstall", {"id": "inventory"})
 
 
 # -- a whole chat session on the offline scripted model --------------------------------------------

@@ -38,6 +38,8 @@ from .tools.providers.http.runner import HttpTools
 from .tools.providers.python.workers import WorkerHost
 from .tools.switch import ToolSwitch
 from .toolsets.authoring import LocalToolsets
+from .toolsets.download import Downloader
+from .toolsets.remote import RemoteBundles
 from .toolsets.service import ToolsetService
 from .workspace.service import WorkspaceService
 
@@ -66,6 +68,7 @@ class Services:
     switch: ToolSwitch  # the user's kill switch over every tool call
     oauth: OAuthTokens  # HTTP tools' OAuth2 tokens: one cache, one lock per tool
     schedules: Schedules
+    bundles: RemoteBundles  # toolsets installed from a URL: import, checkUpdate, upgrade
 
 
 async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGroup, on_close: OnClose,
@@ -145,7 +148,9 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
                     providers=providers, mcp_servers=servers, catalog=catalog, tool_calls=tool_calls,
                     toolsets=toolsets, turns=turns, config=config, switch=switch, oauth=oauth,
                     audit=AuditTrail(tool_calls.repo, data_dir), schedules=schedules,
-                    listing=ToolListing(catalog, tool_calls.repo))
+                    listing=ToolListing(catalog, tool_calls.repo),
+                    bundles=RemoteBundles(toolsets, Downloader(data_dir / "downloads",
+                                                               max_bytes=settings.max_bundle_bytes)))
 
 
 async def _move_provider_keys(providers: ProviderService) -> None:

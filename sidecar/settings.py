@@ -30,6 +30,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # The HTTPS URL of the app's OAuth client ID metadata document: the client_id a remote MCP
     # server's authorization server gets when it supports those documents (else dynamic registration).
     oauth_client_metadata_url: str | None = None
+    # The largest bundle toolsets/import {url} downloads (the body is refused past it, or before
+    # reading when its Content-Length says more).
+    max_bundle_bytes: int = 256 << 20
 
     @property
     def db_path(self) -> Path:
@@ -89,6 +92,10 @@ def parse(argv: list[str] | None = None, environ: dict[str, str] | None = None) 
                         help="HTTPS URL of the app's OAuth client ID metadata document, used as its client_id "
                              "where an MCP server's authorization server takes one "
                              "(env SIDECAR_OAUTH_CLIENT_METADATA_URL)")
+    parser.add_argument("--max-bundle-bytes", type=_positive_int,
+                        default=env.get("SIDECAR_MAX_BUNDLE_BYTES") or 256 << 20,
+                        help="largest bundle ZIP toolsets/import downloads from a URL (default 256 MiB; "
+                             "env SIDECAR_MAX_BUNDLE_BYTES)")
     args = parser.parse_args(argv)
     cimd = args.oauth_client_metadata_url
     if cimd is not None and (not cimd.startswith("https://") or urlsplit(cimd).path in ("", "/")):
@@ -105,4 +112,5 @@ def parse(argv: list[str] | None = None, environ: dict[str, str] | None = None) 
         max_line_bytes=int(args.max_line_bytes),
         secrets_backend=args.secrets_backend,
         oauth_client_metadata_url=cimd,
+        max_bundle_bytes=int(args.max_bundle_bytes),
     )

@@ -41,7 +41,7 @@ export interface ClientRequests {
   "workspace/gc": { params: T.GcParams; result: T.GcResult };
   /** Read a toolset bundle (ZIP or folder) and show what installing it would add, including the commands its MCP servers would run; installs and runs nothing. */
   "toolsets/inspect": { params: T.InspectParams; result: T.InspectResult };
-  /** Install a toolset from a ZIP file or a folder (Conflict if its id is installed, unless replace is set). */
+  /** Install a toolset from a ZIP file or a folder (path), or from a ZIP downloaded over https (url, optionally pinned by sha256; sourceType url, sourceRef the URL, see toolsets/checkUpdate). Conflict if its id is installed, unless replace is set. A refused destination (a redirect to file:, to plain http or to a private address) is PermissionDenied; a server that cannot be reached or answers an error is UpstreamError; a body over the size limit or that is not a bundle ZIP is InvalidBundle. */
   "toolsets/import": { params: T.ImportParams; result: T.ToolsetResult };
   /** Installed toolsets by name, a page at a time (pageSize, pageToken), optionally only some (toolsetIds) or only enabled ones (includeDisabled false). */
   "toolsets/list": { params: T.ListToolsetsParams; result: T.ToolsetsResult };
@@ -139,6 +139,10 @@ export interface ClientRequests {
   "schedules/delete": { params: T.ScheduleIdParams; result: T.Empty };
   /** Run a schedule once now, as it would fire (also when disabled; its next time does not move). Conflict while a run of it is in progress (runs of one schedule never overlap) or its tool is refused (disabled, not configured, tools switched off); NotFound if its tool or chat is gone. */
   "schedules/runNow": { params: T.ScheduleIdParams; result: T.RunNowResult };
+  /** Ask a URL-installed toolset's server whether its bundle changed (a conditional GET with the ETag / Last-Modified it gave, else a download compared by sha256) and which version the new one is. Installs nothing. Conflict for a toolset not installed from a URL. */
+  "toolsets/checkUpdate": { params: T.CheckUpdateParams; result: T.UpdateCheck };
+  /** Download the bundle at a URL-installed toolset's sourceRef and install it in place of the installed one, with the same checks as toolsets/import; the overrides the user made, the config values its schema still has and the secrets stay. A bundle that is now another toolset (another id) is refused (InvalidBundle) and nothing changes. */
+  "toolsets/upgrade": { params: T.UpgradeParams; result: T.UpgradeResult };
 }
 
 /** Notifications the client sends, by method name. */

@@ -534,8 +534,15 @@ export interface BundleVariable {
 }
 
 export interface ImportParams {
-  path: string;
+  /** Absolute path of a bundle .zip file or a folder holding toolset.yaml. Give path or url. */
+  path?: string | null;
   replace?: boolean;
+  /** The https:// address of a bundle ZIP to download and install (plain http only from this machine: 127.0.0.1, localhost). Redirects are followed while they stay on https and public addresses; no credentials in it (it is kept as the toolset's sourceRef). Give path or url. */
+  url?: string | null;
+  /** With url: the ZIP's expected sha256 (64 hex digits); a download that differs is refused (InvalidParams at params.sha256) and nothing is installed. */
+  sha256?: string | null;
+  /** With url: the download's progress is reported as $/progress with this token (percentage when the server gives the size). */
+  workDoneToken?: number | string | null;
 }
 
 export interface ToolsetResult {
@@ -1313,4 +1320,46 @@ export interface FiredParams {
   message: string;
   /** Set when the run posted to a chat (its turn streams as chat/event notifications). */
   chatId?: string | null;
+}
+
+export interface CheckUpdateParams {
+  /** A toolset installed with toolsets/import {url}. */
+  id: string;
+}
+
+export interface UpdateCheck {
+  /** The toolset asked about. */
+  toolsetId: string;
+  /** Where its bundle comes from (its sourceRef). */
+  url: string;
+  /** The bundle at the URL differs from the one installed (by its sha256): toolsets/upgrade installs it. */
+  updateAvailable: boolean;
+  /** The installed manifest's version. */
+  currentVersion: string;
+  /** The sha256 of the bundle ZIP installed. */
+  currentSha256?: string | null;
+  /** The version the bundle at the URL declares; absent when it is the one installed. */
+  availableVersion?: string | null;
+  /** The sha256 of the bundle at the URL; absent when it is the one installed. */
+  availableSha256?: string | null;
+  /** The server answered 304 Not Modified to the installed bundle's ETag / Last-Modified: nothing was downloaded. */
+  notModified?: boolean;
+}
+
+export interface UpgradeParams {
+  /** A toolset installed with toolsets/import {url}. */
+  id: string;
+  /** The new ZIP's expected sha256 (64 hex digits): a download that differs is refused (InvalidParams at params.sha256) and the installed toolset is left as it is. */
+  sha256?: string | null;
+  /** The download's progress is reported as $/progress with this token. */
+  workDoneToken?: number | string | null;
+}
+
+export interface UpgradeResult {
+  /** The toolset after the upgrade. */
+  toolset: Toolset;
+  /** False when the bundle at the URL is the one installed (nothing changed). */
+  upgraded: boolean;
+  /** The version installed before. */
+  previousVersion: string;
 }

@@ -184,9 +184,20 @@ class ConfiguredServer(Model):
 
 
 class ImportParams(Model):
-    path: str
+    path: Annotated[str | None, msgspec.Meta(
+        description="Absolute path of a bundle .zip file or a folder holding toolset.yaml. Give path or url.")] = None
     # Upgrade an installed toolset of the same id in place (overrides you made are kept).
     replace: bool = False
+    url: Annotated[str | None, msgspec.Meta(description=(
+        "The https:// address of a bundle ZIP to download and install (plain http only from this machine: "
+        "127.0.0.1, localhost). Redirects are followed while they stay on https and public addresses; no "
+        "credentials in it (it is kept as the toolset's sourceRef). Give path or url."))] = None
+    sha256: Annotated[str | None, msgspec.Meta(description=(
+        "With url: the ZIP's expected sha256 (64 hex digits); a download that differs is refused "
+        "(InvalidParams at params.sha256) and nothing is installed."))] = None
+    work_done_token: Annotated[int | str | None, msgspec.Meta(description=(
+        "With url: the download's progress is reported as $/progress with this token "
+        "(percentage when the server gives the size)."))] = None
 
 
 # How many ids or tags one filter may list.
@@ -245,9 +256,14 @@ _IB, _NF, _CF, _IP, _ST = (ErrorCode.INVALID_BUNDLE, ErrorCode.NOT_FOUND, ErrorC
 
 _TOOLSET_SPECS = (
     MethodSpec("toolsets/import", "clientToServer", "request",
-               "Install a toolset from a ZIP file or a folder (Conflict if its id is installed, "
-               "unless replace is set).",
-               params=ImportParams, result=ToolsetResult, errors=(_IB, _CF, _ST),
+               "Install a toolset from a ZIP file or a folder (path), or from a ZIP downloaded over https "
+               "(url, optionally pinned by sha256; sourceType url, sourceRef the URL, see "
+               "toolsets/checkUpdate). Conflict if its id is installed, unless replace is set. A refused "
+               "destination (a redirect to file:, to plain http or to a private address) is PermissionDenied; "
+               "a server that cannot be reached or answers an error is UpstreamError; a body over the size "
+               "limit or that is not a bundle ZIP is InvalidBundle.",
+               params=ImportParams, result=ToolsetResult,
+               errors=(_IB, _CF, _IP, ErrorCode.PERMISSION_DENIED, ErrorCode.UPSTREAM_ERROR, _ST),
                seed_endpoints=("import_toolset",)),
     MethodSpec("toolsets/list", "clientToServer", "request",
                "Installed toolsets by name, a page at a time (pageSize, pageToken), optionally only some "

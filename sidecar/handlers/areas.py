@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .bundles import BundleHandlers
 from .chats import ChatHandlers
 from .config import ConfigHandlers
 from .debug import DebugHandlers
@@ -20,13 +21,14 @@ from .workspace import WorkspaceHandlers
 if TYPE_CHECKING:
     from ..compose import Services
 
-AREAS = (ChatHandlers, ConfigHandlers, DebugHandlers, McpHandlers, ProviderHandlers, ScheduleHandlers,
-         SecretHandlers, SettingsHandlers, ToolCallHandlers, ToolsetHandlers, WorkspaceHandlers)
+AREAS = (BundleHandlers, ChatHandlers, ConfigHandlers, DebugHandlers, McpHandlers, ProviderHandlers,
+         ScheduleHandlers, SecretHandlers, SettingsHandlers, ToolCallHandlers, ToolsetHandlers, WorkspaceHandlers)
 
 
 def service_routes(s: Services) -> dict[str, Any]:
     found: dict[str, Any] = {}
     for area in (
+        BundleHandlers(s.toolsets, s.bundles),
         ChatHandlers(s.chats, s.turns, s.workspace, s.tool_calls.repo),
         ConfigHandlers(s.config),
         DebugHandlers(s.settings, s.db, s.started_at, s.secrets, s.switch),

@@ -12,7 +12,6 @@ from ..api.toolsets import (
     ExportResult,
     HtmlPageParams,
     HtmlPageResult,
-    ImportParams,
     InspectParams,
     InspectResult,
     ListToolsetsParams,
@@ -62,10 +61,6 @@ class ToolsetHandlers:
     @method("toolsets/inspect")
     async def inspect(self, p: InspectParams, ctx: RequestContext) -> InspectResult:
         return await self.toolsets.inspect(p.path)
-
-    @method("toolsets/import")
-    async def import_(self, p: ImportParams, ctx: RequestContext) -> ToolsetResult:
-        return ToolsetResult(toolset_out(await self.toolsets.install(p.path, replace=p.replace)))
 
     @method("toolsets/list")
     async def list_toolsets(self, p: ListToolsetsParams, ctx: RequestContext) -> ToolsetsResult:

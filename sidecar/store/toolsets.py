@@ -8,10 +8,11 @@ from typing import Any, Literal
 
 import msgspec
 
-from . import mcp_servers
+from . import mcp_servers, toolset_sources
 from .db import CATALOG, Database
 from .mcp_servers import McpServerRow
 from .rows import json_text as _json
+from .toolset_sources import SourceRow
 
 SourceType = Literal["zip", "local", "url", "user"]
 FileKind = Literal["python", "artifact", "asset", "config"]
@@ -73,6 +74,7 @@ class Install(msgspec.Struct, kw_only=True):
     overrides: list[OverrideRow]  # from the manifest: a user's override of the same tool wins
     servers: list[McpServerRow]  # McpServerDecl.row()
     config_schema: dict[str, Any] = {}  # the toolset-level fields (seed 004), as plain data
+    source: SourceRow | None = None  # a URL import's bundle digest and validators; None drops the old one
 
 
 _COLS = "id, name, version, description, enabled, user_mcp, source_type, source_ref, installed_at, files_dir"
@@ -231,3 +233,4 @@ class ToolsetRepo:
                 [(t.id, o.tool_id, *override_values(msgspec.structs.asdict(o)).values(), new.updated_at)
                  for o in new.overrides if o.tool_id not in users])
             await mcp_servers.insert(w, new.servers, new.updated_at)
+            await toolset_sources.replace(w, t.id, new.source)

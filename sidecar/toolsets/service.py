@@ -16,6 +16,7 @@ import shutil
 import uuid
 import zipfile
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,7 @@ from ..secrets.store import is_user_name
 from ..store import Database
 from ..store.mcp_servers import McpServerRepo, McpServerRow
 from ..store.rows import now
+from ..store.toolset_sources import SourceRow
 from ..store.toolsets import Install, OverrideRow, StoredTool, ToolsetFile, ToolsetRepo, ToolsetRow
 from ..tools import output as tool_output
 from ..tools.providers.python.entrypoints import importable
@@ -48,7 +50,20 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("sidecar.toolsets")
 
-__all__ = ["ToolsetRow", "ToolsetService"]
+__all__ = ["Remote", "ToolsetRow", "ToolsetService"]
+
+
+@dataclass(frozen=True, slots=True)
+class Remote:
+    """Where a bundle being installed was downloaded from (toolsets/import {url}, toolsets/upgrade):
+    kept as the toolset's source, to look for a newer bundle there."""
+
+    url: str
+    sha256: str
+    size: int
+    etag: str | None = None
+    last_modified: str | None = None
+    upgrade_of: str | None = None  # an upgrade: the bundle must still be this toolset
 
 
 class ToolsetService:
@@ -90,9 +105,13 @@ class ToolsetService:
 
     # -- install -----------------------------------------------------------------------------
 
-    async def install(self, source: str, *, replace: bool = False) -> ToolsetRow:
+    async def install(self, source: str, *, replace: bool = False, remote: Remote | None = None) -> ToolsetRow:
+        """Install the bundle at ``source`` (a path); ``remote``: it was downloaded from a URL."""
         b = await anyio.to_thread.run_sync(read_bundle, source)  # a BundleError is InvalidBundle on the wire
         m = b.manifest
+        if remote is not None and remote.upgrade_of is not None and m.id != remote.upgrade_of:
+            raise InvalidBundle(MANIFEST, f"the bundle at {remote.url} is now the toolset {m.id!r}, not "
+                                          f"{remote.upgrade_of!r}; import it as a toolset of its own")
         async with self._lock:
             existing = await self.repo.get(m.id)
             if existing is not None and existing.user_mcp:
@@ -105,7 +124,7 @@ class ToolsetService:
             await anyio.to_thread.run_sync(_write_files, revision, b.files)
             try:
                 described = await self._describe(m, revision)
-                await self._write_rows(b, revision, described, replace=existing is not None)
+                await self._write_rows(b, revision, described, replace=existing is not None, remote=remote)
             except BaseException:
                 with anyio.CancelScope(shield=True):
                     await anyio.to_thread.run_sync(shutil.rmtree, revision, True)
@@ -165,7 +184,8 @@ class ToolsetService:
         return described
 
     async def _write_rows(
-        self, b: Bundle, revision: Path | None, described: dict[str, dict[str, Any]], *, replace: bool
+        self, b: Bundle, revision: Path | None, described: dict[str, dict[str, Any]], *, replace: bool,
+        remote: Remote | None = None,
     ) -> None:
         m: Manifest = b.manifest
         stamp = now()
@@ -173,8 +193,9 @@ class ToolsetService:
         declared = {t.id for t in m.tools}
         await self.repo.write_install(Install(
             toolset=ToolsetRow(id=m.id, name=m.name, version=m.version, description=m.description, enabled=True,
-                               user_mcp=user, source_type=b.source_type,
-                               source_ref=None if user else str(b.source), installed_at=stamp,
+                               user_mcp=user, source_type="url" if remote else b.source_type,
+                               source_ref=remote.url if remote else None if user else str(b.source),
+                               installed_at=stamp,
                                files_dir=None if user else str(revision)),
             manifest_version=m.manifest_version, updated_at=stamp,
             files=[ToolsetFile(path=path, kind=kind_of(path), sha256=hashlib.sha256(data).hexdigest(),
@@ -188,6 +209,9 @@ class ToolsetService:
                                    origin="manifest") for o in b.parsed.overrides],
             servers=[s.row(m.id) for s in m.mcp_servers],
             config_schema=schema_data(m.config_schema),
+            source=None if remote is None else SourceRow(
+                toolset_id=m.id, sha256=remote.sha256, size=remote.size, etag=remote.etag,
+                last_modified=remote.last_modified, fetched_at=stamp, checked_at=stamp),
         ), replace=replace)
 
     # -- inspect ---------------------------------------------------------------------------
