@@ -37,6 +37,8 @@ class McpServerRow(msgspec.Struct, kw_only=True, frozen=True):
     requires_confirmation: bool = False
     options: dict[str, Any] = {}
     """``connect_timeout`` and ``call_timeout`` in seconds, when set."""
+    toolset_deleted_at: str | None = None
+    """Its toolset is soft-deleted (toolsets/delete): the server does not run until it is restored."""
 
     @property
     def key(self) -> str:
@@ -44,7 +46,7 @@ class McpServerRow(msgspec.Struct, kw_only=True, frozen=True):
 
     @property
     def should_run(self) -> bool:
-        return self.enabled and self.toolset_enabled
+        return self.enabled and self.toolset_enabled and self.toolset_deleted_at is None
 
 
 class AmbiguousServer(Exception):
@@ -57,13 +59,13 @@ class AmbiguousServer(Exception):
 
 
 _COLS = ("s.id, s.toolset_id, s.server_type, s.enabled, s.command, s.args, s.cwd, s.url, s.headers, s.env, "
-         "s.requires_confirmation, s.options, ts.enabled, ts.user_mcp")
+         "s.requires_confirmation, s.options, ts.enabled, ts.user_mcp, ts.soft_deleted_at")
 _SQL = f"SELECT {_COLS} FROM toolset_mcp_servers s JOIN toolsets ts ON ts.id = s.toolset_id"
 def _row(r: Sequence[Any]) -> McpServerRow:
     return McpServerRow(server_id=r[0], toolset_id=r[1], type=r[2], enabled=bool(r[3]), command=r[4],
                         args=_decode(r[5]), cwd=r[6], url=r[7], headers=_decode(r[8]), env=_decode(r[9]),
                         requires_confirmation=bool(r[10]), options=_decode(r[11] or "{}"),
-                        toolset_enabled=bool(r[12]), user_mcp=bool(r[13]))
+                        toolset_enabled=bool(r[12]), user_mcp=bool(r[13]), toolset_deleted_at=r[14])
 
 
 class McpServerRepo:
@@ -71,7 +73,9 @@ class McpServerRepo:
         self.db = db
 
     async def all(self) -> list[McpServerRow]:
-        return [_row(r) for r in await self.db.fetchall(_SQL + " ORDER BY s.toolset_id, s.rowid")]
+        """Every server but those of soft-deleted toolsets (the host stops those: they are not here)."""
+        return [_row(r) for r in await self.db.fetchall(
+            _SQL + " WHERE ts.soft_deleted_at IS NULL ORDER BY s.toolset_id, s.rowid")]
 
     async def page(self, limit: int, after: tuple[str, int] | None) -> list[tuple[int, McpServerRow]]:
         """Up to ``limit`` servers past ``after``, with their rowid: a keyset page on
