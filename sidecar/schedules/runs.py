@@ -160,6 +160,11 @@ class Runs:
                                 error)
 
 
+def toolset_deleted(toolset_id: str) -> str:
+    """Why a schedule of a soft-deleted toolset's tool is paused (restoring the toolset resumes it)."""
+    return f"its toolset {toolset_id} was deleted; restoring it (toolsets/restore) resumes this schedule"
+
+
 def tool_gone(tool_id: str) -> str:
     return (f"its tool {tool_id} is gone (uninstalled, or removed by an upgrade); choose another tool with "
             "schedules/update, or delete the schedule")
