@@ -159,9 +159,9 @@ class ToolsetRepo:
         return [_toolset(r) for r in rows]
 
     async def page(self, limit: int, after: tuple[str, str] | None, *, ids: list[str] | None = None,
-                   enabled_only: bool = False) -> list[ToolsetRow]:
+                   enabled_only: bool = False, include_deleted: bool = False) -> list[ToolsetRow]:
         """Up to ``limit`` toolsets past ``after`` in (name, id) order (a keyset page);
-        ``ids``: only these."""
+        ``ids``: only these; soft-deleted ones only with ``include_deleted``."""
         terms: list[str] = []
         params: list[Any] = []
         if after is not None:
@@ -172,6 +172,8 @@ class ToolsetRepo:
             params.extend(ids)
         if enabled_only:
             terms.append("enabled = 1")
+        if not include_deleted:
+            terms.append("soft_deleted_at IS NULL")
         where = f" WHERE {' AND '.join(terms)}" if terms else ""
         rows = await self.db.fetchall(f"SELECT {_COLS} FROM toolsets{where} ORDER BY name, id LIMIT ?",
                                       (*params, limit))
