@@ -109,7 +109,7 @@ class McpServers:
     async def references(self) -> dict[str, list[str]]:
         """Variable name -> the servers (``mcpServer:<key>``) whose stored config refers to it."""
         found: dict[str, list[str]] = {}
-        for row in await self.repo.all():
+        for row in await self.repo.all(include_deleted=True):  # a deleted toolset's server needs them once restored
             for name in config_references(config_of(row)):
                 found.setdefault(name, []).append(f"mcpServer:{row.key}")
         return found

@@ -72,10 +72,11 @@ class McpServerRepo:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def all(self) -> list[McpServerRow]:
-        """Every server but those of soft-deleted toolsets (the host stops those: they are not here)."""
-        return [_row(r) for r in await self.db.fetchall(
-            _SQL + " WHERE ts.soft_deleted_at IS NULL ORDER BY s.toolset_id, s.rowid")]
+    async def all(self, *, include_deleted: bool = False) -> list[McpServerRow]:
+        """Every server but those of soft-deleted toolsets (the host stops those: they are not
+        here), unless ``include_deleted``."""
+        where = "" if include_deleted else " WHERE ts.soft_deleted_at IS NULL"
+        return [_row(r) for r in await self.db.fetchall(_SQL + where + " ORDER BY s.toolset_id, s.rowid")]
 
     async def page(self, limit: int, after: tuple[str, int] | None) -> list[tuple[int, McpServerRow]]:
         """Up to ``limit`` servers past ``after``, with their rowid: a keyset page on

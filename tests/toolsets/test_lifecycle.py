@@ -174,3 +174,23 @@ async def test_a_built_in_that_left_the_build_is_kept_unavailable(data_dir: Path
             assert "old_tool" not in await _ids(app, "tools/list", "tools")
     with sqlite3.connect(data_dir / "sidecar.db") as db:
         assert db.execute("SELECT enabled FROM tools WHERE tool_id = 'old_tool'").fetchone() == (0,)
+
+
+async def test_a_deleted_toolset_cannot_be_attached_to_a_chat(app: SidecarClient):
+    await app.request("toolsets/import", {"path": str(EXAMPLE)})
+    await app.request("toolsets/delete", {"id": "app-builder"})
+    chat = (await app.request("chats/create", {"title": "t"}))["chat"]["id"]
+    refused = await app.request_raw("chat/send", {"chatId": chat, "content": "x",
+                                                  "attachments": [{"kind": "toolset", "id": "app-builder"}]})
+    assert refused["error"]["code"] == -32011 and "toolsets/restore" in refused["error"]["message"]
+
+
+async def test_running_a_deleted_toolsets_schedule_keeps_it_resumable(app: SidecarClient):
+    await app.request("toolsets/import", {"path": str(WEATHER)})
+    made = (await app.request("schedules/create", {"toolId": "weather:clock", "cron": "0 9 * * *"}))["schedule"]
+    await app.request("toolsets/delete", {"id": "weather"})
+    ran = await app.request_raw("schedules/runNow", {"id": made["id"]})
+    assert "toolsets/restore" in ran["error"]["message"]
+    await app.request("toolsets/restore", {"id": "weather"})
+    resumed = next(s for s in (await app.request("schedules/list"))["schedules"] if s["id"] == made["id"])
+    assert resumed.get("pausedReason") is None
