@@ -140,7 +140,8 @@ class ToolIcon(Model):
 
 # system: built in, nothing to configure; available: installed, a required config key has no
 # value (calls fail fast naming it); connected: ready; unavailable: cannot run now (switched
-# off, its toolset disabled, or its MCP server not connected).
+# off, its toolset disabled, its MCP server not connected, or, with unavailableReason, its
+# provider gone or its toolset deleted).
 ToolStatus = Literal["system", "available", "connected", "unavailable"]
 
 

@@ -194,3 +194,16 @@ async def test_running_a_deleted_toolsets_schedule_keeps_it_resumable(app: Sidec
     await app.request("toolsets/restore", {"id": "weather"})
     resumed = next(s for s in (await app.request("schedules/list"))["schedules"] if s["id"] == made["id"])
     assert resumed.get("pausedReason") is None
+
+
+async def test_a_disabled_toolsets_server_cannot_be_changed(app: SidecarClient, tmp_path: Path):
+    folder = tmp_path / "ts"
+    shutil.copytree(EXAMPLE, folder)
+    with open(folder / "toolset.yaml", "a") as f:
+        f.write("\nmcp_servers:\n  - id: srv\n    command: /bin/true\n")
+    await app.request("toolsets/import", {"path": str(folder)})
+    await app.request("toolsets/setEnabled", {"id": "app-builder", "enabled": False})
+    for method, params in [("mcpServers/setEnabled", {"id": "app-builder~srv", "enabled": False}),
+                           ("mcpServers/update", {"id": "app-builder~srv", "enabled": False})]:
+        refused = await app.request_raw(method, params)
+        assert refused["error"]["code"] == -32011 and "toolsets/setEnabled" in refused["error"]["message"], method

@@ -78,7 +78,7 @@ async def discovered(db: Database, host: McpHost) -> list[Tool]:
     for row, overrides, vanished in servers:
         listed = host.tools(row.key)
         found += [_view(row, t, overrides.get(f"{row.server_id}:{t.name}")) for t in listed]
-        if vanished and listed:  # only a connected server can say it no longer has a tool
+        if vanished and _connected(host, row.key):  # only a connected server can say it no longer has a tool
             names = {t.name for t in listed}
             found += [_gone_view(row, v, overrides.get(f"{row.server_id}:{v.name}"))
                       for v in vanished if v.name not in names]
@@ -153,7 +153,7 @@ async def resolve(db: Database, host: McpHost | None, ref_id: str) -> Resolved:
         found = next((t for t in host.tools(row.key) if t.name == name), None)
     if found is None and row.toolset_deleted_at is not None:
         raise NotFound("tool", ref_id, f"{ref_id}: {frozen.deleted_tool_message(row.toolset_id)}")
-    if found is None and host is not None and host.tools(row.key):
+    if found is None and host is not None and _connected(host, row.key):
         gone = next((v for v in await McpToolsSeenRepo(db).vanished() if v.key == row.key and v.name == name), None)
         if gone is not None:  # shown (tools/get) and overridable, never run: the call path refuses it
             return Resolved(_gone_view(row, gone, override), None, {"server_key": row.key, "tool_name": name},
@@ -180,6 +180,13 @@ async def resolve(db: Database, host: McpHost | None, ref_id: str) -> Resolved:
 
 
 _resolved: dict[str, tuple[McpServerRow, OverrideRow | None, McpTool, Resolved]] = {}
+
+
+def _connected(host: McpHost, key: str) -> bool:
+    try:
+        return host.state(key).status == "connected"
+    except KeyError:  # not handed to the host yet
+        return False
 
 
 def _status(host: McpHost | None, row: McpServerRow) -> str:
