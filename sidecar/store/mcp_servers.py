@@ -61,6 +61,7 @@ class AmbiguousServer(Exception):
 _COLS = ("s.id, s.toolset_id, s.server_type, s.enabled, s.command, s.args, s.cwd, s.url, s.headers, s.env, "
          "s.requires_confirmation, s.options, ts.enabled, ts.user_mcp, ts.soft_deleted_at")
 _SQL = f"SELECT {_COLS} FROM toolset_mcp_servers s JOIN toolsets ts ON ts.id = s.toolset_id"
+_ROWID = _COLS.count(",") + 1  # where a query adds s.rowid after _COLS
 def _row(r: Sequence[Any]) -> McpServerRow:
     return McpServerRow(server_id=r[0], toolset_id=r[1], type=r[2], enabled=bool(r[3]), command=r[4],
                         args=_decode(r[5]), cwd=r[6], url=r[7], headers=_decode(r[8]), env=_decode(r[9]),
@@ -81,11 +82,11 @@ class McpServerRepo:
     async def page(self, limit: int, after: tuple[str, int] | None) -> list[tuple[int, McpServerRow]]:
         """Up to ``limit`` servers past ``after``, with their rowid: a keyset page on
         (toolset_id, rowid), the order ``all`` lists them in."""
-        where, params = (" WHERE (s.toolset_id, s.rowid) > (?, ?)", after) if after is not None else ("", ())
+        where, params = (" AND (s.toolset_id, s.rowid) > (?, ?)", after) if after is not None else ("", ())
         rows = await self.db.fetchall(
-            f"SELECT {_COLS}, s.rowid FROM toolset_mcp_servers s JOIN toolsets ts ON ts.id = s.toolset_id{where} "
-            "ORDER BY s.toolset_id, s.rowid LIMIT ?", (*params, limit))
-        return [(r[14], _row(r)) for r in rows]
+            f"SELECT {_COLS}, s.rowid FROM toolset_mcp_servers s JOIN toolsets ts ON ts.id = s.toolset_id "
+            f"WHERE ts.soft_deleted_at IS NULL{where} ORDER BY s.toolset_id, s.rowid LIMIT ?", (*params, limit))
+        return [(r[_ROWID], _row(r)) for r in rows]
 
     async def of_toolset(self, toolset_id: str) -> list[McpServerRow]:
         """A toolset's servers in manifest order."""

@@ -90,7 +90,8 @@ class ToolCatalogRepo:
 
     async def page(self, limit: int, after: str | None, *, toolset_ids: list[str] | None = None,
                    builtins: bool = True, enabled_only: bool = False) -> list[CatalogRow]:
-        """Up to ``limit`` tools with ids past ``after``, by id (a keyset page on the primary key);
+        """Up to ``limit`` tools with ids past ``after``, by id (a keyset page on the primary key),
+        none of a soft-deleted toolset;
         ``toolset_ids``: only their tools (and the built-ins if ``builtins``); ``enabled_only``:
         only tools enabled themselves, in an enabled toolset and not switched off by an override."""
         terms: list[str] = []
@@ -103,7 +104,9 @@ class ToolCatalogRepo:
             terms.append(f"({' OR '.join([*within, *(['t.toolset_id IS NULL'] if builtins else [])]) or '0'})")
             params.extend(toolset_ids)
         if enabled_only:
-            terms.append("t.enabled = 1 AND coalesce(ts.enabled, 1) = 1 AND coalesce(o.enabled, 1) = 1")
+            terms.append("t.enabled = 1 AND coalesce(ts.enabled, 1) = 1 AND coalesce(o.enabled, 1) = 1 "
+                         "AND t.unavailable_reason IS NULL")
+        terms.append("ts.soft_deleted_at IS NULL")  # a deleted toolset's tools are in no list
         where = f" WHERE {' AND '.join(terms)}" if terms else ""
         return [_row(r) for r in await self.db.fetchall(f"{_SQL}{where} ORDER BY t.tool_id LIMIT ?", (*params, limit))]
 

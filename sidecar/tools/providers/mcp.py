@@ -106,7 +106,7 @@ def _in_order(servers: list[tuple[McpServerRow, dict[str, OverrideRow], list[See
             continue  # every id of this server sorts before the position
         listed = host.tools(row.key)
         names = {t.name for t in listed}
-        gone = [v for v in vanished if v.name not in names] if vanished and listed else []
+        gone = [v for v in vanished if v.name not in names] if vanished and _connected(host, row.key) else []
         tools: list[McpTool | SeenTool] = [*listed, *gone]
         for t in sorted(tools, key=lambda t: t.name):
             if past is None or t.name > past:
