@@ -149,7 +149,7 @@ async def run(data_dir: Path, verbose: bool) -> int:
         await sc.request("tools/setOverride", {"toolsetId": "app-builder", "toolId": "read_file",
                                                "nameOverride": "Open File"})
         deleted = (await sc.request("toolsets/delete", {"id": "app-builder"}))["toolset"]
-        shown = [t["id"] for t in (await sc.request("tools/list"))["tools"] if t.get("toolsetId") == "app-builder"]
+        shown = (await sc.request("tools/list", {"toolsetIds": ["app-builder"], "includeDisabled": True}))["tools"]
         show("deleted", f"softDeletedAt {deleted['softDeletedAt']}; its tools in tools/list: {len(shown)}")
         try:
             await sc.request("tools/setOverride", {"toolsetId": "app-builder", "toolId": "read_file", "enabled": False})
