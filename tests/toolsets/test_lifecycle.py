@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from sidecar.client import SidecarClient
+from tests.http_server import HttpServer
+from tests.toolsets.url_bundles import bundle, serve_bundle
 
 pytestmark = pytest.mark.anyio
 
@@ -207,3 +209,13 @@ async def test_a_disabled_toolsets_server_cannot_be_changed(app: SidecarClient, 
                            ("mcpServers/update", {"id": "app-builder~srv", "enabled": False})]:
         refused = await app.request_raw(method, params)
         assert refused["error"]["code"] == -32011 and "toolsets/setEnabled" in refused["error"]["message"], method
+
+
+async def test_a_deleted_url_toolset_is_neither_checked_for_updates_nor_upgraded(app: SidecarClient,
+                                                                                 http_server: HttpServer):
+    url = serve_bundle(http_server, "/inventory.zip", bundle("1.0.0"))
+    await app.request("toolsets/import", {"url": url})
+    await app.request("toolsets/delete", {"id": "inventory"})
+    for method in ("toolsets/checkUpdate", "toolsets/upgrade"):
+        refused = await app.request_raw(method, {"id": "inventory"})
+        assert refused["error"]["code"] == -32011 and "toolsets/restore" in refused["error"]["message"], method
