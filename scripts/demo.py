@@ -145,6 +145,21 @@ async def run(data_dir: Path, verbose: bool) -> int:
         except RemoteError as exc:
             show("bad arguments", f"{exc.code} {exc.message}")
 
+        step("delete a toolset softly: gone from every list, changes refused, restored as it was")
+        await sc.request("tools/setOverride", {"toolsetId": "app-builder", "toolId": "read_file",
+                                               "nameOverride": "Open File"})
+        deleted = (await sc.request("toolsets/delete", {"id": "app-builder"}))["toolset"]
+        shown = (await sc.request("tools/list", {"toolsetIds": ["app-builder"], "includeDisabled": True}))["tools"]
+        show("deleted", f"softDeletedAt {deleted['softDeletedAt']}; its tools in tools/list: {len(shown)}")
+        try:
+            await sc.request("tools/setOverride", {"toolsetId": "app-builder", "toolId": "read_file", "enabled": False})
+        except RemoteError as exc:
+            show("a change inside it", f"{exc.code} {exc.message}")
+        await sc.request("toolsets/restore", {"id": "app-builder"})
+        back = (await sc.request("tools/get", {"id": "app-builder:read_file"}))["tool"]
+        show("restored", f"{back['id']} is {back['name']!r} again, status {back['status']} "
+                         "(the reaper would have removed it after 2 days)")
+
         step("a card: a tool answers with {text, html, title?} and the user sees a sanitised card")
         await sc.request("toolsets/import", {"path": str(ROOT / "tests" / "fixtures" / "toolsets" / "cards")})
         weather = await run_tool("cards:weather", {"location": "Valletta"})

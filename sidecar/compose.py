@@ -39,6 +39,7 @@ from .tools.providers.python.workers import WorkerHost
 from .tools.switch import ToolSwitch
 from .toolsets.authoring import LocalToolsets
 from .toolsets.download import Downloader
+from .toolsets.reaper import Reaper
 from .toolsets.remote import RemoteBundles
 from .toolsets.service import ToolsetService
 from .workspace.service import WorkspaceService
@@ -143,6 +144,9 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
 
     on_close("local toolset watcher", close_local)
     await local.bind(tg)
+    reaper = Reaper(toolsets, settings.soft_delete_retention)
+    on_close("toolset reaper", reaper.aclose)
+    tg.start_soon(reaper.run)  # a first pass now, then periodically
     await servers.sync()  # returns at once: the servers connect in the background
     return Services(settings=settings, started_at=started_at, db=db, secrets=secrets, workspace=workspace, chats=chats,
                     providers=providers, mcp_servers=servers, catalog=catalog, tool_calls=tool_calls,

@@ -33,6 +33,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # The largest bundle toolsets/import {url} downloads (the body is refused past it, or before
     # reading when its Content-Length says more).
     max_bundle_bytes: int = 256 << 20
+    # Seconds a soft-deleted toolset (toolsets/delete) is kept, restorable, before the reaper removes it.
+    soft_delete_retention: float = 2 * 86400.0
 
     @property
     def db_path(self) -> Path:
@@ -66,6 +68,21 @@ def _positive_int(text: str) -> int:
     return value
 
 
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def duration(text: str) -> float:
+    """``90s``, ``30m``, ``12h``, ``2d`` or plain seconds, as seconds (positive)."""
+    body, unit = (text[:-1], text[-1]) if text and text[-1].lower() in _UNITS else (text, "s")
+    try:
+        value = float(body) * _UNITS[unit.lower()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"give a duration such as 2d, 12h, 30m or 90s, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive duration, got {text!r}")
+    return value
+
+
 def parse(argv: list[str] | None = None, environ: dict[str, str] | None = None) -> Settings:
     env = os.environ if environ is None else environ
     parser = argparse.ArgumentParser(
@@ -96,6 +113,10 @@ def parse(argv: list[str] | None = None, environ: dict[str, str] | None = None) 
                         default=env.get("SIDECAR_MAX_BUNDLE_BYTES") or 256 << 20,
                         help="largest bundle ZIP toolsets/import downloads from a URL (default 256 MiB; "
                              "env SIDECAR_MAX_BUNDLE_BYTES)")
+    parser.add_argument("--soft-delete-retention", type=duration,
+                        default=env.get("SIDECAR_SOFT_DELETE_RETENTION") or "2d",
+                        help="how long a deleted toolset stays restorable before it is removed for good: "
+                             "2d, 12h, 30m, 90s (default 2d; env SIDECAR_SOFT_DELETE_RETENTION)")
     args = parser.parse_args(argv)
     cimd = args.oauth_client_metadata_url
     if cimd is not None and (not cimd.startswith("https://") or urlsplit(cimd).path in ("", "/")):
@@ -113,4 +134,5 @@ def parse(argv: list[str] | None = None, environ: dict[str, str] | None = None) 
         secrets_backend=args.secrets_backend,
         oauth_client_metadata_url=cimd,
         max_bundle_bytes=int(args.max_bundle_bytes),
+        soft_delete_retention=float(args.soft_delete_retention),
     )

@@ -43,16 +43,20 @@ export interface ClientRequests {
   "toolsets/inspect": { params: T.InspectParams; result: T.InspectResult };
   /** Install a toolset from a ZIP file or a folder (path), or from a ZIP downloaded over https (url, optionally pinned by sha256; sourceType url, sourceRef the URL, see toolsets/checkUpdate). Conflict if its id is installed, unless replace is set. A refused destination (a redirect to file:, to plain http or to a private address) is PermissionDenied; a server that cannot be reached or answers an error is UpstreamError; a body over the size limit or that is not a bundle ZIP is InvalidBundle. */
   "toolsets/import": { params: T.ImportParams; result: T.ToolsetResult };
-  /** Installed toolsets by name, a page at a time (pageSize, pageToken), optionally only some (toolsetIds) or only enabled ones (includeDisabled false). */
+  /** Installed toolsets by name, a page at a time (pageSize, pageToken), optionally only some (toolsetIds) or only enabled ones (includeDisabled false); soft-deleted ones only with includeDeleted. */
   "toolsets/list": { params: T.ListToolsetsParams; result: T.ToolsetsResult };
-  /** A toolset with its tools (overrides applied) and its MCP server configuration. */
+  /** A toolset with its tools (overrides applied) and its MCP server configuration; a soft-deleted one too (softDeletedAt set, its tools unavailable), so the UI can offer toolsets/restore. */
   "toolsets/get": { params: T.ToolsetIdParams; result: T.ToolsetDetail };
   /** Write the toolset as a ZIP: toolset.yaml regenerated from the database with every secret replaced by a ${VAR} placeholder, plus its files. */
   "toolsets/export": { params: T.ExportParams; result: T.ExportResult };
-  /** Turn a whole toolset on or off (a disabled toolset hides all its tools). */
+  /** Turn a whole toolset on or off (a disabled toolset hides all its tools, and refuses changes inside it with Conflict until it is enabled again). Conflict for a soft-deleted one. */
   "toolsets/setEnabled": { params: T.SetEnabledParams; result: T.ToolsetResult };
-  /** Remove a toolset: its files, rows, overrides and MCP servers. */
+  /** Remove a toolset now and for good (a soft-deleted one too): its files, rows, overrides and MCP servers. */
   "toolsets/uninstall": { params: T.ToolsetIdParams; result: T.Empty };
+  /** Soft-delete a toolset (seed 002): it, its tools and its MCP servers leave every list, chat, palette and schedule (its servers disconnect, its schedules pause), and every change inside it is refused (Conflict), until toolsets/restore brings it all back as it was; kept that way for the retention (2 days unless the app set another), then removed for good. Conflict when already deleted. */
+  "toolsets/delete": { params: T.ToolsetIdParams; result: T.ToolsetResult };
+  /** Bring back a soft-deleted toolset with its switches, overrides, config, secrets and MCP servers as they were (its paused schedules resume). Conflict when it is not deleted. */
+  "toolsets/restore": { params: T.ToolsetIdParams; result: T.ToolsetResult };
   /** Tools with overrides applied and their usage, by id a page at a time (pageSize, pageToken), filtered by toolsetIds and tags (disabled ones only with includeDisabled); with chatId, the tools that chat's turns offer, attachments included, under the names it shows. */
   "tools/list": { params: T.ToolsListParams; result: T.ToolsResult };
   /** One tool by canonical id, overrides applied, with its usage (callCount, lastCalledAt). */

@@ -559,6 +559,8 @@ export interface Toolset {
   sourceType: "local" | "url" | "user" | "zip";
   installedAt: string;
   sourceRef?: string | null;
+  /** When toolsets/delete hid it (UTC): it, its tools and its MCP servers are out of every list, chat and schedule until toolsets/restore brings them back as they were; removed for good once deleted longer than the retention (2 days unless the app set another). Absent while it is live. */
+  softDeletedAt?: string | null;
 }
 
 export interface ListToolsetsParams {
@@ -570,6 +572,8 @@ export interface ListToolsetsParams {
   toolsetIds?: string[] | null;
   /** Disabled toolsets too; default true, so a toolset manager can show and enable them (false: enabled ones only). */
   includeDisabled?: boolean;
+  /** Soft-deleted toolsets too (each with softDeletedAt), e.g. for a trash view offering toolsets/restore. */
+  includeDeleted?: boolean;
 }
 
 export interface ToolsetsResult {
@@ -612,6 +616,8 @@ export interface Tool {
   callCount?: number;
   /** When the latest counted call started (ISO 8601, UTC); absent if it never ran. */
   lastCalledAt?: string | null;
+  /** Why the tool cannot run (status unavailable, enabled false) whatever its switches say: its provider went away (a Python module gone on reload, a tool its toolset no longer declares, an MCP tool its connected server no longer lists, a built-in not in this version of the app) or its toolset was deleted. Its override and past calls are kept; calling it is refused with this reason. */
+  unavailableReason?: string | null;
 }
 
 /** An icon an MCP server gave for a tool (https or data:image URLs only; others are dropped). */

@@ -123,6 +123,10 @@ class Toolset(Model):
     source_type: Literal["zip", "local", "url", "user"]
     installed_at: str
     source_ref: str | None = None
+    soft_deleted_at: Annotated[str | None, msgspec.Meta(description=(
+        "When toolsets/delete hid it (UTC): it, its tools and its MCP servers are out of every list, chat and "
+        "schedule until toolsets/restore brings them back as they were; removed for good once deleted longer "
+        "than the retention (2 days unless the app set another). Absent while it is live."))] = None
 
 
 class ToolIcon(Model):
@@ -136,7 +140,8 @@ class ToolIcon(Model):
 
 # system: built in, nothing to configure; available: installed, a required config key has no
 # value (calls fail fast naming it); connected: ready; unavailable: cannot run now (switched
-# off, its toolset disabled, or its MCP server not connected).
+# off, its toolset disabled, its MCP server not connected, or, with unavailableReason, its
+# provider gone or its toolset deleted).
 ToolStatus = Literal["system", "available", "connected", "unavailable"]
 
 
@@ -171,6 +176,11 @@ class Tool(Model):
         "a moment; absent: 0. Shown by tools/list and tools/get."))] = 0
     last_called_at: Annotated[str | None, msgspec.Meta(description=(
         "When the latest counted call started (ISO 8601, UTC); absent if it never ran."))] = None
+    unavailable_reason: Annotated[str | None, msgspec.Meta(description=(
+        "Why the tool cannot run (status unavailable, enabled false) whatever its switches say: its provider went "
+        "away (a Python module gone on reload, a tool its toolset no longer declares, an MCP tool its connected "
+        "server no longer lists, a built-in not in this version of the app) or its toolset was deleted. Its "
+        "override and past calls are kept; calling it is refused with this reason."))] = None
 
 
 class ConfiguredServer(Model):
@@ -215,6 +225,9 @@ class ListToolsetsParams(PageParams, kw_only=True):
     include_disabled: Annotated[bool, msgspec.Meta(description=(
         "Disabled toolsets too; default true, so a toolset manager can show and enable them (false: enabled "
         "ones only)."))] = True
+    include_deleted: Annotated[bool, msgspec.Meta(description=(
+        "Soft-deleted toolsets too (each with softDeletedAt), e.g. for a trash view offering "
+        "toolsets/restore."))] = False
 
 
 class ToolsetsResult(Model):
@@ -267,11 +280,13 @@ _TOOLSET_SPECS = (
                seed_endpoints=("import_toolset",)),
     MethodSpec("toolsets/list", "clientToServer", "request",
                "Installed toolsets by name, a page at a time (pageSize, pageToken), optionally only some "
-               "(toolsetIds) or only enabled ones (includeDisabled false).",
+               "(toolsetIds) or only enabled ones (includeDisabled false); soft-deleted ones only with "
+               "includeDeleted.",
                params=ListToolsetsParams, result=ToolsetsResult, errors=(_IP, _ST),
                seed_endpoints=("list_toolsets",)),
     MethodSpec("toolsets/get", "clientToServer", "request",
-               "A toolset with its tools (overrides applied) and its MCP server configuration.",
+               "A toolset with its tools (overrides applied) and its MCP server configuration; a soft-deleted "
+               "one too (softDeletedAt set, its tools unavailable), so the UI can offer toolsets/restore.",
                params=ToolsetIdParams, result=ToolsetDetail, errors=(_NF, _ST),
                seed_endpoints=("get_toolset",)),
     MethodSpec("toolsets/export", "clientToServer", "request",
@@ -280,13 +295,25 @@ _TOOLSET_SPECS = (
                params=ExportParams, result=ExportResult, errors=(_NF, _IP, _ST),
                seed_endpoints=("export_toolset",)),
     MethodSpec("toolsets/setEnabled", "clientToServer", "request",
-               "Turn a whole toolset on or off (a disabled toolset hides all its tools).",
-               params=SetEnabledParams, result=ToolsetResult, errors=(_NF, _ST),
+               "Turn a whole toolset on or off (a disabled toolset hides all its tools, and refuses changes "
+               "inside it with Conflict until it is enabled again). Conflict for a soft-deleted one.",
+               params=SetEnabledParams, result=ToolsetResult, errors=(_NF, _CF, _ST),
                seed_endpoints=("enable_toolset",)),
     MethodSpec("toolsets/uninstall", "clientToServer", "request",
-               "Remove a toolset: its files, rows, overrides and MCP servers.",
+               "Remove a toolset now and for good (a soft-deleted one too): its files, rows, overrides and MCP "
+               "servers.",
                params=ToolsetIdParams, result=Empty, errors=(_NF, _ST),
                seed_endpoints=("uninstall_toolset",)),
+    MethodSpec("toolsets/delete", "clientToServer", "request",
+               "Soft-delete a toolset (seed 002): it, its tools and its MCP servers leave every list, chat, palette "
+               "and schedule (its servers disconnect, its schedules pause), and every change inside it is refused "
+               "(Conflict), until toolsets/restore brings it all back as it was; kept that way for the retention "
+               "(2 days unless the app set another), then removed for good. Conflict when already deleted.",
+               params=ToolsetIdParams, result=ToolsetResult, errors=(_NF, _CF, _ST)),
+    MethodSpec("toolsets/restore", "clientToServer", "request",
+               "Bring back a soft-deleted toolset with its switches, overrides, config, secrets and MCP servers "
+               "as they were (its paused schedules resume). Conflict when it is not deleted.",
+               params=ToolsetIdParams, result=ToolsetResult, errors=(_NF, _CF, _ST)),
 )
 
 

@@ -15,6 +15,7 @@ from ..store import Database
 from ..store.chats import MessageRow
 from ..store.mcp_servers import McpServerRepo
 from ..store.toolsets import ToolsetRepo
+from ..tools import frozen
 from ..tools.aliases import Aliases
 from ..tools.catalog import Catalog
 from ..tools.providers import mcp as mcp_tools
@@ -58,10 +59,14 @@ class ToolBox:
 async def check_attachment(db: Database, kind: str, ref: str) -> str:
     """The canonical id of what an attachment names (NotFound when it names nothing)."""
     if kind == "toolset":
-        if await ToolsetRepo(db).get(ref) is None:
+        toolset = await ToolsetRepo(db).get(ref)
+        if toolset is None:
             raise NotFound("toolset", ref)
+        frozen.refuse_if_deleted(ref, toolset.soft_deleted_at, "attach it to a chat")
         return ref
-    return (await find(McpServerRepo(db), ref)).key
+    server = await find(McpServerRepo(db), ref)
+    frozen.refuse_if_deleted(server.toolset_id, server.toolset_deleted_at, "attach its servers to a chat")
+    return server.key
 
 
 async def build(catalog: Catalog, attachments: list[tuple[str, str]]) -> ToolBox:

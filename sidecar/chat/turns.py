@@ -36,7 +36,7 @@ from ..api.chats import (
 )
 from ..api.errors import ErrorCode
 from ..api.toolsets import ClientContext, ToolCall
-from ..errors import InvalidParams, NotConfigured, ProviderError, SidecarError, ToolsSwitchedOff
+from ..errors import Conflict, InvalidParams, NotConfigured, ProviderError, SidecarError, ToolsSwitchedOff
 from ..secrets import clean
 from ..store.chats import MessageRow, MessageStatus
 from ..store.rows import new_id, now
@@ -210,6 +210,8 @@ class TurnService:
         await self.workspace.require_chat(chat_id)
         target = await self.tool_calls.catalog.resolve(tool_id)
         tool = target.tool
+        if tool.unavailable_reason is not None:  # refused before anything joins the branch
+            raise Conflict("tool unavailable", f"the tool {tool.id!r} cannot run: {tool.unavailable_reason}")
         self.tool_calls.config.check_ready(tool.id, target.settings)  # refused before anything joins the branch
         check_args(tool.input_schema, args)
         attached = not tool.enabled and await self._attached(chat_id, tool.id, parent_id)

@@ -46,7 +46,7 @@ from .routes import method
 def toolset_out(t: ToolsetRow) -> Toolset:
     return Toolset(id=t.id, name=t.name, version=t.version, description=t.description,
                    enabled=t.enabled, user_mcp=t.user_mcp, source_type=t.source_type,
-                   installed_at=t.installed_at, source_ref=t.source_ref)
+                   installed_at=t.installed_at, source_ref=t.source_ref, soft_deleted_at=t.soft_deleted_at)
 
 
 class ToolsetHandlers:
@@ -89,6 +89,14 @@ class ToolsetHandlers:
     @method("toolsets/setEnabled")
     async def set_enabled(self, p: SetEnabledParams, ctx: RequestContext) -> ToolsetResult:
         return ToolsetResult(toolset_out(await self.toolsets.set_enabled(p.id, p.enabled)))
+
+    @method("toolsets/delete")
+    async def soft_delete(self, p: ToolsetIdParams, ctx: RequestContext) -> ToolsetResult:
+        return ToolsetResult(toolset_out(await self.toolsets.soft_delete(p.id)))
+
+    @method("toolsets/restore")
+    async def restore(self, p: ToolsetIdParams, ctx: RequestContext) -> ToolsetResult:
+        return ToolsetResult(toolset_out(await self.toolsets.restore(p.id)))
 
     @method("toolsets/uninstall")
     async def uninstall(self, p: ToolsetIdParams, ctx: RequestContext) -> Empty:

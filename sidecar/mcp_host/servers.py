@@ -32,6 +32,8 @@ from ..errors import Conflict, InvalidParams, NotFound, StorageError
 from ..paging import Pages
 from ..store import Database
 from ..store.mcp_servers import AmbiguousServer, McpServerRepo, McpServerRow
+from ..store.mcp_tools_seen import McpToolsSeenRepo
+from ..tools import frozen
 from . import app_configs, edits, signin
 from .config import ServerConfig
 from .connect import config_references
@@ -107,7 +109,7 @@ class McpServers:
     async def references(self) -> dict[str, list[str]]:
         """Variable name -> the servers (``mcpServer:<key>``) whose stored config refers to it."""
         found: dict[str, list[str]] = {}
-        for row in await self.repo.all():
+        for row in await self.repo.all(include_deleted=True):  # a deleted toolset's server needs them once restored
             for name in config_references(config_of(row)):
                 found.setdefault(name, []).append(f"mcpServer:{row.key}")
         return found
@@ -115,7 +117,10 @@ class McpServers:
     # -- reading ---------------------------------------------------------------------------------------
 
     async def find(self, ref: str) -> McpServerRow:
-        return await find(self.repo, ref)
+        """A server of a live toolset (Conflict for one whose toolset is soft-deleted: restore it first)."""
+        row = await find(self.repo, ref)
+        frozen.refuse_if_deleted(row.toolset_id, row.toolset_deleted_at, f"use its server {row.key}")
+        return row
 
     async def all(self) -> list[McpServer]:
         return [self.view(r) for r in await self.repo.all()]
@@ -163,6 +168,8 @@ class McpServers:
     async def _update(self, p: UpdateParams) -> McpServer:
         row = await self.find(p.id)
         given = {f: v for f in edits.EDITABLE if (v := getattr(p, f)) is not msgspec.UNSET}
+        if given or not row.user_mcp:  # a user's server is its toolset: its own switch stays usable
+            frozen.refuse_changes(row.toolset_id, row.toolset_enabled, None, f"change its server {row.key}")
         if given and not row.user_mcp:
             raise Conflict("declared by a toolset",
                            f"{row.key} comes with the toolset {row.toolset_id!r}, whose manifest says how it runs: "
@@ -211,7 +218,7 @@ class McpServers:
         return new
 
     async def remove(self, ref: str) -> None:
-        row = await self.find(ref)
+        row = await find(self.repo, ref)  # a soft-deleted one too: removing it is uninstalling its toolset
         if not row.user_mcp:
             raise Conflict("declared by a toolset",
                            f"{row.key} comes with the toolset {row.toolset_id!r}: turn it off with "
@@ -220,6 +227,8 @@ class McpServers:
 
     async def set_enabled(self, ref: str, enabled: bool) -> McpServer:
         row = await self.find(ref)
+        if not row.user_mcp:  # a user's server is its toolset: its own switch stays usable
+            frozen.refuse_changes(row.toolset_id, row.toolset_enabled, None, f"turn its server {row.key} on or off")
         await self.repo.set_enabled(row.toolset_id, row.server_id, enabled)
         await self.sync()
         return await self.get(row.key)
@@ -365,12 +374,27 @@ class McpServers:
     # -- host events -----------------------------------------------------------------------------------
 
     async def _host_status(self, state: ServerState) -> None:
-        if self._on_status is None:
-            return
         row = await self.repo.by_key(state.key)
         if row is None:
             return  # removed meanwhile
-        await self._on_status(self.view(row))
+        if state.status == "connected":
+            await self._remember_tools(row)
+        if self._on_status is not None:
+            await self._on_status(self.view(row))
+
+    async def _remember_tools(self, row: McpServerRow) -> None:
+        """Keep the definitions the server lists now, so a tool it stops listing can still be shown."""
+        listed = {t.name: {"title": t.title, "description": t.description, "inputSchema": t.input_schema,
+                           "outputSchema": t.output_schema, "annotations": t.annotations}
+                  for t in self.host.tools(row.key)}
+        try:
+            vanished = await McpToolsSeenRepo(self.repo.db).remember(row.toolset_id, row.server_id, listed)
+        except StorageError as exc:
+            log.warning("could not record the tools %s lists: %s", row.key, exc.message)
+            return
+        if vanished:
+            log.info("%s no longer lists %s; kept as unavailable (overrides and past calls stay)",
+                     row.key, ", ".join(vanished))
 
 
 def declaration(p: AddParams) -> dict[str, Any]:

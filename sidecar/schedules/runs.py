@@ -19,6 +19,7 @@ from ..store import Database
 from ..store.rows import new_id, now
 from ..store.schedules import ScheduleRepo, ScheduleRow
 from ..store.tool_calls import Confirmation, Initiator, ToolCallRow
+from ..store.toolsets import ToolsetRepo
 from ..tools import output as tool_output
 from ..tools import permissions
 
@@ -59,6 +60,15 @@ class Runs:
         self._chat_event = chat_event
         self._confirm = confirm
 
+    async def _why_gone(self, tool_id: str) -> str:
+        """Why a schedule's tool cannot be found: its toolset is soft-deleted (restoring it resumes
+        the schedule), or it is gone for good."""
+        toolset_id = toolset_of(tool_id)
+        toolset = await ToolsetRepo(self.db).get(toolset_id) if toolset_id else None
+        if toolset is not None and toolset.soft_deleted_at is not None:
+            return toolset_deleted(toolset.id)
+        return tool_gone(tool_id)
+
     async def call(self, s: ScheduleRow, *, by_user: bool) -> tuple[ToolCallRow, str]:
         """The tool call of one run and the message it makes. A run that is refused before the
         tool starts is recorded too, then raises (a gone tool or chat pauses the schedule)."""
@@ -76,7 +86,7 @@ class Runs:
                 await self._refused(s, record, "unavailable", exc.message)
                 raise
             reason = (f"its chat {s.chat_id} was deleted; choose another chat (or none) with schedules/update"
-                      if kind == "chat" else tool_gone(s.tool_id))
+                      if kind == "chat" else await self._why_gone(s.tool_id))
             await self.repo.pause(s.id, reason)
             if kind == "chat":
                 record.chat_id = None  # the record cannot belong to a chat that is gone
@@ -158,6 +168,20 @@ class Runs:
         if row is not None:
             await self.repo.ran(s.id, row.last_run_at or now(), row.last_tool_call_id, row.last_status or "error",
                                 error)
+
+
+def toolset_of(tool_id: str) -> str | None:
+    """The toolset a tool id names (``ts:tool``, ``mcp:ts~server:tool``); None for a built-in."""
+    if tool_id.startswith("mcp:"):
+        ref = tool_id.removeprefix("mcp:").partition(":")[0]
+        return ref.partition("~")[0] if "~" in ref else None
+    head, sep, _ = tool_id.partition(":")
+    return head if sep else None
+
+
+def toolset_deleted(toolset_id: str) -> str:
+    """Why a schedule of a soft-deleted toolset's tool is paused (restoring the toolset resumes it)."""
+    return f"its toolset {toolset_id} was deleted; restoring it (toolsets/restore) resumes this schedule"
 
 
 def tool_gone(tool_id: str) -> str:

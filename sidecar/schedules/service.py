@@ -38,10 +38,11 @@ from ..store.rows import new_id, now
 from ..store.schedules import ScheduleRepo, ScheduleRow
 from ..store.tool_calls import ToolCallRow
 from ..store.toolsets import ToolsetRepo
+from ..tools import frozen
 from ..tools.validate import check_args
 from . import cron
 from .clock import Clock, WallClock
-from .runs import Confirm, Runs, tool_gone
+from .runs import Confirm, Runs, tool_gone, toolset_deleted
 
 if TYPE_CHECKING:
     from ..chat.turns import TurnService
@@ -184,6 +185,8 @@ class Schedules:
         """A toolset was installed, upgraded, switched or uninstalled: its manifest's triggers
         become, stay or stop being schedules; a user's schedule of a tool that went is paused."""
         toolset = await ToolsetRepo(self.db).get(toolset_id)
+        if toolset is not None and await self._follow_soft_delete(toolset_id, toolset.soft_deleted_at is not None):
+            return
         tools = await ToolsetRepo(self.db).tools(toolset_id) if toolset is not None else []
         declared = {t.tool_id: t for t in tools if (t.config.get("trigger") or {}).get("type") == "cron"}
         present = {t.tool_id for t in tools}
@@ -218,6 +221,23 @@ class Schedules:
             await self.repo.put(s)
         self.wake()
 
+    async def _follow_soft_delete(self, toolset_id: str, deleted: bool) -> bool:
+        """A soft-deleted toolset's schedules pause (saying how to bring them back); restoring it
+        resumes the ones paused so, as they were. True when the toolset is deleted (nothing else to do)."""
+        reason = toolset_deleted(toolset_id)
+        resumed = False
+        for s in await self.repo.of_toolset(toolset_id):
+            if deleted and s.paused_reason is None:
+                await self.repo.pause(s.id, reason)
+            elif not deleted and s.paused_reason == reason:
+                s.paused_reason, s.updated_at = None, now()
+                self._plan(s)
+                await self.repo.put(s)
+                resumed = True
+        if deleted or resumed:
+            self.wake()
+        return deleted
+
     async def _check(self, s: ScheduleRow) -> None:
         """Refuse what could never run, saying what to fix; canonicalise what can."""
         s.cron = _cron(s.cron)
@@ -225,6 +245,12 @@ class Schedules:
         target = await self.catalog.resolve(s.tool_id)
         tool = target.tool
         s.tool_id = tool.id
+        if tool.unavailable_reason is not None:
+            raise Conflict("tool unavailable", f"{tool.id} cannot run: {tool.unavailable_reason}")
+        if tool.toolset_id is not None:
+            toolset = await ToolsetRepo(self.db).get(tool.toolset_id)
+            if toolset is not None:
+                frozen.refuse_changes(toolset.id, toolset.enabled, toolset.soft_deleted_at, "schedule its tools")
         check_args(tool.input_schema, s.args)
         if s.chat_id is None and (tool.provider == "builtin" or target.config.get("needs_workspace")):
             raise InvalidParams("params.chatId", f"{tool.id} works on a chat's workspace files; give the chatId "

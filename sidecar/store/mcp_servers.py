@@ -37,6 +37,8 @@ class McpServerRow(msgspec.Struct, kw_only=True, frozen=True):
     requires_confirmation: bool = False
     options: dict[str, Any] = {}
     """``connect_timeout`` and ``call_timeout`` in seconds, when set."""
+    toolset_deleted_at: str | None = None
+    """Its toolset is soft-deleted (toolsets/delete): the server does not run until it is restored."""
 
     @property
     def key(self) -> str:
@@ -44,7 +46,7 @@ class McpServerRow(msgspec.Struct, kw_only=True, frozen=True):
 
     @property
     def should_run(self) -> bool:
-        return self.enabled and self.toolset_enabled
+        return self.enabled and self.toolset_enabled and self.toolset_deleted_at is None
 
 
 class AmbiguousServer(Exception):
@@ -57,30 +59,34 @@ class AmbiguousServer(Exception):
 
 
 _COLS = ("s.id, s.toolset_id, s.server_type, s.enabled, s.command, s.args, s.cwd, s.url, s.headers, s.env, "
-         "s.requires_confirmation, s.options, ts.enabled, ts.user_mcp")
+         "s.requires_confirmation, s.options, ts.enabled, ts.user_mcp, ts.soft_deleted_at")
 _SQL = f"SELECT {_COLS} FROM toolset_mcp_servers s JOIN toolsets ts ON ts.id = s.toolset_id"
+_ROWID = _COLS.count(",") + 1  # where a query adds s.rowid after _COLS
 def _row(r: Sequence[Any]) -> McpServerRow:
     return McpServerRow(server_id=r[0], toolset_id=r[1], type=r[2], enabled=bool(r[3]), command=r[4],
                         args=_decode(r[5]), cwd=r[6], url=r[7], headers=_decode(r[8]), env=_decode(r[9]),
                         requires_confirmation=bool(r[10]), options=_decode(r[11] or "{}"),
-                        toolset_enabled=bool(r[12]), user_mcp=bool(r[13]))
+                        toolset_enabled=bool(r[12]), user_mcp=bool(r[13]), toolset_deleted_at=r[14])
 
 
 class McpServerRepo:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def all(self) -> list[McpServerRow]:
-        return [_row(r) for r in await self.db.fetchall(_SQL + " ORDER BY s.toolset_id, s.rowid")]
+    async def all(self, *, include_deleted: bool = False) -> list[McpServerRow]:
+        """Every server but those of soft-deleted toolsets (the host stops those: they are not
+        here), unless ``include_deleted``."""
+        where = "" if include_deleted else " WHERE ts.soft_deleted_at IS NULL"
+        return [_row(r) for r in await self.db.fetchall(_SQL + where + " ORDER BY s.toolset_id, s.rowid")]
 
     async def page(self, limit: int, after: tuple[str, int] | None) -> list[tuple[int, McpServerRow]]:
         """Up to ``limit`` servers past ``after``, with their rowid: a keyset page on
         (toolset_id, rowid), the order ``all`` lists them in."""
-        where, params = (" WHERE (s.toolset_id, s.rowid) > (?, ?)", after) if after is not None else ("", ())
+        where, params = (" AND (s.toolset_id, s.rowid) > (?, ?)", after) if after is not None else ("", ())
         rows = await self.db.fetchall(
-            f"SELECT {_COLS}, s.rowid FROM toolset_mcp_servers s JOIN toolsets ts ON ts.id = s.toolset_id{where} "
-            "ORDER BY s.toolset_id, s.rowid LIMIT ?", (*params, limit))
-        return [(r[14], _row(r)) for r in rows]
+            f"SELECT {_COLS}, s.rowid FROM toolset_mcp_servers s JOIN toolsets ts ON ts.id = s.toolset_id "
+            f"WHERE ts.soft_deleted_at IS NULL{where} ORDER BY s.toolset_id, s.rowid LIMIT ?", (*params, limit))
+        return [(r[_ROWID], _row(r)) for r in rows]
 
     async def of_toolset(self, toolset_id: str) -> list[McpServerRow]:
         """A toolset's servers in manifest order."""

@@ -35,6 +35,15 @@ _second = -1
 _second_text = ""
 
 
+def stamp_of(seconds: float) -> str:
+    """A Unix time as ``now()`` writes one (so stamps compare as text)."""
+    whole = int(seconds)
+    micro = int(round((seconds - whole) * 1_000_000))
+    if micro >= 1_000_000:
+        whole, micro = whole + 1, micro - 1_000_000
+    return f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(whole))}.{micro:06d}Z"
+
+
 def named(cls: type[S], row: aiosqlite.Row, **decoded: Any) -> S:
     """A row as ``cls``, field by column name (never by position), with its ``Literal`` fields
     checked; ``decoded`` replaces the columns stored as JSON with their values."""

@@ -34,6 +34,8 @@ class CatalogRow(msgspec.Struct, kw_only=True):
     files_dir: str | None
     override: OverrideRow | None
     toolset_schema: dict[str, Any] = {}  # the toolset-level config fields (seed 004)
+    unavailable_reason: str | None = None  # its provider went away (seed 002); kept, shown, not run
+    toolset_deleted_at: str | None = None  # its toolset is soft-deleted (toolsets/delete)
 
 
 class BuiltinRow(msgspec.Struct, kw_only=True):
@@ -48,7 +50,7 @@ class BuiltinRow(msgspec.Struct, kw_only=True):
 _SQL = f"""
 SELECT t.tool_id, t.toolset_id, t.provider, t.name, t.description, t.input_schema, t.requires_confirmation,
        t.enabled, t.entrypoint, t.config, ts.enabled AS toolset_enabled, ts.files_dir,
-       ts.config_schema AS toolset_schema,
+       ts.config_schema AS toolset_schema, t.unavailable_reason, ts.soft_deleted_at AS toolset_deleted_at,
        {", ".join(f"o.{c} AS o_{c}" for c in OVERRIDE_COLS)}
 FROM tools t
 LEFT JOIN tool_overrides o ON o.toolset_id = t.toolset_id AND o.tool_id = t.tool_id
@@ -65,7 +67,8 @@ def _row(r: Any) -> CatalogRow:
         entrypoint=r["entrypoint"], config=_decode(r["config"] or "{}"),
         toolset_enabled=None if r["toolset_enabled"] is None else bool(r["toolset_enabled"]),
         files_dir=r["files_dir"], override=override,
-        toolset_schema=_decode(r["toolset_schema"]) if r["toolset_schema"] else {})
+        toolset_schema=_decode(r["toolset_schema"]) if r["toolset_schema"] else {},
+        unavailable_reason=r["unavailable_reason"], toolset_deleted_at=r["toolset_deleted_at"])
 
 
 class ToolCatalogRepo:
@@ -81,11 +84,14 @@ class ToolCatalogRepo:
                                                         (toolset_id,))]
 
     async def all(self) -> list[CatalogRow]:
-        return [_row(r) for r in await self.db.fetchall(_SQL + " ORDER BY t.toolset_id, t.rowid")]
+        """Every stored tool but those of soft-deleted toolsets."""
+        return [_row(r) for r in await self.db.fetchall(
+            _SQL + " WHERE ts.soft_deleted_at IS NULL ORDER BY t.toolset_id, t.rowid")]
 
     async def page(self, limit: int, after: str | None, *, toolset_ids: list[str] | None = None,
                    builtins: bool = True, enabled_only: bool = False) -> list[CatalogRow]:
-        """Up to ``limit`` tools with ids past ``after``, by id (a keyset page on the primary key);
+        """Up to ``limit`` tools with ids past ``after``, by id (a keyset page on the primary key),
+        none of a soft-deleted toolset;
         ``toolset_ids``: only their tools (and the built-ins if ``builtins``); ``enabled_only``:
         only tools enabled themselves, in an enabled toolset and not switched off by an override."""
         terms: list[str] = []
@@ -98,7 +104,9 @@ class ToolCatalogRepo:
             terms.append(f"({' OR '.join([*within, *(['t.toolset_id IS NULL'] if builtins else [])]) or '0'})")
             params.extend(toolset_ids)
         if enabled_only:
-            terms.append("t.enabled = 1 AND coalesce(ts.enabled, 1) = 1 AND coalesce(o.enabled, 1) = 1")
+            terms.append("t.enabled = 1 AND coalesce(ts.enabled, 1) = 1 AND coalesce(o.enabled, 1) = 1 "
+                         "AND t.unavailable_reason IS NULL")
+        terms.append("ts.soft_deleted_at IS NULL")  # a deleted toolset's tools are in no list
         where = f" WHERE {' AND '.join(terms)}" if terms else ""
         return [_row(r) for r in await self.db.fetchall(f"{_SQL}{where} ORDER BY t.tool_id LIMIT ?", (*params, limit))]
 
@@ -118,15 +126,25 @@ class ToolCatalogRepo:
                            requires_confirmation=bool(r["requires_confirmation"]),
                            config=_decode(r["config"] or "{}")) for r in rows]
 
-    async def replace_builtins(self, gone: list[str], wanted: list[BuiltinRow]) -> None:
-        """Store ``wanted`` as this build's built-ins (keeping each one's ``enabled``) and drop ``gone``."""
+    async def builtins_gone(self) -> dict[str, str]:
+        """The built-ins kept from earlier builds: tool id -> why it is unavailable."""
+        rows = await self.db.fetchall(
+            "SELECT tool_id, unavailable_reason FROM tools "
+            "WHERE provider = 'builtin' AND unavailable_reason IS NOT NULL")
+        return {r["tool_id"]: r["unavailable_reason"] for r in rows}
+
+    async def replace_builtins(self, gone: list[str], wanted: list[BuiltinRow], reason: str) -> None:
+        """Store ``wanted`` as this build's built-ins (keeping each one's ``enabled``) and mark
+        ``gone`` unavailable for ``reason``: the row stays, with the user's choice (seed 002)."""
         async with self.db.write(CATALOG) as w:
-            await w.executemany("DELETE FROM tools WHERE tool_id = ?", [(k,) for k in gone])
+            await w.executemany("UPDATE tools SET unavailable_reason = ? WHERE tool_id = ? AND provider = 'builtin'",
+                                [(reason, k) for k in gone])
             await w.executemany(
                 "INSERT INTO tools (tool_id, provider, name, description, input_schema, requires_confirmation, "
                 "config) VALUES (?, 'builtin', ?, ?, ?, ?, ?) ON CONFLICT (tool_id) DO UPDATE SET "
                 "name = excluded.name, description = excluded.description, input_schema = excluded.input_schema, "
-                "requires_confirmation = excluded.requires_confirmation, config = excluded.config",
+                "requires_confirmation = excluded.requires_confirmation, config = excluded.config, "
+                "unavailable_reason = NULL",
                 [(b.tool_id, b.name, b.description, _json(b.input_schema), int(b.requires_confirmation),
                   _json(b.config)) for b in wanted])
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
+import aiosqlite
 import msgspec
 
 from . import mcp_servers, toolset_sources
@@ -29,6 +30,7 @@ class ToolsetRow(msgspec.Struct, kw_only=True):
     source_ref: str | None
     installed_at: str
     files_dir: str | None  # the current revision's folder; None for userMcp toolsets
+    soft_deleted_at: str | None = None  # toolsets/delete hid it then; the reaper removes it later
 
 
 class ToolsetFile(msgspec.Struct, kw_only=True):
@@ -50,6 +52,8 @@ class StoredTool(msgspec.Struct, kw_only=True):
     input_schema: dict[str, Any] | None
     requires_confirmation: bool
     config: dict[str, Any]  # timeout, needs_workspace
+    # Why it cannot run (its module vanished on a reload): stored anyway, with its override kept (seed 002).
+    unavailable_reason: str | None = None
 
 
 class OverrideRow(msgspec.Struct, kw_only=True):
@@ -77,7 +81,8 @@ class Install(msgspec.Struct, kw_only=True):
     source: SourceRow | None = None  # a URL import's bundle digest and validators; None drops the old one
 
 
-_COLS = "id, name, version, description, enabled, user_mcp, source_type, source_ref, installed_at, files_dir"
+_COLS = ("id, name, version, description, enabled, user_mcp, source_type, source_ref, installed_at, files_dir, "
+         "soft_deleted_at")
 # What an override sets (each None: the tool's own value), and its columns.
 OVERRIDE_FIELDS = ("renderer", "renderer_config", "name_override", "description_override",
                    "requires_confirmation", "enabled")
@@ -87,7 +92,8 @@ OVERRIDE_COLS = ("tool_id", *OVERRIDE_FIELDS, "origin")
 def _toolset(r: Any) -> ToolsetRow:
     return ToolsetRow(id=r["id"], name=r["name"], version=r["version"], description=r["description"],
                       enabled=bool(r["enabled"]), user_mcp=bool(r["user_mcp"]), source_type=r["source_type"],
-                      source_ref=r["source_ref"], installed_at=r["installed_at"], files_dir=r["files_dir"])
+                      source_ref=r["source_ref"], installed_at=r["installed_at"], files_dir=r["files_dir"],
+                      soft_deleted_at=r["soft_deleted_at"])
 
 
 def _opt_bool(value: int | None) -> bool | None:
@@ -135,13 +141,27 @@ class ToolsetRepo:
         row = await self.db.fetchone(f"SELECT {_COLS} FROM toolsets WHERE id = ?", (toolset_id,))
         return _toolset(row) if row is not None else None
 
-    async def all(self) -> list[ToolsetRow]:
-        return [_toolset(r) for r in await self.db.fetchall(f"SELECT {_COLS} FROM toolsets ORDER BY name, id")]
+    async def all(self, *, include_deleted: bool = False) -> list[ToolsetRow]:
+        """Live toolsets (and soft-deleted ones too with ``include_deleted``), by name."""
+        where = "" if include_deleted else " WHERE soft_deleted_at IS NULL"
+        return [_toolset(r) for r in await self.db.fetchall(f"SELECT {_COLS} FROM toolsets{where} ORDER BY name, id")]
+
+    async def set_soft_deleted(self, toolset_id: str, at: str | None) -> None:
+        """Hide the toolset from ``at`` on (None: bring it back as it was)."""
+        async with self.db.write(CATALOG) as w:
+            await w.execute("UPDATE toolsets SET soft_deleted_at = ? WHERE id = ?", (at, toolset_id))
+
+    async def deleted_before(self, cutoff: str) -> list[ToolsetRow]:
+        """The toolsets soft-deleted before ``cutoff`` (UTC, as ``now()`` writes it): due for the reaper."""
+        rows = await self.db.fetchall(
+            f"SELECT {_COLS} FROM toolsets WHERE soft_deleted_at IS NOT NULL AND soft_deleted_at < ? "
+            "ORDER BY soft_deleted_at", (cutoff,))
+        return [_toolset(r) for r in rows]
 
     async def page(self, limit: int, after: tuple[str, str] | None, *, ids: list[str] | None = None,
-                   enabled_only: bool = False) -> list[ToolsetRow]:
+                   enabled_only: bool = False, include_deleted: bool = False) -> list[ToolsetRow]:
         """Up to ``limit`` toolsets past ``after`` in (name, id) order (a keyset page);
-        ``ids``: only these."""
+        ``ids``: only these; soft-deleted ones only with ``include_deleted``."""
         terms: list[str] = []
         params: list[Any] = []
         if after is not None:
@@ -152,6 +172,8 @@ class ToolsetRepo:
             params.extend(ids)
         if enabled_only:
             terms.append("enabled = 1")
+        if not include_deleted:
+            terms.append("soft_deleted_at IS NULL")
         where = f" WHERE {' AND '.join(terms)}" if terms else ""
         rows = await self.db.fetchall(f"SELECT {_COLS} FROM toolsets{where} ORDER BY name, id LIMIT ?",
                                       (*params, limit))
@@ -173,10 +195,13 @@ class ToolsetRepo:
         return [ToolsetFile(path=r["path"], kind=r["kind"], sha256=r["sha256"], size=r["size"],
                             stored_path=r["stored_path"]) for r in rows]
 
-    async def tools(self, toolset_id: str) -> list[StoredTool]:
+    async def tools(self, toolset_id: str, *, include_unavailable: bool = False) -> list[StoredTool]:
+        """The toolset's tools as declared now; ``include_unavailable``: those kept after their
+        provider went away too (their config values stay)."""
         rows = await self.db.fetchall(
             "SELECT tool_id, provider, name, description, entrypoint, input_schema, requires_confirmation, config "
-            "FROM tools WHERE toolset_id = ? ORDER BY rowid", (toolset_id,))
+            "FROM tools WHERE toolset_id = ? AND (? OR unavailable_reason IS NULL) ORDER BY rowid",
+            (toolset_id, int(include_unavailable)))
         return [StoredTool(tool_id=r["tool_id"], provider=r["provider"], name=r["name"], description=r["description"],
                            entrypoint=r["entrypoint"],
                            input_schema=msgspec.json.decode(r["input_schema"]) if r["input_schema"] else None,
@@ -193,10 +218,14 @@ class ToolsetRepo:
 
     async def write_install(self, new: Install, *, replace: bool) -> None:
         """Make ``new`` the toolset's current state in one transaction. On ``replace`` the old
-        rows go, except the overrides the user made (they outlive upgrades, seed 001)."""
+        rows go, except the overrides the user made (they outlive upgrades, seed 001) and the tools
+        the new version no longer declares that have such an override or past calls: those stay,
+        marked unavailable (seed 002: never deleted automatically)."""
         t = new.toolset
         async with self.db.write(CATALOG) as w:
+            kept: list[Any] = []
             if replace:
+                kept = await _left_behind(w, t.id, {s.tool_id for s in new.tools})
                 for table in ("toolset_files", "tools"):
                     await w.execute(f"DELETE FROM {table} WHERE toolset_id = ?", (t.id,))
                 await mcp_servers.delete_of_toolset(w, t.id)
@@ -223,7 +252,18 @@ class ToolsetRepo:
                 "requires_confirmation, enabled, entrypoint, config) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
                 [(s.tool_id, t.id, s.provider, s.name, s.description,
                   _json(s.input_schema) if s.input_schema is not None else None,
-                  int(s.requires_confirmation), s.entrypoint, _json(s.config)) for s in new.tools])
+                  int(s.requires_confirmation), s.entrypoint, _json(s.config))
+                 for s in new.tools if not s.unavailable_reason])
+            reason = (f"no longer in the toolset {t.id!r} (version {t.version or '?'}); "
+                      "its override and past calls are kept")
+            await w.executemany(
+                "INSERT INTO tools (tool_id, toolset_id, provider, name, description, input_schema, "
+                "requires_confirmation, enabled, entrypoint, config, unavailable_reason) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(*(k[c] for c in _TOOL_COLS), k["unavailable_reason"] or reason) for k in kept]
+                + [(s.tool_id, t.id, s.provider, s.name, s.description,
+                    _json(s.input_schema) if s.input_schema is not None else None, int(s.requires_confirmation), 1,
+                    s.entrypoint, _json(s.config), s.unavailable_reason) for s in new.tools if s.unavailable_reason])
             cursor = await w.execute(
                 "SELECT tool_id FROM tool_overrides WHERE toolset_id = ? AND origin = 'user'", (t.id,))
             users = {r["tool_id"] for r in await cursor.fetchall()}
@@ -234,3 +274,19 @@ class ToolsetRepo:
                  for o in new.overrides if o.tool_id not in users])
             await mcp_servers.insert(w, new.servers, new.updated_at)
             await toolset_sources.replace(w, t.id, new.source)
+
+
+_TOOL_COLS = ("tool_id", "toolset_id", "provider", "name", "description", "input_schema", "requires_confirmation",
+              "enabled", "entrypoint", "config")
+
+
+async def _left_behind(w: aiosqlite.Connection, toolset_id: str, declared: set[str]) -> list[Any]:
+    """The toolset's stored tools that ``declared`` leaves out and that the user would lose
+    something with: an override they made, or past calls (inside the caller's write, before the
+    old rows go)."""
+    cursor = await w.execute(
+        f"SELECT {', '.join(_TOOL_COLS)}, unavailable_reason FROM tools t WHERE toolset_id = ? AND ("
+        "EXISTS (SELECT 1 FROM tool_overrides o WHERE o.toolset_id = t.toolset_id AND o.tool_id = t.tool_id "
+        "AND o.origin = 'user') OR EXISTS (SELECT 1 FROM tool_calls c WHERE c.tool_id = t.tool_id)) ORDER BY rowid",
+        (toolset_id,))
+    return [r for r in await cursor.fetchall() if r["tool_id"] not in declared]

@@ -91,6 +91,8 @@ class ToolCallService:
         target = await self.catalog.resolve(tool_id)
         tool_id = target.tool.id  # canonical, also when a legacy MCP id was given
         tool = target.tool
+        if tool.unavailable_reason is not None:  # its provider went away: kept to be seen, never run
+            raise Conflict("tool unavailable", f"the tool {tool_id!r} cannot run: {tool.unavailable_reason}")
         if not tool.enabled and not (allow_disabled and target.switched_on):
             raise Conflict("tool disabled", f"the tool {tool_id!r} is disabled; enable it (tools/setOverride "
                                             "or toolsets/setEnabled) to run it")

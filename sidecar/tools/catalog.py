@@ -10,12 +10,12 @@ import msgspec
 
 from ..api.base import wire_name
 from ..api.toolsets import Tool
-from ..errors import Conflict, NotFound, PermissionDenied
+from ..errors import NotFound, PermissionDenied
 from ..store import CATALOG, Database
 from ..store.tool_catalog import BuiltinRow, CatalogRow, ToolCatalogRepo
 from ..store.tool_config import ConfigValue, ToolConfigRepo
 from ..store.toolsets import ToolsetRepo
-from . import overrides, settings
+from . import frozen, overrides, settings
 from .output import BUILTIN_MAX_CHARS
 from .providers import mcp as mcp_tools
 from .providers.builtin import BUILTINS
@@ -28,15 +28,25 @@ if TYPE_CHECKING:
 
 # The pseudo toolset id that names the built-in tools in tools/setOverride.
 BUILTIN = "builtin"
+BUILTIN_GONE = "this built-in tool is not part of this version of the app"
 
 
 def _switched_on(row: CatalogRow) -> bool:
     return row.enabled and overrides.switched_on(row.override)
 
 
+def unavailable_reason(row: CatalogRow) -> str | None:
+    """Why the stored tool cannot run whatever its switches say: its provider went away, or its
+    toolset is soft-deleted (only toolsets/get shows such a tool)."""
+    if row.toolset_deleted_at is not None and row.toolset_id is not None:
+        return frozen.deleted_tool_message(row.toolset_id)
+    return row.unavailable_reason
+
+
 def view(row: CatalogRow, values: list[ConfigValue]) -> Tool:
     """The stored tool with its override applied (`overrides.apply`) and its status, given the
     config ``values`` set in its toolset."""
+    reason = unavailable_reason(row)
     tool = overrides.apply(Tool(
         id=row.tool_id, toolset_id=row.toolset_id, provider=row.provider, name=row.name,
         description=row.description, input_schema=row.input_schema,
@@ -45,6 +55,9 @@ def view(row: CatalogRow, values: list[ConfigValue]) -> Tool:
         renderer=row.config.get("renderer"), renderer_config=row.config.get("renderer_config"),
     ), row.override)
     missing = plan_of(row, values).missing if row.toolset_id is not None else []
+    if reason is not None:  # it cannot run, whatever its switches say; they are kept for when it can
+        return msgspec.structs.replace(tool, enabled=False, status="unavailable", missing_config=missing,
+                                       unavailable_reason=reason)
     return msgspec.structs.replace(tool, status=status_of(row.provider, tool.enabled, missing),
                                    missing_config=missing)
 
@@ -89,7 +102,7 @@ class Catalog:
         whether the toolset is on or not (seed 003); its servers' tools are taken from `live`
         (`mcp_tools()`)."""
         tools = await self._views([r for r in await ToolCatalogRepo(self.db).of_toolset(toolset_id)
-                                    if _switched_on(r)])
+                                    if _switched_on(r) and unavailable_reason(r) is None])
         return tools + [t for t in live if t.toolset_id == toolset_id and t.enabled]
 
     async def list_tools(self, include_disabled: bool, live: list[Tool] | None = None) -> list[Tool]:
@@ -112,6 +125,8 @@ class Catalog:
         row = await ToolCatalogRepo(self.db).tool(tool_id)
         if row is None:
             raise NotFound("tool", tool_id)
+        if row.toolset_deleted_at is not None and row.toolset_id is not None:
+            raise NotFound("tool", tool_id, f"{tool_id}: {frozen.deleted_tool_message(row.toolset_id)}")
         entrypoint = importable(row.entrypoint) if row.entrypoint else None
         values = (await self.config_values()).get(row.toolset_id or "", [])
         plan = plan_of(row, values) if row.provider in ("python", "http") else None
@@ -127,10 +142,14 @@ class Catalog:
                   for b in BUILTINS.values()]
         repo = ToolCatalogRepo(self.db)
         stored = {b.tool_id: b for b in await repo.builtins()}
-        if stored == {b.tool_id: b for b in wanted}:
-            return
+        marked = await repo.builtins_gone()
         names = {b.tool_id for b in wanted}
-        await repo.replace_builtins([k for k in stored if k not in names], wanted)
+        gone = [k for k in stored if k not in names]
+        if ({k: v for k, v in stored.items() if k in names} == {b.tool_id: b for b in wanted}
+                and set(gone) == set(marked)):
+            return
+        # Seed 002: never deleted automatically; the user's choice for it stays should it come back.
+        await repo.replace_builtins([k for k in gone if k not in marked], wanted, BUILTIN_GONE)
 
     async def set_override(self, toolset_id: str, tool_id: str, changes: dict[str, Any]) -> Tool:
         """Upsert the user's override of one tool; ``changes`` holds only the fields to change."""
@@ -139,10 +158,7 @@ class Catalog:
         toolset = await ToolsetRepo(self.db).get(toolset_id)
         if toolset is None:
             raise NotFound("toolset", toolset_id)
-        if not toolset.enabled:
-            # Seed 002: a disabled toolset is frozen; a change made now would surprise whoever enables it.
-            raise Conflict("toolset disabled", f"the toolset {toolset_id!r} is disabled; enable it first "
-                                               "(toolsets/setEnabled) to change its tools")
+        frozen.refuse_changes(toolset_id, toolset.enabled, toolset.soft_deleted_at, "change its tools")
         repo = ToolCatalogRepo(self.db)
         if tool_id.startswith("mcp:"):
             canonical = (await self.resolve(tool_id)).tool.id  # the tool must be known to be overridden

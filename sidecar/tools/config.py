@@ -18,13 +18,14 @@ from typing import Any, Protocol
 
 from ..api.config import ConfigField
 from ..api.toolsets import ToolStatus
-from ..errors import Conflict, InvalidParams, NotConfigured, NotFound
+from ..errors import InvalidParams, NotConfigured, NotFound
 from ..secrets import MASK
 from ..store import Database
 from ..store.tool_catalog import ToolCatalogRepo
 from ..store.tool_config import TOOLSET_SCOPE, ConfigValue, ToolConfigRepo
 from ..store.toolsets import ToolsetRepo, ToolsetRow
 from ..toolsets.manifest import ConfigFieldDecl, article, fits
+from . import frozen
 from .catalog import Catalog
 from .settings import Plan, not_configured_message, plan, schema_of, secret_name
 
@@ -211,6 +212,7 @@ class ToolConfig:
         toolset = await ToolsetRepo(self.db).get(toolset_id)
         if toolset is None:
             raise NotFound("toolset", toolset_id)
+        frozen.refuse_if_deleted(toolset_id, toolset.soft_deleted_at, "see or change its configuration")
         toolset_fields = schema_of(await ToolsetRepo(self.db).config_schema(toolset_id))
         if tool_id is None:
             return _Scope(toolset, TOOLSET_SCOPE, None, toolset_fields, toolset_fields)
@@ -225,15 +227,14 @@ class ToolConfig:
     async def _schemas(self, toolset_id: str) -> dict[str, dict[str, ConfigFieldDecl]]:
         """Every scope's fields: the toolset's under TOOLSET_SCOPE, each tool's under its id."""
         out = {TOOLSET_SCOPE: schema_of(await ToolsetRepo(self.db).config_schema(toolset_id))}
-        for t in await ToolsetRepo(self.db).tools(toolset_id):
+        for t in await ToolsetRepo(self.db).tools(toolset_id, include_unavailable=True):
             out[t.tool_id.partition(":")[2]] = schema_of(t.config.get("config_schema"))
         return out
 
     def _editable(self, sc: _Scope) -> None:
-        if not sc.toolset.enabled:
-            # Seed 002, as tools/setOverride: a disabled toolset is frozen until it is enabled again.
-            raise Conflict("toolset disabled", f"the toolset {sc.toolset.id!r} is disabled; enable it first "
-                                               "(toolsets/setEnabled) to change its configuration")
+        # Seed 002, as tools/setOverride: a disabled toolset is frozen until it is enabled again.
+        frozen.refuse_changes(sc.toolset.id, sc.toolset.enabled, sc.toolset.soft_deleted_at,
+                              "change its configuration")
 
     def _field(self, sc: _Scope, key: str, path: str) -> ConfigFieldDecl:
         f = sc.fields.get(key)

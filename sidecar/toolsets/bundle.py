@@ -36,6 +36,9 @@ class Bundle:
     files: dict[str, bytes]  # bundle path -> content, manifest included
     parsed: Parsed
     warnings: list[str] = field(default_factory=list)
+    # Tools whose module or function the bundle lacks, when read to replace an installed version
+    # (``read(tolerate_vanished=True)``): manifest tool id -> the refusal a fresh install gets.
+    vanished: dict[str, BundleError] = field(default_factory=dict)
 
     @property
     def manifest(self):
@@ -52,7 +55,10 @@ def kind_of(path: str) -> FileKind:
     return "asset"
 
 
-def read(source: str | os.PathLike[str]) -> Bundle:
+def read(source: str | os.PathLike[str], *, tolerate_vanished: bool = False) -> Bundle:
+    """``tolerate_vanished``: a tool whose module or function is gone is recorded in
+    ``Bundle.vanished`` instead of refusing the bundle (a reload or upgrade keeps such a tool,
+    unavailable, seed 002)."""
     path = Path(source)
     if not path.is_absolute():
         raise BundleError("", f"{source}: give an absolute path to a .zip file or a folder")
@@ -69,7 +75,7 @@ def read(source: str | os.PathLike[str]) -> Bundle:
     except ManifestError as exc:
         raise BundleError(f"{MANIFEST}: {exc.path}" if exc.path else MANIFEST, exc.reason) from None
     bundle = Bundle(path, source_type, files, parsed, list(parsed.warnings))
-    _check_entrypoints(bundle)
+    _check_entrypoints(bundle, tolerate_vanished)
     _check_artifacts(bundle)
     return bundle
 
@@ -189,7 +195,7 @@ def _defines(tree: ast.Module, name: str) -> bool:
     return False
 
 
-def _check_entrypoints(bundle: Bundle) -> None:
+def _check_entrypoints(bundle: Bundle, tolerate_vanished: bool) -> None:
     trees: dict[str, ast.Module] = {}
     for i, tool in enumerate(bundle.manifest.tools):
         if tool.entrypoint is None:
@@ -200,14 +206,22 @@ def _check_entrypoints(bundle: Bundle) -> None:
             raise BundleError(where, f'"{tool.entrypoint}" names the tools folder, not a module in it')
         path = _module_file(bundle.files, module)
         if path is None:
-            raise BundleError(where, f'"{tool.entrypoint}" needs {module_path(module)}, which the bundle does not have')
+            gone = BundleError(where,
+                               f'"{tool.entrypoint}" needs {module_path(module)}, which the bundle does not have')
+            if not tolerate_vanished:
+                raise gone
+            bundle.vanished[tool.id] = gone
+            continue
         if path not in trees:
             try:
                 trees[path] = ast.parse(bundle.files[path], filename=path)
             except SyntaxError as exc:
                 raise BundleError(f"{path}:{exc.lineno}", f"syntax error: {exc.msg}") from None
         if not _defines(trees[path], function):
-            raise BundleError(where, f'"{tool.entrypoint}" has no function {function} in {path}')
+            gone = BundleError(where, f'"{tool.entrypoint}" has no function {function} in {path}')
+            if not tolerate_vanished:
+                raise gone
+            bundle.vanished[tool.id] = gone
 
 
 def _check_artifacts(bundle: Bundle) -> None:

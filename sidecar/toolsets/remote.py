@@ -23,6 +23,7 @@ from ..secrets import mask_url
 from ..store.rows import now
 from ..store.toolset_sources import ToolsetSourceRepo
 from ..store.toolsets import ToolsetRow
+from ..tools import frozen
 from .bundle import read as read_bundle
 from .download import Downloader, Fetched, Progress, Validators, check_sha256, check_url
 from .service import Remote, ToolsetService
@@ -113,6 +114,7 @@ class RemoteBundles:
 
     async def _url_toolset(self, toolset_id: str) -> tuple[ToolsetRow, str]:
         row = await self.toolsets.get(toolset_id)
+        frozen.refuse_if_deleted(toolset_id, row.soft_deleted_at, "check for or install its updates")
         if row.source_type != "url" or not row.source_ref:
             raise Conflict("not from a URL", f"the toolset {toolset_id!r} was not installed from a URL "
                                              f"(its source is {row.source_type}); import the new bundle instead")

@@ -15,7 +15,7 @@ import os
 import shutil
 import uuid
 import zipfile
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,7 +26,7 @@ import msgspec
 
 from .. import secrets
 from ..api.base import wire_name
-from ..errors import Conflict, InvalidBundle, InvalidParams, NotFound, StorageError
+from ..errors import BundleError, Conflict, InvalidBundle, InvalidParams, NotFound, StorageError
 from ..paging import Pages
 from ..secrets.store import is_user_name
 from ..store import Database
@@ -34,6 +34,7 @@ from ..store.mcp_servers import McpServerRepo, McpServerRow
 from ..store.rows import now
 from ..store.toolset_sources import SourceRow
 from ..store.toolsets import Install, OverrideRow, StoredTool, ToolsetFile, ToolsetRepo, ToolsetRow
+from ..tools import frozen
 from ..tools import output as tool_output
 from ..tools.providers.python.entrypoints import importable
 from ..tools.providers.python.worker import ToolFailure
@@ -85,20 +86,28 @@ class ToolsetService:
             raise NotFound("toolset", toolset_id)
         return row
 
-    async def all(self) -> list[ToolsetRow]:
-        return await self.repo.all()
+    async def all(self, *, include_deleted: bool = False) -> list[ToolsetRow]:
+        return await self.repo.all(include_deleted=include_deleted)
+
+    async def writable(self, toolset_id: str, what: str) -> ToolsetRow:
+        """The toolset, when ``what`` (a change inside it) may be made now: Conflict while it is
+        disabled or soft-deleted (seed 002), saying what to do instead."""
+        row = await self.get(toolset_id)
+        frozen.refuse_changes(toolset_id, row.enabled, row.soft_deleted_at, what)
+        return row
 
     async def page(self, p: ListToolsetsParams) -> tuple[list[ToolsetRow], str | None]:
         """toolsets/list: a keyset page by (name, id)."""
         ids = sorted(set(p.toolset_ids)) if p.toolset_ids is not None else None
-        pages = Pages("toolsets/list", {"toolsetIds": ids, "includeDisabled": p.include_disabled},
-                      tuple[str, str])
+        pages = Pages("toolsets/list", {"toolsetIds": ids, "includeDisabled": p.include_disabled,
+                                        "includeDeleted": p.include_deleted}, tuple[str, str])
         rows = await self.repo.page(p.page_size + 1, pages.after(p.page_token), ids=ids,
-                                    enabled_only=not p.include_disabled)
+                                    enabled_only=not p.include_disabled, include_deleted=p.include_deleted)
         return pages.page(rows, p.page_size, lambda t: (t.name, t.id))
 
     async def set_enabled(self, toolset_id: str, enabled: bool) -> ToolsetRow:
-        await self.get(toolset_id)
+        row = await self.get(toolset_id)
+        frozen.refuse_if_deleted(toolset_id, row.soft_deleted_at, "turn it on or off")
         await self.repo.set_enabled(toolset_id, enabled, now())
         await self._changed(toolset_id)
         return await self.get(toolset_id)
@@ -107,23 +116,28 @@ class ToolsetService:
 
     async def install(self, source: str, *, replace: bool = False, remote: Remote | None = None) -> ToolsetRow:
         """Install the bundle at ``source`` (a path); ``remote``: it was downloaded from a URL."""
-        b = await anyio.to_thread.run_sync(read_bundle, source)  # a BundleError is InvalidBundle on the wire
+        # A BundleError is InvalidBundle on the wire. An upgrade keeps a tool whose code vanished.
+        b = await anyio.to_thread.run_sync(functools.partial(read_bundle, source, tolerate_vanished=replace))
         m = b.manifest
         if remote is not None and remote.upgrade_of is not None and m.id != remote.upgrade_of:
             raise InvalidBundle(MANIFEST, f"the bundle at {remote.url} is now the toolset {m.id!r}, not "
                                           f"{remote.upgrade_of!r}; import it as a toolset of its own")
         async with self._lock:
             existing = await self.repo.get(m.id)
+            if existing is None and b.vanished:
+                raise next(iter(b.vanished.values()))  # a first install keeps nothing: the bundle is wrong
             if existing is not None and existing.user_mcp:
                 raise Conflict("id taken by an MCP server",
                                f"{m.id!r} is the id of an MCP server you added; rename the toolset")
             if existing is not None and not replace:
                 raise Conflict("already installed",
                                f"a toolset {m.id!r} is already installed; pass replace: true to upgrade it")
+            if existing is not None:
+                frozen.refuse_if_deleted(m.id, existing.soft_deleted_at, "upgrade it")
             revision = self.root / m.id / uuid.uuid4().hex[:12]
             await anyio.to_thread.run_sync(_write_files, revision, b.files)
             try:
-                described = await self._describe(m, revision)
+                described = await self._describe(m, revision, b.vanished)
                 await self._write_rows(b, revision, described, replace=existing is not None, remote=remote)
             except BaseException:
                 with anyio.CancelScope(shield=True):
@@ -158,11 +172,11 @@ class ToolsetService:
     async def _changed(self, toolset_id: str) -> None:
         await self._on_change(toolset_id)
 
-    async def _describe(self, m: Manifest, revision: Path) -> dict[str, dict[str, Any]]:
+    async def _describe(self, m: Manifest, revision: Path, vanished: Collection[str] = ()) -> dict[str, dict[str, Any]]:
         """Load the tools in a worker once, for what only their code says (schemas inferred from
         type hints, @tool names); a module that fails to import rejects the bundle here rather
         than at the first call."""
-        code = {t.id: importable(t.entrypoint) for t in m.tools if t.entrypoint is not None}
+        code = {t.id: importable(t.entrypoint) for t in m.tools if t.entrypoint is not None and t.id not in vanished}
         if not code:
             return {}  # no Python tools (HTTP tools are described by their manifest alone)
         pool = ToolsetWorkers(m.id, revision, self.workers.limits)
@@ -201,7 +215,7 @@ class ToolsetService:
             files=[ToolsetFile(path=path, kind=kind_of(path), sha256=hashlib.sha256(data).hexdigest(),
                                size=len(data), stored_path=str((revision or Path()) / path))
                    for path, data in b.files.items()],
-            tools=[_stored_tool(m.id, t, described.get(t.id, {})) for t in m.tools],
+            tools=[_stored_tool(m.id, t, described.get(t.id, {}), b.vanished.get(t.id)) for t in m.tools],
             overrides=[OverrideRow(tool_id=f"{m.id}:{o.tool_id}" if o.tool_id in declared else o.tool_id,
                                    renderer=o.renderer, renderer_config=o.renderer_config,
                                    name_override=o.name_override, description_override=o.description_override,
@@ -229,20 +243,56 @@ class ToolsetService:
         return msgspec.structs.replace(found, variables=[
             msgspec.structs.replace(v, set=v.name in have) for v in found.variables])
 
+    # -- soft delete (seed 002) --------------------------------------------------------------
+
+    async def soft_delete(self, toolset_id: str) -> ToolsetRow:
+        """Hide the toolset, its tools and its MCP servers (which disconnect) until ``restore``;
+        nothing of it is removed: the reaper does that once the retention has passed."""
+        async with self._lock:
+            row = await self.get(toolset_id)
+            frozen.refuse_if_deleted(toolset_id, row.soft_deleted_at, "delete it again")
+            await self.repo.set_soft_deleted(toolset_id, now())
+            await self.workers.discard(toolset_id)  # its Python workers stop with it
+        log.info("toolset %s deleted (restorable with toolsets/restore until the reaper removes it)", toolset_id)
+        await self._changed(toolset_id)
+        return await self.get(toolset_id)
+
+    async def restore(self, toolset_id: str) -> ToolsetRow:
+        """Bring a soft-deleted toolset back as it was: switches, overrides, config and servers."""
+        async with self._lock:
+            row = await self.get(toolset_id)
+            if row.soft_deleted_at is None:
+                raise Conflict("not deleted", f"the toolset {toolset_id!r} is not deleted; there is nothing to restore")
+            await self.repo.set_soft_deleted(toolset_id, None)
+        log.info("toolset %s restored", toolset_id)
+        await self._changed(toolset_id)
+        return await self.get(toolset_id)
+
+    async def deleted_before(self, cutoff: str) -> list[ToolsetRow]:
+        return await self.repo.deleted_before(cutoff)
+
     # -- uninstall ---------------------------------------------------------------------------
 
-    async def uninstall(self, toolset_id: str) -> None:
+    async def uninstall(self, toolset_id: str, *, deleted_before: str | None = None) -> bool:
+        """Remove the toolset for good. ``deleted_before`` (the reaper): only if it is still
+        soft-deleted since before then; False (and nothing removed) when it is not."""
         async with self._lock:
+            if deleted_before is not None:
+                found = await self.repo.get(toolset_id)
+                if found is None or found.soft_deleted_at is None or found.soft_deleted_at >= deleted_before:
+                    return False
             toolset = await self.get(toolset_id)
             await self.workers.discard(toolset_id)
             await self.repo.delete(toolset_id)
             await anyio.to_thread.run_sync(shutil.rmtree, self.root / toolset.id, True)
         await self._changed(toolset_id)
+        return True
 
     # -- export ------------------------------------------------------------------------------
 
     async def export(self, toolset_id: str, dest: str) -> tuple[Path, int, str, list[str]]:
         toolset = await self.get(toolset_id)
+        frozen.refuse_if_deleted(toolset_id, toolset.soft_deleted_at, "export it")
         target = Path(dest)
         if not target.is_absolute() or target.suffix.lower() != ".zip":
             raise InvalidParams("params.path", "give an absolute path ending in .zip")
@@ -344,8 +394,9 @@ def _wire_path(manifest_path: str) -> str:
     return "." + ".".join([wire_name(head), *rest]) if head else ""
 
 
-def _stored_tool(toolset_id: str, t: ToolDecl, code: dict[str, Any]) -> StoredTool:
-    """The stored tool: what the manifest says, completed by what the code declares."""
+def _stored_tool(toolset_id: str, t: ToolDecl, code: dict[str, Any], gone: BundleError | None = None) -> StoredTool:
+    """The stored tool: what the manifest says, completed by what the code declares; ``gone``:
+    its code vanished (kept, unavailable for that reason)."""
     schema = t.input_schema if t.input_schema is not None else code.get("inputSchema")
     config: dict[str, Any] = {}
     if t.timeout or code.get("timeout"):
@@ -367,7 +418,7 @@ def _stored_tool(toolset_id: str, t: ToolDecl, code: dict[str, Any]) -> StoredTo
                       description=t.description or code.get("description") or "", entrypoint=t.entrypoint,
                       input_schema=schema,
                       requires_confirmation=t.requires_confirmation or bool(code.get("requiresConfirmation")),
-                      config=config)
+                      config=config, unavailable_reason=f"its code is gone: {gone.reason}" if gone else None)
 
 
 def schema_data(schema: ConfigSchema) -> dict[str, Any]:

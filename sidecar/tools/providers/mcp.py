@@ -11,16 +11,19 @@ import msgspec
 from ...api.toolsets import Tool
 from ...errors import NotFound
 from ...mcp_host.servers import find
+from ...mcp_host.state import McpTool
 from ...store import CATALOG, Database
 from ...store.mcp_servers import McpServerRepo, McpServerRow
+from ...store.mcp_tools_seen import McpToolsSeenRepo, SeenTool
 from ...store.tool_catalog import ToolCatalogRepo
 from ...store.toolsets import OverrideRow
+from .. import frozen
 from ..overrides import apply, switched_on
 from ..resolved import Resolved
 from ..settings import status_of
 
 if TYPE_CHECKING:
-    from ...mcp_host.host import McpHost, McpTool
+    from ...mcp_host.host import McpHost
 
 
 def tool_id(row: McpServerRow, name: str) -> str:
@@ -67,11 +70,19 @@ def _view(row: McpServerRow, t: McpTool, o: OverrideRow | None) -> Tool:
 
 
 async def discovered(db: Database, host: McpHost) -> list[Tool]:
-    """The tools the live connections offer now, with their toolsets' overrides applied."""
+    """The tools the live connections offer now, with their toolsets' overrides applied, and
+    those a connected server stopped listing that are kept (`_gone_view`)."""
     # On every turn's path: the servers and overrides are read once per change of the catalog.
     servers = await db.cached(CATALOG, ("mcp", "servers"), lambda: _servers_and_overrides(db))
-    return [_view(row, t, overrides.get(f"{row.server_id}:{t.name}"))
-            for row, overrides in servers for t in host.tools(row.key)]
+    found: list[Tool] = []
+    for row, overrides, vanished in servers:
+        listed = host.tools(row.key)
+        found += [_view(row, t, overrides.get(f"{row.server_id}:{t.name}")) for t in listed]
+        if vanished and _connected(host, row.key):  # only a connected server can say it no longer has a tool
+            names = {t.name for t in listed}
+            found += [_gone_view(row, v, overrides.get(f"{row.server_id}:{v.name}"))
+                      for v in vanished if v.name not in names]
+    return found
 
 
 async def in_order(db: Database, host: McpHost, after: str | None,
@@ -82,27 +93,49 @@ async def in_order(db: Database, host: McpHost, after: str | None,
     return _in_order(servers, host, after, toolset_ids)
 
 
-def _in_order(servers: list[tuple[McpServerRow, dict[str, OverrideRow]]], host: McpHost, after: str | None,
-              toolset_ids: frozenset[str] | None) -> Iterator[Tool]:
+def _in_order(servers: list[tuple[McpServerRow, dict[str, OverrideRow], list[SeenTool]]], host: McpHost,
+              after: str | None, toolset_ids: frozenset[str] | None) -> Iterator[Tool]:
     # The ids of one server share its prefix "mcp:<key>:", and a key holds no ':', so no prefix
     # starts another: ordering the servers by prefix and each one's tools by name orders the ids.
-    for row, overrides in sorted(servers, key=lambda s: f"mcp:{s[0].key}:"):
+    for row, overrides, vanished in sorted(servers, key=lambda s: f"mcp:{s[0].key}:"):
         if toolset_ids is not None and row.toolset_id not in toolset_ids:
             continue
         prefix = f"mcp:{row.key}:"
         past = after[len(prefix):] if after is not None and after.startswith(prefix) else None
         if after is not None and past is None and prefix < after:
             continue  # every id of this server sorts before the position
-        for t in sorted(host.tools(row.key), key=lambda t: t.name):
+        listed = host.tools(row.key)
+        names = {t.name for t in listed}
+        gone = [v for v in vanished if v.name not in names] if vanished and _connected(host, row.key) else []
+        tools: list[McpTool | SeenTool] = [*listed, *gone]
+        for t in sorted(tools, key=lambda t: t.name):
             if past is None or t.name > past:
-                yield _view(row, t, overrides.get(f"{row.server_id}:{t.name}"))
+                o = overrides.get(f"{row.server_id}:{t.name}")
+                yield _gone_view(row, t, o) if isinstance(t, SeenTool) else _view(row, t, o)
 
 
-async def _servers_and_overrides(db: Database) -> list[tuple[McpServerRow, dict[str, OverrideRow]]]:
+async def _servers_and_overrides(
+    db: Database,
+) -> list[tuple[McpServerRow, dict[str, OverrideRow], list[SeenTool]]]:
     repo = ToolCatalogRepo(db)
     rows = await McpServerRepo(db).all()
     overrides = {ts: await repo.overrides(ts) for ts in dict.fromkeys(r.toolset_id for r in rows)}
-    return [(row, overrides[row.toolset_id]) for row in rows]
+    vanished: dict[str, list[SeenTool]] = {}
+    for v in await McpToolsSeenRepo(db).vanished():
+        vanished.setdefault(v.key, []).append(v)
+    return [(row, overrides[row.toolset_id], vanished.get(row.key, [])) for row in rows]
+
+
+def _gone_view(row: McpServerRow, seen: SeenTool, o: OverrideRow | None) -> Tool:
+    """A tool its connected server no longer lists, from the definition it last gave: shown
+    unavailable with its override, never run (seed 002)."""
+    d = seen.definition
+    tool = _view(row, McpTool(name=seen.name, title=d.get("title"), description=d.get("description") or "",
+                              input_schema=d.get("inputSchema") or {}, output_schema=d.get("outputSchema"),
+                              annotations=d.get("annotations")), o)
+    return msgspec.structs.replace(
+        tool, enabled=False, status="unavailable",
+        unavailable_reason=f"the MCP server {row.key} no longer lists it (last listed {seen.seen_at})")
 
 
 async def _server_and_override(db: Database, ref: str, name: str) -> tuple[McpServerRow, OverrideRow | None]:
@@ -118,6 +151,13 @@ async def resolve(db: Database, host: McpHost | None, ref_id: str) -> Resolved:
     if found is None and host is not None and row.should_run:
         await host.settle(row.key)  # restarting after a crash: its tools are back in a moment
         found = next((t for t in host.tools(row.key) if t.name == name), None)
+    if found is None and row.toolset_deleted_at is not None:
+        raise NotFound("tool", ref_id, f"{ref_id}: {frozen.deleted_tool_message(row.toolset_id)}")
+    if found is None and host is not None and _connected(host, row.key):
+        gone = next((v for v in await McpToolsSeenRepo(db).vanished() if v.key == row.key and v.name == name), None)
+        if gone is not None:  # shown (tools/get) and overridable, never run: the call path refuses it
+            return Resolved(_gone_view(row, gone, override), None, {"server_key": row.key, "tool_name": name},
+                            None, switched_on=switched_on(override))
     if found is None:
         status = _status(host, row)
         hint = ": sign in to it with mcpServers/login" if status == "needsAuth" else ""
@@ -140,6 +180,13 @@ async def resolve(db: Database, host: McpHost | None, ref_id: str) -> Resolved:
 
 
 _resolved: dict[str, tuple[McpServerRow, OverrideRow | None, McpTool, Resolved]] = {}
+
+
+def _connected(host: McpHost, key: str) -> bool:
+    try:
+        return host.state(key).status == "connected"
+    except KeyError:  # not handed to the host yet
+        return False
 
 
 def _status(host: McpHost | None, row: McpServerRow) -> str:
