@@ -164,7 +164,9 @@ class Tool(Model):
     # MCP tools: the server's hints as it sent them (readOnlyHint, destructiveHint, idempotentHint,
     # openWorldHint, title); they set requiresConfirmation unless the server or an override does.
     annotations: dict[str, Any] | None = None
-    # MCP tools: the JSON Schema the tool's structuredContent must fit (a result that does not is an error).
+    # The JSON Schema every result is checked against (a result that does not fit is an error of kind
+    # badOutput naming the place): an MCP tool's outputSchema (for its structuredContent), an HTTP
+    # tool's declared one, a Python tool's return annotation. None: its results are not checked.
     output_schema: dict[str, Any] | None = None
     icons: list[ToolIcon] | None = None  # MCP tools: icons the server gave, for display
     tags: Annotated[list[str], msgspec.Meta(description=(

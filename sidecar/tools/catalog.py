@@ -53,6 +53,7 @@ def view(row: CatalogRow, values: list[ConfigValue]) -> Tool:
         requires_confirmation=row.requires_confirmation,
         enabled=row.enabled and row.toolset_enabled is not False,
         renderer=row.config.get("renderer"), renderer_config=row.config.get("renderer_config"),
+        output_schema=output_schema_of(row.config),
     ), row.override)
     missing = plan_of(row, values).missing if row.toolset_id is not None else []
     if reason is not None:  # it cannot run, whatever its switches say; they are kept for when it can
@@ -60,6 +61,13 @@ def view(row: CatalogRow, values: list[ConfigValue]) -> Tool:
                                        unavailable_reason=reason)
     return msgspec.structs.replace(tool, status=status_of(row.provider, tool.enabled, missing),
                                    missing_config=missing)
+
+
+def output_schema_of(config: dict[str, Any]) -> dict[str, Any] | None:
+    """The schema a stored tool's results are checked against: an HTTP tool's declared
+    ``outputSchema``, a Python tool's return annotation (turned into a schema when its toolset was
+    installed or reloaded); None when it has none."""
+    return config.get("output_schema") or (config.get("http") or {}).get("outputSchema")
 
 
 def plan_of(row: CatalogRow, values: list[ConfigValue]) -> Plan:

@@ -403,6 +403,8 @@ def _stored_tool(toolset_id: str, t: ToolDecl, code: dict[str, Any], gone: Bundl
         config["timeout"] = t.timeout or code.get("timeout")
     if (output := tool_output.stored(t.output)) is not None:
         config["output"] = output
+    if code.get("outputSchema") is not None:
+        config["output_schema"] = code["outputSchema"]  # from the return annotation: results are checked
     if code.get("legacy"):
         config["needs_workspace"] = True  # plain f(workspace, ...) functions are handed the folder
     if t.config_schema:

@@ -80,9 +80,9 @@ async def test_a_server_that_asks_for_every_tool_asks_for_read_only_ones_too(app
 async def test_structured_content_that_breaks_the_output_schema_fails_the_call(app: SidecarClient):
     await add_meta(app)
     bad = await call(app, "wrong_shape")
-    assert bad["status"] == "error" and bad["errorKind"] == "server"
-    assert bad["error"] == ("MCP server meta gave an invalid answer to tool 'wrong_shape': its structuredContent "
-                            "does not fit the tool's outputSchema: at city, 3 is not of type 'string'")
+    assert bad["status"] == "error" and bad["errorKind"] == "badOutput"
+    assert bad["error"] == "result.structuredContent.city: expected string, got integer"
+    assert bad["result"]["structuredContent"] == {"city": 3}  # the audit trail keeps what came back
     good = await call(app, "right_shape")
     assert good["status"] == "success" and good["result"]["structuredContent"] == {"city": "Oslo"}
 
