@@ -219,7 +219,8 @@ class Catalog:
         toolset = await self._writable(toolset_id)
         key = pattern_key(toolset.id, pattern)
         await ToolCatalogRepo(self.db).set_override(toolset_id, key, changes)
-        return [t for t in await self.list_tools(True) if t.toolset_id == toolset_id and key in t.overrides_applied]
+        tools = await self.toolset_tools(toolset_id) + [t for t in await self.mcp_tools() if t.toolset_id == toolset_id]
+        return [t for t in tools if key in t.overrides_applied]
 
     async def _writable(self, toolset_id: str) -> ToolsetRow:
         toolset = await ToolsetRepo(self.db).get(toolset_id)
