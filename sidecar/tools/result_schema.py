@@ -98,6 +98,31 @@ def _say(error: Any, where: str) -> str:
     return _short(f"{path}: {what}", 600)
 
 
+def schema_problem(schema: dict[str, Any]) -> str | None:
+    """Why ``schema`` cannot serve as an output schema (said when a toolset declares one), or None."""
+    compiled = _compiled(schema)
+    if isinstance(compiled, str):
+        return compiled
+    if (ref := _outside_ref(schema)) is not None:
+        return (f"it refers to {_short(ref, 200)!r}, which is not inside the schema (remote references are "
+                "never fetched)")
+    return None
+
+
+def _outside_ref(node: Any) -> str | None:
+    stack = [node]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            ref = v.get("$ref")
+            if isinstance(ref, str) and not ref.startswith("#"):
+                return ref
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return None
+
+
 # -- compiling -----------------------------------------------------------------------------------
 
 Compiled = tuple["Fast | None", Any]
