@@ -29,3 +29,11 @@ async def test_the_model_is_told_where_a_result_broke_its_schema(sidecar: Sideca
     assert call["status"] == "error" and call["errorKind"] == "badOutput"
     _, status, data = unframe(tool_results(await given(sidecar, chat_id, done["messageId"]))[0])
     assert status == "error" and "result.stats.rows: expected integer, got string" in data
+
+
+async def test_a_big_result_that_fits_is_sent_on_as_it_came(sidecar: SidecarClient, tmp_path: Path):
+    shutil.copytree(CHECKED, tmp_path / "checked")
+    await sidecar.request("toolsets/import", {"path": str(tmp_path / "checked")})
+    call = (await sidecar.request("tools/call", {"toolId": "checked:report", "args": {"size": 10_000}},
+                                  timeout=120))["toolCall"]
+    assert call["status"] == "success" and len(call["result"]["notes"]) == 10_000  # about 1 MB, checked
