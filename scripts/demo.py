@@ -160,6 +160,22 @@ async def run(data_dir: Path, verbose: bool) -> int:
         show("restored", f"{back['id']} is {back['name']!r} again, status {back['status']} "
                          "(the reaper would have removed it after 2 days)")
 
+        step("output checks: a result that breaks the tool's return annotation fails the call, naming the place")
+        await sc.request("toolsets/import", {"path": str(ROOT / "tests" / "fixtures" / "toolsets" / "checked")})
+        schema = (await sc.request("tools/get", {"id": "checked:report"}))["tool"]["outputSchema"]
+        show("  outputSchema", f"from `-> Report`: {schema['$ref']}, with {', '.join(sorted(schema['$defs']))}")
+        await run_tool("checked:report", {"rows": "12"})
+        await run_tool("checked:report", {"rows": "many"})
+        step("an override pattern: one override for every matching tool, the exact one still wins")
+        matched = (await sc.request("tools/setOverride", {"toolsetId": "checked", "toolId": "*",
+                                                          "requiresConfirmation": True}))["matched"]
+        show("  checked:*", f"applies to {', '.join(t['id'] for t in matched)}")
+        await sc.request("tools/setOverride", {"toolsetId": "checked", "toolId": "report",
+                                               "requiresConfirmation": False})
+        report = (await sc.request("tools/get", {"id": "checked:report"}))["tool"]
+        show("  checked:report", f"requiresConfirmation {report['requiresConfirmation']}, "
+                                 f"overridesApplied {report['overridesApplied']}")
+
         step("a card: a tool answers with {text, html, title?} and the user sees a sanitised card")
         await sc.request("toolsets/import", {"path": str(ROOT / "tests" / "fixtures" / "toolsets" / "cards")})
         weather = await run_tool("cards:weather", {"location": "Valletta"})

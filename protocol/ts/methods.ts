@@ -61,8 +61,8 @@ export interface ClientRequests {
   "tools/list": { params: T.ToolsListParams; result: T.ToolsResult };
   /** One tool by canonical id, overrides applied, with its usage (callCount, lastCalledAt). */
   "tools/get": { params: T.ToolIdParams; result: T.ToolResult };
-  /** Change how a tool appears and behaves (renderer, name, description, confirmation, enabled) without touching its provider; kept across toolset upgrades. Conflict while its toolset is disabled: enable the toolset first. */
-  "tools/setOverride": { params: T.SetOverrideParams; result: T.ToolResult };
+  /** Change how a tool appears and behaves (renderer, name, description, confirmation, enabled) without touching its provider; kept across toolset upgrades. A toolId with * or ? is a pattern applying to every matching tool of the toolset (an exact override wins); InvalidParams for a malformed pattern. Conflict while its toolset is disabled: enable the toolset first. */
+  "tools/setOverride": { params: T.SetOverrideParams; result: T.SetOverrideResult };
   /** Run one tool now, as the user (no confirmation is asked). With chatId it runs in that chat's workspace, which is snapshotted after the call, even a failed one. A tool that runs and fails still answers with its toolCall (status error, errorKind says why); bad arguments are InvalidParams before anything runs, and a tool whose status is available (required config missing) is Conflict (reason "not configured", data.missing names the keys) before anything runs. */
   "tools/call": { params: T.ToolCallParams; result: T.ToolCallResult };
   /** The page of a tool call whose render plan uses the html renderer. */

@@ -618,6 +618,8 @@ export interface Tool {
   lastCalledAt?: string | null;
   /** Why the tool cannot run (status unavailable, enabled false) whatever its switches say: its provider went away (a Python module gone on reload, a tool its toolset no longer declares, an MCP tool its connected server no longer lists, a built-in not in this version of the app) or its toolset was deleted. Its override and past calls are kept; calling it is refused with this reason. */
   unavailableReason?: string | null;
+  /** The overrides that set something on this tool, by the key or pattern each is stored under (toolset:tool, server:tool, fs:*, *:read_*): the exact one first, then the patterns, most specific first; absent: none. */
+  overridesApplied?: string[];
 }
 
 /** An icon an MCP server gave for a tool (https or data:image URLs only; others are dropped). */
@@ -695,6 +697,11 @@ export interface SetOverrideParams {
   descriptionOverride?: string | null;
   requiresConfirmation?: boolean | null;
   enabled?: boolean | null;
+}
+
+export interface SetOverrideResult {
+  tool?: Tool | null;
+  matched?: Tool[] | null;
 }
 
 export interface ToolCallParams {

@@ -164,7 +164,9 @@ class Tool(Model):
     # MCP tools: the server's hints as it sent them (readOnlyHint, destructiveHint, idempotentHint,
     # openWorldHint, title); they set requiresConfirmation unless the server or an override does.
     annotations: dict[str, Any] | None = None
-    # MCP tools: the JSON Schema the tool's structuredContent must fit (a result that does not is an error).
+    # The JSON Schema every result is checked against (a result that does not fit is an error of kind
+    # badOutput naming the place): an MCP tool's outputSchema (for its structuredContent), an HTTP
+    # tool's declared one, a Python tool's return annotation. None: its results are not checked.
     output_schema: dict[str, Any] | None = None
     icons: list[ToolIcon] | None = None  # MCP tools: icons the server gave, for display
     tags: Annotated[list[str], msgspec.Meta(description=(
@@ -181,6 +183,10 @@ class Tool(Model):
         "away (a Python module gone on reload, a tool its toolset no longer declares, an MCP tool its connected "
         "server no longer lists, a built-in not in this version of the app) or its toolset was deleted. Its "
         "override and past calls are kept; calling it is refused with this reason."))] = None
+    overrides_applied: Annotated[list[str], msgspec.Meta(description=(
+        "The overrides that set something on this tool, by the key or pattern each is stored under "
+        "(toolset:tool, server:tool, fs:*, *:read_*): the exact one first, then the patterns, most "
+        "specific first; absent: none."))] = []
 
 
 class ConfiguredServer(Model):
@@ -348,7 +354,10 @@ class ToolResult(Model):
 
 class SetOverrideParams(Model):
     toolset_id: str
-    tool_id: str  # canonical (toolset:tool) or as named in the toolset (tool)
+    # canonical (toolset:tool) or as named in the toolset (tool); or a pattern with * (any run of
+    # characters but ':') and ? (one), matched against toolset:tool and server:tool keys: fs:*, *:read_*.
+    # Patterns layer field by field, least specific first; the tool's exact override wins over them.
+    tool_id: str
     # Absent: keep the current value; null: remove the override of that field.
     renderer: Renderer | None | msgspec.UnsetType = msgspec.UNSET
     renderer_config: dict[str, Any] | None | msgspec.UnsetType = msgspec.UNSET
@@ -356,6 +365,11 @@ class SetOverrideParams(Model):
     description_override: str | None | msgspec.UnsetType = msgspec.UNSET
     requires_confirmation: bool | None | msgspec.UnsetType = msgspec.UNSET
     enabled: bool | None | msgspec.UnsetType = msgspec.UNSET
+
+
+class SetOverrideResult(Model):
+    tool: Tool | None = None  # the tool, when one tool was named
+    matched: list[Tool] | None = None  # a pattern: every tool of the toolset it now sets something on
 
 
 _TOOL_SPECS = (
@@ -370,9 +384,11 @@ _TOOL_SPECS = (
                params=ToolIdParams, result=ToolResult, errors=(_NF, _ST), seed_endpoints=("get_tool",)),
     MethodSpec("tools/setOverride", "clientToServer", "request",
                "Change how a tool appears and behaves (renderer, name, description, confirmation, "
-               "enabled) without touching its provider; kept across toolset upgrades. Conflict while "
-               "its toolset is disabled: enable the toolset first.",
-               params=SetOverrideParams, result=ToolResult, errors=(_NF, _IP, _CF, _ST)),
+               "enabled) without touching its provider; kept across toolset upgrades. A toolId with * or ? "
+               "is a pattern applying to every matching tool of the toolset (an exact override wins); "
+               "InvalidParams for a malformed pattern. Conflict while its toolset is disabled: enable the "
+               "toolset first.",
+               params=SetOverrideParams, result=SetOverrideResult, errors=(_NF, _IP, _CF, _ST)),
 )
 
 

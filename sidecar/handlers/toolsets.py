@@ -17,6 +17,7 @@ from ..api.toolsets import (
     ListToolsetsParams,
     SetEnabledParams,
     SetOverrideParams,
+    SetOverrideResult,
     ToolCall,
     ToolCallParams,
     ToolCallResult,
@@ -39,6 +40,7 @@ from ..store.toolsets import ToolsetRow
 from ..tools.calls import OnProgress, ToolCallService
 from ..tools.catalog import Catalog
 from ..tools.listing import ToolListing
+from ..tools.overrides import is_pattern
 from ..toolsets.service import ToolsetService
 from .routes import method
 
@@ -120,8 +122,11 @@ class ToolsetHandlers:
         return ToolResult(await self.listing.get(p.id))
 
     @method("tools/setOverride")
-    async def set_override(self, p: SetOverrideParams, ctx: RequestContext) -> ToolResult:
-        return ToolResult(await self.catalog.set_override(p.toolset_id, p.tool_id, _changes(p)))
+    async def set_override(self, p: SetOverrideParams, ctx: RequestContext) -> SetOverrideResult:
+        if is_pattern(p.tool_id):
+            return SetOverrideResult(matched=await self.catalog.set_pattern_override(p.toolset_id, p.tool_id,
+                                                                                     _changes(p)))
+        return SetOverrideResult(await self.catalog.set_override(p.toolset_id, p.tool_id, _changes(p)))
 
     @method("tools/call")
     async def call(self, p: ToolCallParams, ctx: RequestContext) -> ToolCallResult:

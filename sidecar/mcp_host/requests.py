@@ -119,14 +119,8 @@ async def request(srv: LiveServer, conn: Conn, what: str,
 
 
 def _reason(exc: Exception) -> str:
-    """What was wrong with an answer, on one line. The SDK checks a tool's structuredContent
-    against its outputSchema and raises with jsonschema's error (multi-line, quoting the schema) as
-    the cause: that is said as where in the content and what does not fit."""
-    cause = exc.__cause__
-    message = getattr(cause, "message", None)
-    if isinstance(message, str) and hasattr(cause, "absolute_path"):
-        path = "/".join(str(p) for p in getattr(cause, "absolute_path", ())) or "(the whole content)"
-        return f"its structuredContent does not fit the tool's outputSchema: at {path}, {message}"
+    """What was wrong with an answer, on one line (a structuredContent that breaks its tool's
+    outputSchema is not one: the tool-call path checks that, tools/result_schema.py)."""
     return str(exc).split("\n", 1)[0]
 
 

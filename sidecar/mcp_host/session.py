@@ -35,6 +35,13 @@ CLIENT_NAME = "covalt-sidecar"
 CLIENT_VERSION = "0.1.0"
 
 
+class _Session(ClientSession):
+    async def validate_tool_result(self, name: str, result: types.CallToolResult) -> None:
+        """Left to the tool-call path (tools/result_schema.py), which checks every provider's
+        result against its tool's output schema alike: with the same kind of error (badOutput, with
+        the path), off the event loop when the result is big, against the schema the catalog shows."""
+
+
 async def connect_and_serve(connector: Connector, srv: LiveServer, conn: Conn, spec: Spec) -> None:
     config = srv.config
     async with AsyncExitStack() as stack:
@@ -57,7 +64,7 @@ async def connect_and_serve(connector: Connector, srv: LiveServer, conn: Conn, s
                 spec.url, spec.headers, connect_timeout=config.connect_timeout, read_timeout=read_timeout,
                 max_event_size=2 * connector.max_result_bytes, eof=conn.lost, notes=conn.notes, auth=auth))
 
-        session = await stack.enter_async_context(ClientSession(
+        session = await stack.enter_async_context(_Session(
             read, write,
             elicitation_callback=(elicitation_callback(srv, lambda request: connector.ask(request))
                                   if connector.elicit is not None else None),

@@ -163,6 +163,16 @@ class ToolCatalogRepo:
         """The toolset's overrides by the key they are stored under."""
         return {o.tool_id: o for o in await read_overrides(self.db, toolset_id)}
 
+    async def pattern_overrides(self) -> dict[str, list[OverrideRow]]:
+        """Every override stored under a pattern (a key holding * or ?), by toolset."""
+        rows = await self.db.fetchall(
+            f"SELECT toolset_id, {', '.join(OVERRIDE_COLS)} FROM tool_overrides WHERE tool_id GLOB '*[*?]*' "
+            "ORDER BY toolset_id, tool_id")
+        found: dict[str, list[OverrideRow]] = {}
+        for r in rows:
+            found.setdefault(r["toolset_id"], []).append(override_of(r))
+        return found
+
     async def override(self, toolset_id: str, key: str) -> OverrideRow | None:
         found = await read_overrides(self.db, toolset_id, key)
         return found[0] if found else None

@@ -28,7 +28,7 @@ from ..mcp_host.state import CallOrigin
 from ..store import Database
 from ..store.rows import new_id, now
 from ..store.tool_calls import API, Initiator, ToolCallRepo, ToolCallRow
-from . import cards, mcp_plans
+from . import cards, mcp_plans, result_schema
 from . import output as tool_output
 from .catalog import Catalog
 from .config import ToolConfig
@@ -124,13 +124,24 @@ class ToolCallService:
                 call = _Call(args, workspace, chat_id, record.id, settings, client_context)
                 try:
                     result = await self.switch.run(self._run, target, call, on_progress, raw_result)
-                    if isinstance(result, msgspec.Raw):  # read for $return, or for a card
-                        result = await _settle(result, needed=tool.renderer is not None or output.shows_card)
+                    raw = result if isinstance(result, msgspec.Raw) else None
+                    read = tool.renderer is not None or output.shows_card  # for $return, or for a card
+                    if raw is not None:
+                        result = await _settle(raw, needed=read or tool.output_schema is not None)
                     record.result = result
                     record.status = "success"
                     if (reported := cards.error_of(output, result)) is not None:
                         # Seed 004: a card tool says it failed with {"error": ...}; the call is an error.
                         record.status, record.error, record.error_kind = "error", reported, "raised"
+                    elif tool.output_schema is not None:
+                        size = len(raw) if raw is not None else None
+                        if wrong := await result_schema.check(tool.output_schema, tool.provider, result, size):
+                            # Seed 002: a result that breaks the tool's output schema fails the call; the
+                            # model is told where and what was expected, the record keeps what came back.
+                            record.status, record.error, record.error_kind = ("error", wrong,
+                                                                              result_schema.BAD_OUTPUT)
+                        elif raw is not None and not read:
+                            record.result = await _settle(raw, needed=False)  # sent on as it came
                 except _Failed as failure:
                     record.status, record.error, record.error_kind = "error", failure.message, failure.kind
                     record.result = failure.result

@@ -10,11 +10,11 @@ import msgspec
 
 from ..api.base import wire_name
 from ..api.toolsets import Tool
-from ..errors import NotFound, PermissionDenied
+from ..errors import InvalidParams, NotFound, PermissionDenied
 from ..store import CATALOG, Database
 from ..store.tool_catalog import BuiltinRow, CatalogRow, ToolCatalogRepo
 from ..store.tool_config import ConfigValue, ToolConfigRepo
-from ..store.toolsets import ToolsetRepo
+from ..store.toolsets import OverrideRow, ToolsetRepo, ToolsetRow
 from . import frozen, overrides, settings
 from .output import BUILTIN_MAX_CHARS
 from .providers import mcp as mcp_tools
@@ -43,9 +43,16 @@ def unavailable_reason(row: CatalogRow) -> str | None:
     return row.unavailable_reason
 
 
-def view(row: CatalogRow, values: list[ConfigValue]) -> Tool:
+def layered(row: CatalogRow, patterns: dict[str, list[OverrideRow]]) -> tuple[CatalogRow, list[str]]:
+    """The row with its override combined with the toolset's ``patterns`` that match it
+    (`overrides.layer`), and the keys and patterns that set something."""
+    override, applied = overrides.layer(row.override, patterns.get(row.toolset_id or "", []), row.tool_id)
+    return (row if override is row.override else msgspec.structs.replace(row, override=override)), applied
+
+
+def view(row: CatalogRow, values: list[ConfigValue], applied: list[str] | None = None) -> Tool:
     """The stored tool with its override applied (`overrides.apply`) and its status, given the
-    config ``values`` set in its toolset."""
+    config ``values`` set in its toolset; ``applied``: what `layered` said set the override."""
     reason = unavailable_reason(row)
     tool = overrides.apply(Tool(
         id=row.tool_id, toolset_id=row.toolset_id, provider=row.provider, name=row.name,
@@ -53,7 +60,8 @@ def view(row: CatalogRow, values: list[ConfigValue]) -> Tool:
         requires_confirmation=row.requires_confirmation,
         enabled=row.enabled and row.toolset_enabled is not False,
         renderer=row.config.get("renderer"), renderer_config=row.config.get("renderer_config"),
-    ), row.override)
+        output_schema=output_schema_of(row.config),
+    ), row.override, applied)
     missing = plan_of(row, values).missing if row.toolset_id is not None else []
     if reason is not None:  # it cannot run, whatever its switches say; they are kept for when it can
         return msgspec.structs.replace(tool, enabled=False, status="unavailable", missing_config=missing,
@@ -62,11 +70,36 @@ def view(row: CatalogRow, values: list[ConfigValue]) -> Tool:
                                    missing_config=missing)
 
 
+def output_schema_of(config: dict[str, Any]) -> dict[str, Any] | None:
+    """The schema a stored tool's results are checked against: an HTTP tool's declared
+    ``outputSchema``, a Python tool's return annotation (turned into a schema when its toolset was
+    installed or reloaded); None when it has none."""
+    return config.get("output_schema") or (config.get("http") or {}).get("outputSchema")
+
+
 def plan_of(row: CatalogRow, values: list[ConfigValue]) -> Plan:
     """The settings a call of the tool gets (short of secret values), from its toolset's ``values``."""
     assert row.toolset_id is not None  # (built-ins have no configuration)
     return settings.plan(row.toolset_id, row.tool_id.partition(":")[2], settings.schema_of(row.toolset_schema),
                          settings.schema_of(row.config.get("config_schema")), values)
+
+
+def pattern_key(toolset_id: str, pattern: str, where: str = "params.toolId") -> str:
+    """The key a pattern override is stored under in its toolset: ``server:tool`` or
+    ``toolset:tool`` patterns as given, an MCP id pattern (``mcp:toolset~server:read_*``) as its
+    ``server:tool`` part, one without ``:`` as a pattern of the toolset's own tools."""
+    key = pattern
+    if key.startswith("mcp:"):
+        ref, _, name = key.removeprefix("mcp:").partition(":")
+        owner, tilde, server = ref.partition("~")
+        if tilde and owner != toolset_id:
+            raise InvalidParams(where, f"{pattern!r} names the toolset {owner!r}, not {toolset_id!r}")
+        key = f"{server if tilde else ref}:{name}"
+    elif ":" not in key:
+        key = f"{toolset_id}:{key}"
+    if (wrong := overrides.pattern_problem(key)) is not None:
+        raise InvalidParams(where, f"{pattern!r} is not a tool pattern: {wrong}")
+    return key
 
 
 class Catalog:
@@ -86,12 +119,21 @@ class Catalog:
             found.setdefault(v.toolset_id, []).append(v)
         return found
 
-    async def _views(self, rows: list[CatalogRow]) -> list[Tool]:
+    async def patterns(self) -> dict[str, list[OverrideRow]]:
+        """The overrides stored under a pattern, by toolset; read once per change."""
+        repo = ToolCatalogRepo(self.db)
+        return await self.db.cached(CATALOG, ("overrides", "patterns"), repo.pattern_overrides)
+
+    async def _layered(self, rows: list[CatalogRow]) -> list[tuple[CatalogRow, list[str]]]:
+        patterns = await self.patterns()
+        return [layered(r, patterns) for r in rows]
+
+    async def _views(self, rows: list[tuple[CatalogRow, list[str]]]) -> list[Tool]:
         values = await self.config_values()
-        return [view(r, values.get(r.toolset_id or "", [])) for r in rows]
+        return [view(r, values.get(r.toolset_id or "", []), applied) for r, applied in rows]
 
     async def toolset_tools(self, toolset_id: str) -> list[Tool]:
-        return await self._views(await ToolCatalogRepo(self.db).of_toolset(toolset_id))
+        return await self._views(await self._layered(await ToolCatalogRepo(self.db).of_toolset(toolset_id)))
 
     async def mcp_tools(self) -> list[Tool]:
         """The MCP tools the live connections offer now, overrides applied (switched off ones too)."""
@@ -101,13 +143,14 @@ class Catalog:
         """The toolset's tools a chat gets by attaching it: all but those switched off themselves,
         whether the toolset is on or not (seed 003); its servers' tools are taken from `live`
         (`mcp_tools()`)."""
-        tools = await self._views([r for r in await ToolCatalogRepo(self.db).of_toolset(toolset_id)
-                                    if _switched_on(r) and unavailable_reason(r) is None])
+        rows = await self._layered(await ToolCatalogRepo(self.db).of_toolset(toolset_id))
+        tools = await self._views([(r, applied) for r, applied in rows
+                                   if _switched_on(r) and unavailable_reason(r) is None])
         return tools + [t for t in live if t.toolset_id == toolset_id and t.enabled]
 
     async def list_tools(self, include_disabled: bool, live: list[Tool] | None = None) -> list[Tool]:
         """``live``: the MCP tools when the caller has them already (`mcp_tools()`)."""
-        tools = await self._views(await ToolCatalogRepo(self.db).all())
+        tools = await self._views(await self._layered(await ToolCatalogRepo(self.db).all()))
         tools += live if live is not None else await self.mcp_tools()
         return tools if include_disabled else [t for t in tools if t.enabled]
 
@@ -122,16 +165,17 @@ class Catalog:
         return await self.db.cached(CATALOG, tool_id, lambda: self._load(tool_id))
 
     async def _load(self, tool_id: str) -> Resolved:
-        row = await ToolCatalogRepo(self.db).tool(tool_id)
-        if row is None:
+        stored = await ToolCatalogRepo(self.db).tool(tool_id)
+        if stored is None:
             raise NotFound("tool", tool_id)
-        if row.toolset_deleted_at is not None and row.toolset_id is not None:
-            raise NotFound("tool", tool_id, f"{tool_id}: {frozen.deleted_tool_message(row.toolset_id)}")
+        if stored.toolset_deleted_at is not None and stored.toolset_id is not None:
+            raise NotFound("tool", tool_id, f"{tool_id}: {frozen.deleted_tool_message(stored.toolset_id)}")
+        row, applied = layered(stored, await self.patterns())
         entrypoint = importable(row.entrypoint) if row.entrypoint else None
         values = (await self.config_values()).get(row.toolset_id or "", [])
         plan = plan_of(row, values) if row.provider in ("python", "http") else None
-        return Resolved(view(row, values), entrypoint, row.config, row.files_dir, switched_on=_switched_on(row),
-                        settings=plan)
+        return Resolved(view(row, values, applied), entrypoint, row.config, row.files_dir,
+                        switched_on=_switched_on(row), settings=plan)
 
     async def sync_builtins(self) -> None:
         """Make the stored built-in rows match this build (the user's ``enabled`` choice is kept)."""
@@ -155,10 +199,7 @@ class Catalog:
         """Upsert the user's override of one tool; ``changes`` holds only the fields to change."""
         if toolset_id == BUILTIN:
             return await self._set_builtin_enabled(tool_id, changes)
-        toolset = await ToolsetRepo(self.db).get(toolset_id)
-        if toolset is None:
-            raise NotFound("toolset", toolset_id)
-        frozen.refuse_changes(toolset_id, toolset.enabled, toolset.soft_deleted_at, "change its tools")
+        await self._writable(toolset_id)
         repo = ToolCatalogRepo(self.db)
         if tool_id.startswith("mcp:"):
             canonical = (await self.resolve(tool_id)).tool.id  # the tool must be known to be overridden
@@ -169,6 +210,24 @@ class Catalog:
                 raise NotFound("tool", canonical, f"toolset {toolset_id!r} has no tool {tool_id!r}")
         await repo.set_override(toolset_id, stored, changes)
         return await self.get_tool(canonical)
+
+    async def set_pattern_override(self, toolset_id: str, pattern: str, changes: dict[str, Any]) -> list[Tool]:
+        """Upsert an override stored under a pattern (`overrides`); the tools of the toolset it now
+        sets something on are returned (none, when it matches no tool known yet)."""
+        if toolset_id == BUILTIN:
+            raise InvalidParams("params.toolId", "built-in tools take no pattern overrides: name one tool")
+        toolset = await self._writable(toolset_id)
+        key = pattern_key(toolset.id, pattern)
+        await ToolCatalogRepo(self.db).set_override(toolset_id, key, changes)
+        tools = await self.toolset_tools(toolset_id) + [t for t in await self.mcp_tools() if t.toolset_id == toolset_id]
+        return [t for t in tools if key in t.overrides_applied]
+
+    async def _writable(self, toolset_id: str) -> ToolsetRow:
+        toolset = await ToolsetRepo(self.db).get(toolset_id)
+        if toolset is None:
+            raise NotFound("toolset", toolset_id)
+        frozen.refuse_changes(toolset_id, toolset.enabled, toolset.soft_deleted_at, "change its tools")
+        return toolset
 
     async def _set_builtin_enabled(self, tool_id: str, changes: dict[str, Any]) -> Tool:
         repo = ToolCatalogRepo(self.db)

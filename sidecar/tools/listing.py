@@ -21,7 +21,7 @@ from ..paging import Pages
 from ..store.tool_calls import ToolCallRepo
 from ..store.tool_catalog import ToolCatalogRepo
 from ..store.tool_usage import ToolUsageRepo
-from .catalog import BUILTIN, Catalog, view
+from .catalog import BUILTIN, Catalog, layered, view
 from .providers import mcp as mcp_tools
 
 
@@ -117,4 +117,6 @@ class _Stored:
         if rows:
             self.last = rows[-1].tool_id
         values = await self.catalog.config_values()
-        self.buffer = [view(r, values.get(r.toolset_id or "", [])) for r in reversed(rows)]
+        patterns = await self.catalog.patterns()  # (rows dropped in SQL are off whatever a pattern says)
+        self.buffer = [view(r, values.get(r.toolset_id or "", []), applied)
+                       for r, applied in (layered(row, patterns) for row in reversed(rows))]

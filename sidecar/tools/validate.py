@@ -25,11 +25,17 @@ def check_args(schema: dict[str, Any] | None, args: Any, where: str = "params.ar
     if checker is None:
         return
     fast, validator = checker
-    if (fast is not None and fast(args)) or validator.is_valid(args):
-        return
-    from jsonschema.exceptions import best_match
+    from jsonschema.exceptions import best_match  # loaded with jsonschema by _checker_of
+    from referencing.exceptions import Unresolvable
 
-    error = best_match(validator.iter_errors(args))
+    try:
+        if (fast is not None and fast(args)) or validator.is_valid(args):
+            return
+        error = best_match(validator.iter_errors(args))
+    except (Unresolvable, RecursionError):
+        # A $ref outside the schema (never fetched) or one going round without end: the schema is
+        # broken, and the tool, as with any broken schema, sees the arguments itself.
+        return
     if error is None:
         return
     path = where + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
@@ -53,13 +59,6 @@ Checker = tuple["Fast | None", Any]
 _BY_ID: dict[int, tuple[dict[str, Any], Checker | None]] = {}
 
 
-def validator_of(schema: dict[str, Any]) -> Any:
-    """The cached jsonschema validator of ``schema`` (an HTTP tool's outputSchema), or None for a
-    broken schema."""
-    checker = _checker_of(schema)
-    return None if checker is None else checker[1]
-
-
 def _checker_of(schema: dict[str, Any]) -> Checker | None:
     hit = _BY_ID.get(id(schema))
     if hit is not None and hit[0] is schema:
@@ -75,6 +74,7 @@ def _checker_of(schema: dict[str, Any]) -> Checker | None:
 def _checker(schema_json: str) -> Checker | None:
     from jsonschema import validators
     from jsonschema.exceptions import SchemaError
+    from referencing import Registry
 
     schema = json.loads(schema_json)
     cls = validators.validator_for(schema, default=validators.Draft202012Validator)
@@ -85,7 +85,9 @@ def _checker(schema_json: str) -> Checker | None:
         return None
     drafts = (validators.Draft6Validator, validators.Draft7Validator, validators.Draft201909Validator,
               validators.Draft202012Validator)
-    return (compile_fast(schema) if cls in drafts else None), cls(schema)
+    # An empty registry (the drafts' own metaschemas only): jsonschema's default one fetches any
+    # $ref it does not know over the network, and a schema comes from a bundle or a server.
+    return (compile_fast(schema) if cls in drafts else None), cls(schema, registry=Registry())
 
 
 # -- the quick check -----------------------------------------------------------------------------
@@ -101,7 +103,11 @@ Fast = Callable[[Any], bool]
 # Keywords that never change whether a value is valid (format is an annotation by default).
 _ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$comment", "$schema", "format",
                           "deprecated", "readOnly", "writeOnly"})
-_HANDLED = frozenset({"type", "properties", "required", "additionalProperties", "items", "enum"})
+_HANDLED = frozenset({"type", "properties", "required", "additionalProperties", "items", "enum", "anyOf",
+                      "$defs", "definitions"})
+# A $ref beside anything but annotations means different things in different drafts (draft 7
+# ignores the siblings): such a schema is left to jsonschema.
+_REF_ALONE = frozenset({"$ref", "$defs", "definitions"}) | _ANNOTATIONS
 
 
 def _is_integer(v: Any) -> bool:
@@ -120,33 +126,37 @@ _TYPES: dict[str, Fast] = {
 }
 
 
-def compile_fast(schema: Any) -> Fast | None:
-    """A quick check for ``schema``, or None when it uses a keyword this does not handle."""
+# A $ref seen while compiling -> the check of its target, set once that is compiled (a recursive
+# type refers to itself before its own check exists).
+_Refs = dict[str, list["Fast | None"]]
+
+
+def compile_fast(schema: Any, root: Any = None, refs: _Refs | None = None) -> Fast | None:
+    """A quick check for ``schema``, or None when it uses a keyword this does not handle. ``root``
+    and ``refs``: the whole document and the $refs met so far, when compiling a part of it."""
     if schema is True or schema == {}:
         return lambda v: True
     if schema is False:
         return lambda v: False
+    root = schema if root is None else root
+    refs = {} if refs is None else refs
+    if isinstance(schema, dict) and "$ref" in schema:
+        return _ref_check(schema, root, refs) if set(schema) <= _REF_ALONE else None
     if not isinstance(schema, dict) or not set(schema) <= _HANDLED | _ANNOTATIONS:
         return None
     checks: list[Fast] = []
-    if "type" in schema:
-        names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-        if not all(n in _TYPES for n in names):
-            return None
-        tests = [_TYPES[n] for n in names]
-        checks.append(tests[0] if len(tests) == 1 else lambda v: any(t(v) for t in tests))
-    if "enum" in schema:
-        choices = schema["enum"]
-        if not all(type(c) is str for c in choices):
-            return None  # jsonschema's equality (1 is not True, 1.0 is 1) is not worth repeating
-        allowed = frozenset(choices)
-        checks.append(lambda v: type(v) is str and v in allowed)
+    for keyword, part in (("anyOf", _any_of_check), ("type", _type_check), ("enum", _enum_check)):
+        if keyword in schema:
+            check = part(schema[keyword], root, refs)
+            if check is None:
+                return None
+            checks.append(check)
     if "items" in schema:
-        item = compile_fast(schema["items"])
+        item = compile_fast(schema["items"], root, refs)
         if item is None:
             return None  # also the draft 7 list form of items
         checks.append(lambda v: type(v) is not list or all(item(x) for x in v))
-    object_check = _object_check(schema)
+    object_check = _object_check(schema, root, refs)
     if object_check is None:
         return None
     if object_check is not _NO_CHECK:
@@ -158,6 +168,31 @@ def compile_fast(schema: Any) -> Fast | None:
     return lambda v: all(c(v) for c in checks)
 
 
+def _any_of_check(options: Any, root: Any, refs: _Refs) -> Fast | None:
+    if not isinstance(options, list) or not options:
+        return None
+    compiled = [compile_fast(o, root, refs) for o in options]
+    if any(c is None for c in compiled):
+        return None
+    alternatives = [c for c in compiled if c is not None]
+    return lambda v: any(c(v) for c in alternatives)
+
+
+def _type_check(kind: Any, root: Any, refs: _Refs) -> Fast | None:
+    names = kind if isinstance(kind, list) else [kind]
+    if not all(isinstance(n, str) and n in _TYPES for n in names):
+        return None
+    tests = [_TYPES[n] for n in names]
+    return tests[0] if len(tests) == 1 else lambda v: any(t(v) for t in tests)
+
+
+def _enum_check(choices: Any, root: Any, refs: _Refs) -> Fast | None:
+    if not isinstance(choices, list) or not all(type(c) is str for c in choices):
+        return None  # jsonschema's equality (1 is not True, 1.0 is 1) is not worth repeating
+    allowed = frozenset(choices)
+    return lambda v: type(v) is str and v in allowed
+
+
 def _no_check(v: Any) -> bool:
     return True
 
@@ -165,7 +200,35 @@ def _no_check(v: Any) -> bool:
 _NO_CHECK: Fast = _no_check
 
 
-def _object_check(schema: dict[str, Any]) -> Fast | None:
+def _ref_check(schema: dict[str, Any], root: Any, refs: _Refs) -> Fast | None:
+    """The check of a local ``$ref`` (``#/$defs/Name``, ``#/definitions/Name``: what msgspec and
+    pydantic write for a named type); any other reference is left to jsonschema."""
+    ref = schema["$ref"]
+    if not isinstance(ref, str) or not isinstance(root, dict):
+        return None
+    where, _, name = ref.removeprefix("#/").partition("/")
+    if not ref.startswith("#/") or where not in ("$defs", "definitions") or not name or "/" in name or "~" in name:
+        return None
+    target = (root.get(where) or {}).get(name) if isinstance(root.get(where), dict) else None
+    if target is None:
+        return None
+    cell = refs.get(ref)
+    if cell is None:
+        cell = refs[ref] = [None]
+        found = compile_fast(target, root, refs)
+        if found is None:
+            return None
+        cell[0] = found
+
+    def check_ref(v: Any) -> bool:
+        check = cell[0]
+        assert check is not None  # (set before any value is checked)
+        return check(v)
+
+    return check_ref
+
+
+def _object_check(schema: dict[str, Any], root: Any, refs: _Refs) -> Fast | None:
     properties = schema.get("properties", {})
     required = schema.get("required", [])
     extra = schema.get("additionalProperties", True)
@@ -175,12 +238,12 @@ def _object_check(schema: dict[str, Any]) -> Fast | None:
         return None
     props: dict[str, Fast] = {}
     for key, sub in properties.items():
-        check = compile_fast(sub)
+        check = compile_fast(sub, root, refs)
         if check is None:
             return None
         props[key] = check
     needed = tuple(required)
-    other = compile_fast(extra)
+    other = compile_fast(extra, root, refs)
     if other is None:
         return None
 

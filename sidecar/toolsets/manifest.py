@@ -16,6 +16,7 @@ from ..errors import ManifestError
 from ..schedules import cron
 from ..store.mcp_servers import McpServerRow
 from ..tools.output import COLOUR_HINT, OutputDecl, check_colours
+from ..tools.overrides import is_pattern, pattern_problem
 from ..tools.providers.http.auth import auth_error
 from ..tools.providers.http.spec import HttpSpec, SpecError
 from ..tools.providers.http.spec import check as check_http
@@ -262,7 +263,11 @@ def _check(m: Manifest) -> Parsed:
     overrides = _with_legacy_renderers(m, warnings)
     for i, o in enumerate(m.tool_overrides):
         server, sep, _ = o.tool_id.partition(":")
-        if sep and server not in servers:
+        if is_pattern(o.tool_id):
+            # fs:*, *:read_*, or read_* (the toolset's own tools): what it matches may come later.
+            if (wrong := pattern_problem(o.tool_id if sep else f"{m.id}:{o.tool_id}")) is not None:
+                raise ManifestError(f"tool_overrides[{i}].tool_id", f"{o.tool_id!r} is not a tool pattern: {wrong}")
+        elif sep and server not in servers:
             warnings.append(f"tool_overrides[{i}].tool_id: no MCP server {server!r} is declared here")
         elif not sep and o.tool_id not in seen:
             warnings.append(f"tool_overrides[{i}].tool_id: no tool {o.tool_id!r} is declared here")

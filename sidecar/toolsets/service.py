@@ -36,6 +36,7 @@ from ..store.toolset_sources import SourceRow
 from ..store.toolsets import Install, OverrideRow, StoredTool, ToolsetFile, ToolsetRepo, ToolsetRow
 from ..tools import frozen
 from ..tools import output as tool_output
+from ..tools.overrides import is_pattern
 from ..tools.providers.python.entrypoints import importable
 from ..tools.providers.python.worker import ToolFailure
 from ..tools.providers.python.workers import ToolsetWorkers
@@ -216,7 +217,7 @@ class ToolsetService:
                                size=len(data), stored_path=str((revision or Path()) / path))
                    for path, data in b.files.items()],
             tools=[_stored_tool(m.id, t, described.get(t.id, {}), b.vanished.get(t.id)) for t in m.tools],
-            overrides=[OverrideRow(tool_id=f"{m.id}:{o.tool_id}" if o.tool_id in declared else o.tool_id,
+            overrides=[OverrideRow(tool_id=_override_key(m.id, o.tool_id, declared),
                                    renderer=o.renderer, renderer_config=o.renderer_config,
                                    name_override=o.name_override, description_override=o.description_override,
                                    requires_confirmation=o.requires_confirmation, enabled=o.enabled,
@@ -403,6 +404,8 @@ def _stored_tool(toolset_id: str, t: ToolDecl, code: dict[str, Any], gone: Bundl
         config["timeout"] = t.timeout or code.get("timeout")
     if (output := tool_output.stored(t.output)) is not None:
         config["output"] = output
+    if code.get("outputSchema") is not None:
+        config["output_schema"] = code["outputSchema"]  # from the return annotation: results are checked
     if code.get("legacy"):
         config["needs_workspace"] = True  # plain f(workspace, ...) functions are handed the folder
     if t.config_schema:
@@ -419,6 +422,13 @@ def _stored_tool(toolset_id: str, t: ToolDecl, code: dict[str, Any], gone: Bundl
                       input_schema=schema,
                       requires_confirmation=t.requires_confirmation or bool(code.get("requiresConfirmation")),
                       config=config, unavailable_reason=f"its code is gone: {gone.reason}" if gone else None)
+
+
+def _override_key(toolset_id: str, tool_id: str, declared: set[str]) -> str:
+    """The key a manifest's override is stored under: ``toolset:tool`` for a tool it declares (and
+    for a pattern of them, such as ``read_*``), else as written (``server:tool``, ``fs:*``)."""
+    own = tool_id in declared or (is_pattern(tool_id) and ":" not in tool_id)
+    return f"{toolset_id}:{tool_id}" if own else tool_id
 
 
 def schema_data(schema: ConfigSchema) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import socket
 import sys
 from pathlib import Path
 
@@ -80,11 +81,29 @@ async def test_a_server_that_asks_for_every_tool_asks_for_read_only_ones_too(app
 async def test_structured_content_that_breaks_the_output_schema_fails_the_call(app: SidecarClient):
     await add_meta(app)
     bad = await call(app, "wrong_shape")
-    assert bad["status"] == "error" and bad["errorKind"] == "server"
-    assert bad["error"] == ("MCP server meta gave an invalid answer to tool 'wrong_shape': its structuredContent "
-                            "does not fit the tool's outputSchema: at city, 3 is not of type 'string'")
+    assert bad["status"] == "error" and bad["errorKind"] == "badOutput"
+    assert bad["error"] == "result.structuredContent.city: expected string, got integer"
+    assert bad["result"]["structuredContent"] == {"city": 3}  # the audit trail keeps what came back
     good = await call(app, "right_shape")
     assert good["status"] == "success" and good["result"]["structuredContent"] == {"city": "Oslo"}
+    # The MCP spec: a tool with an outputSchema MUST return structuredContent.
+    bare = await call(app, "no_structure")
+    assert bare["status"] == "error" and bare["errorKind"] == "badOutput"
+    assert bare["error"].startswith("result.structuredContent: missing;")
+
+
+async def test_an_output_schema_pointing_at_a_url_is_never_fetched(app: SidecarClient):
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        listener.settimeout(0.2)
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/schema.json"
+        await add_meta(app, env={"META_REF_URL": url})
+        assert (await tools(app))["remote_ref"]["outputSchema"]["properties"]["city"] == {"$ref": url}
+        record = await call(app, "remote_ref")
+        assert record["status"] == "error" and record["errorKind"] == "badOutput"
+        assert record["error"] == (f"the tool's outputSchema cannot be checked: it refers to {url!r}, which is not "
+                                   "inside the schema (remote references are never fetched)")
+        with pytest.raises(TimeoutError):
+            listener.accept()  # nobody knocked
 
 
 def logs(sc: SidecarClient) -> list[dict]:

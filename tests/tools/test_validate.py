@@ -27,6 +27,12 @@ SCHEMAS: list[Any] = [
      "required": ["a"], "additionalProperties": False, "title": "args"},
     {"type": "object", "additionalProperties": {"type": "boolean"}},
     {"properties": {"a": {"type": "array", "items": {"enum": ["p", "q"]}}}, "required": ["a", "b"]},
+    # What msgspec writes for a return annotation: named types under $defs, Optional as anyOf.
+    {"$ref": "#/$defs/Out", "$defs": {"Out": {"type": "object", "title": "Out", "required": ["a"],
+                                              "properties": {"a": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+                                                             "c": {"$ref": "#/$defs/Out"}}}}},
+    {"type": "array", "items": {"$ref": "#/definitions/P"}, "definitions": {"P": {"enum": ["p", "q"]}}},
+    {"anyOf": [{"type": "string"}, {"type": "object", "additionalProperties": False}]},
 ]
 VALUES: list[Any] = [
     None, True, False, 0, 1, 1.0, 1.5, -2, 2**70, "", "a", "x", "p", [], [1, 2], [1.0, True], ["p", "q"],
@@ -48,6 +54,8 @@ def test_a_keyword_it_does_not_handle_leaves_the_schema_to_jsonschema() -> None:
     assert compile_fast({"type": "object", "properties": {"a": {"$ref": "#/$defs/a"}}}) is None
     assert compile_fast({"type": "array", "items": [{"type": "string"}]}) is None  # draft 7 tuple form
     assert compile_fast({"enum": [1, True]}) is None
+    assert compile_fast({"$ref": "https://example.com/s.json"}) is None  # jsonschema says it cannot resolve
+    assert compile_fast({"$ref": "#/$defs/a", "$defs": {"a": {}}, "type": "string"}) is None  # drafts disagree
     schema = {"type": "object", "properties": {"name": {"type": "string", "minLength": 2}}}
     check_args(schema, {"name": "ok"})
     with pytest.raises(InvalidParams) as err:

@@ -61,6 +61,9 @@ def with_http(**changes: Any) -> bytes:
     ({"maxResponseBytes": 1 << 40}, "tools[0].http.maxResponseBytes", "<="),
     ({"response": {"select": "data.items"}}, "tools[0].http.response.select", "JSON Pointer"),
     ({"urlTemplte": "x"}, "tools[0].http", "unknown field `urlTemplte`"),
+    ({"outputSchema": {"type": "thing"}}, "tools[0].http.outputSchema", "not a valid JSON Schema"),
+    ({"outputSchema": {"properties": {"a": {"$ref": "https://example.com/a.json"}}}},
+     "tools[0].http.outputSchema", "remote references are never fetched"),
     ({"steps": [{"urlTemplate": "https://api.example.com/a/${first.token}"}]},
      "tools[0].http.steps", "either the one request's urlTemplate or steps"),
 ])

@@ -18,7 +18,7 @@ from ...store.mcp_tools_seen import McpToolsSeenRepo, SeenTool
 from ...store.tool_catalog import ToolCatalogRepo
 from ...store.toolsets import OverrideRow
 from .. import frozen
-from ..overrides import apply, switched_on
+from ..overrides import Layered, apply, is_pattern, layer, switched_on
 from ..resolved import Resolved
 from ..settings import status_of
 
@@ -57,14 +57,14 @@ def asks_by_default(server_asks: bool, annotations: dict[str, Any] | None) -> bo
     return hints.get("destructiveHint") is not False or hints.get("openWorldHint") is not False
 
 
-def _view(row: McpServerRow, t: McpTool, o: OverrideRow | None) -> Tool:
+def _view(row: McpServerRow, t: McpTool, o: Layered | None) -> Tool:
     tool = apply(Tool(
         id=tool_id(row, t.name), name=t.title or t.name, description=t.description, provider="mcp",
         input_schema=t.input_schema, toolset_id=row.toolset_id,
         requires_confirmation=asks_by_default(row.requires_confirmation, t.annotations),
         enabled=row.should_run, title=t.title, annotations=t.annotations, output_schema=t.output_schema,
         icons=list(t.icons) or None,
-    ), o)
+    ), *(o if o is not None else (None, None)))
     # Only live connections list tools: one shown here is connected unless switched off.
     return msgspec.structs.replace(tool, status=status_of("mcp", tool.enabled, []))
 
@@ -75,14 +75,25 @@ async def discovered(db: Database, host: McpHost) -> list[Tool]:
     # On every turn's path: the servers and overrides are read once per change of the catalog.
     servers = await db.cached(CATALOG, ("mcp", "servers"), lambda: _servers_and_overrides(db))
     found: list[Tool] = []
-    for row, overrides, vanished in servers:
+    for row, exact, patterns, vanished in servers:
         listed = host.tools(row.key)
-        found += [_view(row, t, overrides.get(f"{row.server_id}:{t.name}")) for t in listed]
+        found += [_view(row, t, _layer(row, exact, patterns, t.name)) for t in listed]
         if vanished and _connected(host, row.key):  # only a connected server can say it no longer has a tool
             names = {t.name for t in listed}
-            found += [_gone_view(row, v, overrides.get(f"{row.server_id}:{v.name}"))
+            found += [_gone_view(row, v, _layer(row, exact, patterns, v.name))
                       for v in vanished if v.name not in names]
     return found
+
+
+def _layer(row: McpServerRow, exact: dict[str, OverrideRow], patterns: list[OverrideRow], name: str) -> Layered:
+    """The tool's exact override layered over its toolset's patterns that match it."""
+    key = f"{row.server_id}:{name}"
+    return layer(exact.get(key), patterns, key)
+
+
+# Each server with its toolset's overrides (by exact key, and those under a pattern) and the tools
+# it no longer lists.
+Servers = list[tuple[McpServerRow, dict[str, OverrideRow], list[OverrideRow], list[SeenTool]]]
 
 
 async def in_order(db: Database, host: McpHost, after: str | None,
@@ -93,11 +104,11 @@ async def in_order(db: Database, host: McpHost, after: str | None,
     return _in_order(servers, host, after, toolset_ids)
 
 
-def _in_order(servers: list[tuple[McpServerRow, dict[str, OverrideRow], list[SeenTool]]], host: McpHost,
-              after: str | None, toolset_ids: frozenset[str] | None) -> Iterator[Tool]:
+def _in_order(servers: Servers, host: McpHost, after: str | None,
+              toolset_ids: frozenset[str] | None) -> Iterator[Tool]:
     # The ids of one server share its prefix "mcp:<key>:", and a key holds no ':', so no prefix
     # starts another: ordering the servers by prefix and each one's tools by name orders the ids.
-    for row, overrides, vanished in sorted(servers, key=lambda s: f"mcp:{s[0].key}:"):
+    for row, exact, patterns, vanished in sorted(servers, key=lambda s: f"mcp:{s[0].key}:"):
         if toolset_ids is not None and row.toolset_id not in toolset_ids:
             continue
         prefix = f"mcp:{row.key}:"
@@ -110,23 +121,28 @@ def _in_order(servers: list[tuple[McpServerRow, dict[str, OverrideRow], list[See
         tools: list[McpTool | SeenTool] = [*listed, *gone]
         for t in sorted(tools, key=lambda t: t.name):
             if past is None or t.name > past:
-                o = overrides.get(f"{row.server_id}:{t.name}")
+                o = _layer(row, exact, patterns, t.name)
                 yield _gone_view(row, t, o) if isinstance(t, SeenTool) else _view(row, t, o)
 
 
-async def _servers_and_overrides(
-    db: Database,
-) -> list[tuple[McpServerRow, dict[str, OverrideRow], list[SeenTool]]]:
+async def _overrides(repo: ToolCatalogRepo, toolset_id: str) -> tuple[dict[str, OverrideRow], list[OverrideRow]]:
+    """The toolset's overrides: by exact key, and those stored under a pattern."""
+    stored = await repo.overrides(toolset_id)
+    return ({k: o for k, o in stored.items() if not is_pattern(k)},
+            [o for k, o in stored.items() if is_pattern(k)])
+
+
+async def _servers_and_overrides(db: Database) -> Servers:
     repo = ToolCatalogRepo(db)
     rows = await McpServerRepo(db).all()
-    overrides = {ts: await repo.overrides(ts) for ts in dict.fromkeys(r.toolset_id for r in rows)}
+    overrides = {ts: await _overrides(repo, ts) for ts in dict.fromkeys(r.toolset_id for r in rows)}
     vanished: dict[str, list[SeenTool]] = {}
     for v in await McpToolsSeenRepo(db).vanished():
         vanished.setdefault(v.key, []).append(v)
-    return [(row, overrides[row.toolset_id], vanished.get(row.key, [])) for row in rows]
+    return [(row, *overrides[row.toolset_id], vanished.get(row.key, [])) for row in rows]
 
 
-def _gone_view(row: McpServerRow, seen: SeenTool, o: OverrideRow | None) -> Tool:
+def _gone_view(row: McpServerRow, seen: SeenTool, o: Layered | None) -> Tool:
     """A tool its connected server no longer lists, from the definition it last gave: shown
     unavailable with its override, never run (seed 002)."""
     d = seen.definition
@@ -138,9 +154,11 @@ def _gone_view(row: McpServerRow, seen: SeenTool, o: OverrideRow | None) -> Tool
         unavailable_reason=f"the MCP server {row.key} no longer lists it (last listed {seen.seen_at})")
 
 
-async def _server_and_override(db: Database, ref: str, name: str) -> tuple[McpServerRow, OverrideRow | None]:
+async def _server_and_override(db: Database, ref: str, name: str) -> tuple[McpServerRow, Layered | None]:
+    """The server and the tool's overrides, its exact one layered over the patterns that match it."""
     row = await find(McpServerRepo(db), ref)
-    return row, await ToolCatalogRepo(db).override(row.toolset_id, f"{row.server_id}:{name}")
+    exact, patterns = await _overrides(ToolCatalogRepo(db), row.toolset_id)
+    return row, _layer(row, exact, patterns, name)
 
 
 async def resolve(db: Database, host: McpHost | None, ref_id: str) -> Resolved:
@@ -157,7 +175,7 @@ async def resolve(db: Database, host: McpHost | None, ref_id: str) -> Resolved:
         gone = next((v for v in await McpToolsSeenRepo(db).vanished() if v.key == row.key and v.name == name), None)
         if gone is not None:  # shown (tools/get) and overridable, never run: the call path refuses it
             return Resolved(_gone_view(row, gone, override), None, {"server_key": row.key, "tool_name": name},
-                            None, switched_on=switched_on(override))
+                            None, switched_on=switched_on(override.override if override else None))
     if found is None:
         status = _status(host, row)
         hint = ": sign in to it with mcpServers/login" if status == "needsAuth" else ""
@@ -174,12 +192,12 @@ async def resolve(db: Database, host: McpHost | None, ref_id: str) -> Resolved:
     config: dict[str, Any] = {"server_key": row.key, "tool_name": name}
     if output := (row.options.get("tool_output") or {}).get(name):
         config["output"] = output  # declared by the toolset for this tool (toolset.yaml tool_output)
-    target = Resolved(tool, None, config, None, switched_on=switched_on(override))
+    target = Resolved(tool, None, config, None, switched_on=switched_on(override.override if override else None))
     _resolved[ref_id] = (row, override, found, target)
     return target
 
 
-_resolved: dict[str, tuple[McpServerRow, OverrideRow | None, McpTool, Resolved]] = {}
+_resolved: dict[str, tuple[McpServerRow, Layered | None, McpTool, Resolved]] = {}
 
 
 def _connected(host: McpHost, key: str) -> bool:

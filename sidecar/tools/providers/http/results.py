@@ -1,5 +1,5 @@
 """What an HTTP tool's response becomes: the part of the body its ``response`` mapping selects, as
-JSON or text, checked against its ``outputSchema``."""
+JSON or text (the call path checks it against the tool's ``outputSchema``, tools/result_schema.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from typing import Any
 
 import msgspec
 
-from ...validate import validator_of
 from .spec import ResponseSpec
 
 EXCERPT = 2000  # characters of an error response's body kept in the error result
@@ -55,17 +54,3 @@ def excerpt(body: bytes, encoding: str) -> Any:
         pass
     text = body[: 4 * EXCERPT].decode(encoding, errors="replace")
     return text[:EXCERPT] + ("..." if len(text) > EXCERPT else "")
-
-
-def check_output(schema: dict[str, Any], result: Any) -> str | None:
-    """None when ``result`` matches ``schema``, else what is wrong and where (``result.items[0].id``)."""
-    validator = validator_of(schema)
-    if validator is None or validator.is_valid(result):
-        return None
-    from jsonschema.exceptions import best_match  # loaded with jsonschema, on first use
-
-    error = best_match(validator.iter_errors(result))
-    if error is None:
-        return None
-    path = "result" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
-    return f"the result does not match the tool's outputSchema at {path}: {error.message}"

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from ...result_schema import schema_problem
 from .auth import HttpAuth
 from .guard import parse_host_entry
 from .templates import PLACEHOLDER, Template, TemplateError
@@ -119,6 +120,8 @@ def check(spec: HttpSpec, input_schema: dict[str, Any] | None) -> None:
     for i, host in enumerate(spec.allowed_hosts):
         if isinstance(wrong := parse_host_entry(host), str):
             raise SpecError(f"allowedHosts[{i}]", wrong)
+    if spec.output_schema is not None and (wrong := schema_problem(spec.output_schema)) is not None:
+        raise SpecError("outputSchema", f"cannot check results against it: {wrong}")
     arguments = set((input_schema or {}).get("properties") or {})
     earlier: set[str] = set()
     for i, step in enumerate(spec.requests()):

@@ -197,6 +197,7 @@ class Worker:
                 "requiresConfirmation": False,
                 "timeout": None,
                 "legacy": True,
+                "outputSchema": self.sdk.output_schema_for(fn),
             }
         return {
             "name": spec.name,
@@ -205,6 +206,7 @@ class Worker:
             "requiresConfirmation": spec.requires_confirmation,
             "timeout": spec.timeout,
             "legacy": False,
+            "outputSchema": self.sdk.output_schema_for(fn),
         }
 
     def call(self, raw: msgspec.Raw) -> dict[str, Any]:

@@ -746,6 +746,29 @@ def test_legacy_additional_properties_false() -> None:
     assert (err.value.path, err.value.reason) == ("args.b", "unknown argument")
 
 
+# --- output schemas ---
+
+
+class _Point(msgspec.Struct):
+    x: int
+    label: str | None = None
+
+
+def test_the_return_annotation_becomes_the_output_schema() -> None:
+    def points() -> list[_Point]: ...
+    def path() -> Path: ...
+    def untyped(): ...  # noqa: ANN202 - on purpose
+    def anything() -> Any: ...
+    def model() -> pydantic.BaseModel: ...
+
+    schema = covalt_toolset.output_schema_for(points)
+    assert schema is not None and schema["items"] == {"$ref": "#/$defs/_Point"}
+    assert schema["$defs"]["_Point"]["required"] == ["x"]
+    assert covalt_toolset.output_schema_for(path) == {"type": "string"}
+    # Nothing to check against: no annotation, Any, or a type JSON Schema is not written for here.
+    assert [covalt_toolset.output_schema_for(f) for f in (untyped, anything, model)] == [None, None, None]
+
+
 # --- packaging ---
 
 
@@ -776,6 +799,7 @@ def test_public_api() -> None:
         "get_tool_spec",
         "input_schema_for",
         "legacy_call",
+        "output_schema_for",
         "set_context",
         "tool",
         "validate_args",

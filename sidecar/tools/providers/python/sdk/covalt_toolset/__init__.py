@@ -6,7 +6,7 @@ msgspec; pydantic is only touched when a tool's own annotations already brought 
 
 from ._context import ToolContext, clear_context, get_context, set_context
 from ._legacy import check_legacy_args, legacy_call
-from ._schema import ArgumentError, input_schema_for
+from ._schema import ArgumentError, input_schema_for, output_schema_for
 from ._tool import ToolSpec, get_tool_spec, tool, validate_args
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "get_tool_spec",
     "input_schema_for",
     "legacy_call",
+    "output_schema_for",
     "set_context",
     "tool",
     "validate_args",

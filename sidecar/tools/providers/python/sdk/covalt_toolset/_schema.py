@@ -91,6 +91,28 @@ def input_schema_for(fn: Callable[..., Any]) -> dict[str, Any]:
     return build_schema(analyze(fn))
 
 
+def output_schema_for(fn: Callable[..., Any]) -> dict[str, Any] | None:
+    """The JSON Schema of what ``fn`` returns, from its return annotation (a TypedDict, dataclass,
+    msgspec Struct, builtins...), as the worker writes such a value; None when it has no annotation,
+    says ``Any``, or names something JSON cannot describe (then its results are not checked)."""
+    try:
+        hint = typing.get_type_hints(fn, include_extras=True).get("return", Any)
+    except Exception:  # an annotation that does not resolve: the input side has reported it already
+        return None
+    if _strip_annotated(hint) is Any:
+        return None
+
+    def hook(tp: Any) -> dict[str, Any]:
+        if isinstance(tp, type) and issubclass(tp, PurePath):
+            return {"type": "string"}
+        raise NotImplementedError  # a pydantic model among others: left unchecked
+
+    try:
+        return msgspec.json.schema(hint, schema_hook=hook)
+    except (TypeError, ValueError, NotImplementedError):
+        return None
+
+
 def build_schema(an: Analysis) -> dict[str, Any]:
     models: list[type] = []
 
