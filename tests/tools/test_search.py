@@ -152,3 +152,11 @@ async def test_bad_page_tokens_are_invalid_params(app: SidecarClient, tmp_path: 
         assert reply["error"]["code"] == INVALID_PARAMS, reply
         assert reply["error"]["data"]["path"] == "params.pageToken"
         assert "pageToken" in reply["error"]["message"] or "page token" in reply["error"]["message"]
+
+
+async def test_a_deleted_toolset_is_not_found_until_restored(app: SidecarClient, tmp_path: Path):
+    await install(app, tmp_path, "finder", FINDER)
+    await app.request("toolsets/delete", {"id": "finder"})
+    assert await hits(app, "search", includeDisabled=True) == []
+    await app.request("toolsets/restore", {"id": "finder"})
+    assert ("finder:search_web", "prefix") in await hits(app, "search")
