@@ -94,22 +94,6 @@ _AFTER = ("(tier > ? OR (tier = ? AND (modified_at < ? OR (modified_at = ? AND (
           "(call_count = ? AND tool_id > ?))))))")
 
 
-# What tools/list shows of each stored tool, in SQL (catalog.view() with overrides.apply): the
-# display name and description an override gives, enabled only when the tool, its toolset and its
-# override all are and its provider is there (unavailable_reason); a soft-deleted toolset's tools
-# are in no list (nor the index: restored, its toolset's update marks them again). The slug and
-# name follow from the id (``named``).
-_SOURCE = """
-SELECT t.tool_id, COALESCE(t.toolset_id, 'builtin') AS toolset_id,
-       (t.enabled AND COALESCE(ts.enabled, 1) AND COALESCE(o.enabled, 1) AND t.unavailable_reason IS NULL) AS enabled,
-       '' AS modified_at, COALESCE(NULLIF(o.name_override, ''), t.name) AS display,
-       COALESCE(NULLIF(o.description_override, ''), t.description) AS description, '' AS tags
-FROM tools t
-LEFT JOIN toolsets ts ON ts.id = t.toolset_id
-LEFT JOIN tool_overrides o ON o.toolset_id = t.toolset_id AND o.tool_id = t.tool_id
-WHERE ts.soft_deleted_at IS NULL
-"""
-_DIRTY = _SOURCE + " AND t.tool_id IN (SELECT tool_id FROM tool_search_dirty)"
 _INDEXED = """
 SELECT d.tool_id, d.toolset_id, d.enabled, d.modified_at, w.slug, w.name, d.display, d.description,
        d.tags
@@ -125,13 +109,6 @@ def named(tool_id: str) -> tuple[str, str]:
     return _NOT_SLUG.sub("-", name).strip("-")[:64], name
 
 
-def _stored_doc(r: Any) -> SearchDoc:
-    slug, name = named(r["tool_id"])
-    return SearchDoc(tool_id=r["tool_id"], toolset_id=r["toolset_id"], enabled=bool(r["enabled"]),
-                     modified_at=r["modified_at"], slug=slug, name=name,
-                     display=r["display"], description=r["description"], tags=r["tags"])
-
-
 def _doc(r: Any) -> SearchDoc:
     return SearchDoc(tool_id=r["tool_id"], toolset_id=r["toolset_id"], enabled=bool(r["enabled"]),
                      modified_at=r["modified_at"], slug=r["slug"], name=r["name"],
@@ -142,32 +119,25 @@ class ToolSearchRepo:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def has_dirty(self) -> bool:
-        """Whether a stored tool changed since the last ``sync`` (triggers mark it: see migration 0009)."""
-        return await self.db.fetchone("SELECT 1 FROM tool_search_dirty LIMIT 1") is not None
+    async def dirty(self) -> list[tuple[str, int]]:
+        """The stored tools changed since they were last indexed, with their mark's ``seq`` (triggers
+        mark them, whoever writes: see migration 0012)."""
+        return [(r[0], r[1]) for r in await self.db.fetchall("SELECT tool_id, seq FROM tool_search_dirty")]
 
     async def mcp_docs(self) -> list[SearchDoc]:
         """The MCP tools as indexed (they are not rows of ``tools``: diffed in Python)."""
         return [_doc(r) for r in await self.db.fetchall(_INDEXED + " WHERE d.tool_id LIKE 'mcp:%'")]
 
-    async def sync(self, reindex: list[SearchDoc], gone: list[str]) -> None:
-        """One transaction: the stored tools marked dirty indexed again as they are now (or dropped
-        when gone), ``reindex`` (MCP tools, new or changed) indexed as given, ``gone`` dropped. The
-        marks are read and cleared inside it, so a change made meanwhile waits for the next sync."""
+    async def sync(self, reindex: list[SearchDoc], gone: list[str], done: list[tuple[str, int]]) -> None:
+        """One transaction: ``reindex`` (new or changed) indexed as given, ``gone`` dropped, and the
+        marks ``done`` cleared unless a write marked them again meanwhile (its ``seq`` moved)."""
         async with self.db.write() as w:
-            dirty = [r["tool_id"] for r in await (await w.execute("SELECT tool_id FROM tool_search_dirty")).fetchall()]
-            if not dirty and not reindex and not gone:
-                return
-            stored = [_stored_doc(r) for r in await (await w.execute(_DIRTY)).fetchall()]
-            found = {d.tool_id for d in stored}
-            reindex = [*stored, *reindex]
-            gone = [*gone, *(t for t in dirty if t not in found)]
             drop = [(t,) for t in (*gone, *(d.tool_id for d in reindex))]
             for table in ("tool_search_words", "tool_search_trigrams"):
                 await w.executemany(
                     f"DELETE FROM {table} WHERE rowid = (SELECT doc FROM tool_search_docs WHERE tool_id = ?)", drop)
             await w.executemany("DELETE FROM tool_search_docs WHERE tool_id = ?", [(t,) for t in gone])
-            # Usage comes from tool_usage, here and by its triggers after (migration 0010).
+            # Usage comes from tool_usage, here and by its triggers after (migration 0012).
             await w.executemany(
                 "INSERT INTO tool_search_docs (tool_id, toolset_id, enabled, modified_at, call_count, display, "
                 "description, tags) VALUES (?1, ?2, ?3, ?4, COALESCE((SELECT call_count FROM tool_usage "
@@ -182,7 +152,7 @@ class ToolSearchRepo:
                     f"INSERT INTO {table} (rowid, slug, tool_id, name, display, description, tags) "
                     "SELECT doc, ?, ?, ?, ?, ?, ? FROM tool_search_docs WHERE tool_id = ?",
                     [(d.slug, d.tool_id, d.name, d.display, d.description, d.tags, d.tool_id) for d in reindex])
-            await w.execute("DELETE FROM tool_search_dirty")
+            await w.executemany("DELETE FROM tool_search_dirty WHERE tool_id = ? AND seq = ?", done)
 
     async def search(self, match: Match | None, *, include_disabled: bool, toolset_ids: list[str] | None,
                      after: tuple[int, str, int, str] | None, limit: int) -> list[HitRow]:

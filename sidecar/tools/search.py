@@ -1,14 +1,13 @@
 """tools/search: ranked search over every provider's tools (seed 002), on the FTS5 index of
 store/tool_search.py.
 
-The index is kept in line with what tools/list shows, lazily: before a search, if the catalog
-was written (the database's CATALOG version moved) or an MCP server's tools changed (a server
-connected, listed its tools again or went away), the index is diffed against the catalog and
-only the changed documents are written. Every kind of catalog change -- a toolset installed,
-removed, enabled, an override, a tool put or deleted, MCP tools discovered or gone -- passes one
-of those two, so no writer has to remember to tell the index. The stored tools are diffed by
-SQLite in one pass (store/tool_search.py); the MCP tools, which live only in their connections,
-as views in Python.
+The index is kept in line with what tools/list shows, lazily, by the next search after a change:
+the stored tools (built-in, Python, HTTP) that any write touched -- a toolset installed, removed,
+enabled or deleted, an override or pattern, a tool put or deleted -- are marked by triggers
+(migration 0012), whoever wrote, and indexed again from their views; the MCP tools, which live
+only in their connections, are diffed as views when the catalog was written (the database's
+CATALOG version moved) or a server's tools changed (it connected, listed them again or went
+away). Usage follows tool_usage by triggers too. No writer has to remember to tell the index.
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ Position = tuple[int, str, int, str]
 
 
 def doc_of(tool: Tool) -> SearchDoc:
-    """An MCP tool's document, from its view (a stored tool's is read in SQL: store/tool_search.py)."""
+    """A tool's document, from its view as tools/list shows it (overrides and patterns applied)."""
     slug, name = named(tool.id)
     display = tool.name if not tool.title or tool.title == tool.name else f"{tool.name} {tool.title}"
     return SearchDoc(tool_id=tool.id, toolset_id=tool.toolset_id or BUILTIN_SET, enabled=tool.enabled,
@@ -100,18 +99,24 @@ class ToolSearch:
 
     async def refresh(self) -> None:
         """Make the index match the catalog, if anything changed since it last did."""
-        if self._mcp_current() and not await self.repo.has_dirty():
+        if self._mcp_current() and not await self.repo.dirty():
             return
         async with self._lock:
-            if self._mcp_current():  # only stored tools changed
-                await self.repo.sync([], [])
+            # The stored tools any write marked, as tools/list shows them now (gone: not shown).
+            done = await self.repo.dirty()
+            shown = await self.catalog.stored_tools([t for t, _ in done])
+            reindex = [doc_of(t) for t in shown]
+            gone = sorted({t for t, _ in done} - {t.id for t in shown})
+            if self._mcp_current():
+                await self.repo.sync(reindex, gone, done)
                 return
             version, listings = self.db.version(CATALOG), self.catalog.host.listings()
             live = await self.catalog.mcp_tools()
             was = self._mcp_docs if self._mcp_docs is not None else {d.tool_id: d for d in await self.repo.mcp_docs()}
             now = {t.id: doc_of(t) for t in live}
             self._mcp_docs = None  # until the write below is known to have landed
-            await self.repo.sync([d for k, d in now.items() if was.get(k) != d], [k for k in was if k not in now])
+            await self.repo.sync(reindex + [d for k, d in now.items() if was.get(k) != d],
+                                 gone + [k for k in was if k not in now], done)
             self._mcp_docs, self._mcp = now, {t.id: t for t in live}
             # Read while a catalog write was open (None): the next search looks again.
             self._version, self._listings = version, listings

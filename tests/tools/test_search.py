@@ -160,3 +160,11 @@ async def test_a_deleted_toolset_is_not_found_until_restored(app: SidecarClient,
     assert await hits(app, "search", includeDisabled=True) == []
     await app.request("toolsets/restore", {"id": "finder"})
     assert ("finder:search_web", "prefix") in await hits(app, "search")
+
+
+async def test_a_pattern_override_reaches_every_tool_it_matches(app: SidecarClient, tmp_path: Path):
+    await install(app, tmp_path, "finder", FINDER)
+    assert ("finder:search_web", "prefix") in await hits(app, "search")
+    await app.request("tools/setOverride", {"toolsetId": "finder", "toolId": "search_*", "enabled": False})
+    assert [t for t, _ in await hits(app, "search")] == ["finder:web_search", "finder:research_notes"]
+    assert ("finder:search_web", "prefix") in await hits(app, "search", includeDisabled=True)

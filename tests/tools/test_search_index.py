@@ -51,7 +51,7 @@ async def test_within_a_tier_recent_first_then_most_called(repo: ToolSearchRepo)
         doc("c:map_used", modified="2026-06-01T00:00:00Z"),
         doc("d:map_unused", modified="2026-06-01T00:00:00Z"),
         doc("e:draw", description="draws a map", modified="2026-12-01T00:00:00Z"),
-    ], [])
+    ], [], [])
     assert await search(repo, "map") == [("b:map_new", 0), ("c:map_used", 0), ("d:map_unused", 0),
                                          ("a:map_old", 0), ("e:draw", 1)]
     # The empty query: everything, by recency alone.
@@ -63,31 +63,31 @@ async def test_within_a_tier_recent_first_then_most_called(repo: ToolSearchRepo)
 
 
 async def test_keyset_positions_continue_after_the_last_hit(repo: ToolSearchRepo):
-    await repo.sync([doc(f"t:map_{i}", modified=f"2026-01-0{i}") for i in range(1, 8)], [])
+    await repo.sync([doc(f"t:map_{i}", modified=f"2026-01-0{i}") for i in range(1, 8)], [], [])
     rows = await repo.search(match_of(["map"]), include_disabled=False, toolset_ids=None, after=None, limit=3)
     rest = await search(repo, "map", after=rows[-1].position())
     assert [t for t, _ in rest] == ["t:map_4", "t:map_3", "t:map_2", "t:map_1"]
 
 
 async def test_changed_and_gone_documents(repo: ToolSearchRepo):
-    await repo.sync([doc("z:feed", description="feed the quokka"), doc("z:walk", description="walk it")], [])
+    await repo.sync([doc("z:feed", description="feed the quokka"), doc("z:walk", description="walk it")], [], [])
     assert await search(repo, "quokka") == [("z:feed", 1)]
-    await repo.sync([doc("z:feed", description="feed the wombat")], ["z:walk"])
+    await repo.sync([doc("z:feed", description="feed the wombat")], ["z:walk"], [])
     assert await search(repo, "quokka") == [] and await search(repo, "walk") == []
     assert await search(repo, "wombat") == [("z:feed", 1)]
-    await repo.sync([doc("z:feed", description="feed the wombat", enabled=False)], [])
+    await repo.sync([doc("z:feed", description="feed the wombat", enabled=False)], [], [])
     assert await search(repo, "wombat") == []
     assert await search(repo, "wombat", include_disabled=True) == [("z:feed", 1)]
 
 
 async def test_diacritics_and_case_fold(repo: ToolSearchRepo):
-    await repo.sync([doc("c:order", description="Commande au Café"), doc("c:Über", description="x")], [])
+    await repo.sync([doc("c:order", description="Commande au Café"), doc("c:Über", description="x")], [], [])
     assert await search(repo, "cafe") == [("c:order", 1)]
     assert await search(repo, "CAFÉ") == [("c:order", 1)]
     assert await search(repo, "uber") == [("c:Über", 0)]
 
 
-async def test_any_write_to_a_stored_tool_marks_it_for_the_next_sync(repo: ToolSearchRepo):
+async def test_writes_mark_stored_tools_and_a_sync_clears_only_the_marks_it_read(repo: ToolSearchRepo):
     db = repo.db
     async with db.write() as w:
         await w.execute("INSERT INTO toolsets (id, name, installed_at, updated_at, source_type) "
@@ -95,20 +95,20 @@ async def test_any_write_to_a_stored_tool_marks_it_for_the_next_sync(repo: ToolS
         await w.executemany("INSERT INTO tools (tool_id, toolset_id, provider, name, description) "
                             "VALUES (?, 'geo', 'http', ?, 'a map tool')",
                             [("geo:map_a", "map_a"), ("geo:map_b", "map_b")])
-    assert await repo.has_dirty()
-    await repo.sync([], [])
-    assert not await repo.has_dirty()
+    done = await repo.dirty()
+    assert sorted(t for t, _ in done) == ["geo:map_a", "geo:map_b"]
+    async with db.write() as w:  # written after the marks were read: marked again
+        await w.execute("UPDATE tools SET description = 'a new map tool' WHERE tool_id = 'geo:map_b'")
+    await repo.sync([doc("geo:map_a"), doc("geo:map_b")], [], done)
+    assert [t for t, _ in await repo.dirty()] == ["geo:map_b"]
+    await repo.sync([doc("geo:map_b")], [], await repo.dirty())
+    assert await repo.dirty() == []
+    # An override, a pattern one too, marks every stored tool of its toolset.
+    async with db.write() as w:
+        await w.execute("INSERT INTO tool_overrides (id, toolset_id, tool_id, updated_at) "
+                        "VALUES ('o1', 'geo', 'geo:map_*', 'x')")
+    assert sorted(t for t, _ in await repo.dirty()) == ["geo:map_a", "geo:map_b"]
+    # Usage written by the call records (not a catalog write) reorders a tier with no sync at all.
     assert await search(repo, "map") == [("geo:map_a", 0), ("geo:map_b", 0)]
-    # Usage written by the call records (not a catalog write) reorders the tier, with no sync.
     await used(repo, geo__map_b=3)
     assert await search(repo, "map") == [("geo:map_b", 0), ("geo:map_a", 0)]
-    # A toolset switched off hides its tools; removed (its tools cascade), they are gone.
-    async with db.write() as w:
-        await w.execute("UPDATE toolsets SET enabled = 0 WHERE id = 'geo'")
-    await repo.sync([], [])
-    assert await search(repo, "map") == []
-    assert len(await search(repo, "map", include_disabled=True)) == 2
-    async with db.write() as w:
-        await w.execute("DELETE FROM toolsets WHERE id = 'geo'")
-    await repo.sync([], [])
-    assert await search(repo, "map", include_disabled=True) == []

@@ -28,31 +28,36 @@ CREATE VIRTUAL TABLE tool_search_trigrams USING fts5(
     slug, tool_id, name, display, description, tags, tokenize = 'trigram');
 
 -- The stored tools whose document may be stale: every write to a stored tool, its toolset or an
--- override marks them here (whichever code made it), and the next search re-reads only those.
-CREATE TABLE tool_search_dirty (tool_id TEXT PRIMARY KEY) WITHOUT ROWID;
-INSERT INTO tool_search_dirty SELECT tool_id FROM tools;
+-- override marks them here (whichever code made it), and the next search indexes those again from
+-- their views. ``seq`` moves on every mark, so a sync clears only the marks it read.
+CREATE TABLE tool_search_dirty (tool_id TEXT PRIMARY KEY, seq INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
+INSERT INTO tool_search_dirty (tool_id) SELECT tool_id FROM tools;
 
 CREATE TRIGGER tool_search_tool_added AFTER INSERT ON tools BEGIN
-    INSERT OR IGNORE INTO tool_search_dirty VALUES (NEW.tool_id);
+    INSERT INTO tool_search_dirty (tool_id) VALUES (NEW.tool_id) ON CONFLICT DO UPDATE SET seq = seq + 1;
 END;
 CREATE TRIGGER tool_search_tool_changed AFTER UPDATE ON tools BEGIN
-    INSERT OR IGNORE INTO tool_search_dirty VALUES (OLD.tool_id), (NEW.tool_id);
+    INSERT INTO tool_search_dirty (tool_id) VALUES (OLD.tool_id), (NEW.tool_id) ON CONFLICT DO UPDATE SET seq = seq + 1;
 END;
 CREATE TRIGGER tool_search_tool_removed AFTER DELETE ON tools BEGIN
-    INSERT OR IGNORE INTO tool_search_dirty VALUES (OLD.tool_id);
+    INSERT INTO tool_search_dirty (tool_id) VALUES (OLD.tool_id) ON CONFLICT DO UPDATE SET seq = seq + 1;
 END;
 CREATE TRIGGER tool_search_toolset_changed AFTER UPDATE ON toolsets BEGIN
-    INSERT OR IGNORE INTO tool_search_dirty SELECT tool_id FROM tools WHERE toolset_id = NEW.id;
+    INSERT INTO tool_search_dirty (tool_id) SELECT tool_id FROM tools WHERE toolset_id = NEW.id
+    ON CONFLICT DO UPDATE SET seq = seq + 1;
 END;
--- An override's key is the tool's id for stored tools (an MCP tool's key marks nothing stored).
+-- An override may be a pattern (fs:*, *:read_*): it marks every stored tool of its toolset.
 CREATE TRIGGER tool_search_override_added AFTER INSERT ON tool_overrides BEGIN
-    INSERT OR IGNORE INTO tool_search_dirty VALUES (NEW.tool_id);
+    INSERT INTO tool_search_dirty (tool_id) SELECT tool_id FROM tools WHERE toolset_id = NEW.toolset_id
+    ON CONFLICT DO UPDATE SET seq = seq + 1;
 END;
 CREATE TRIGGER tool_search_override_changed AFTER UPDATE ON tool_overrides BEGIN
-    INSERT OR IGNORE INTO tool_search_dirty VALUES (OLD.tool_id), (NEW.tool_id);
+    INSERT INTO tool_search_dirty (tool_id) SELECT tool_id FROM tools WHERE toolset_id IN (OLD.toolset_id, NEW.toolset_id)
+    ON CONFLICT DO UPDATE SET seq = seq + 1;
 END;
 CREATE TRIGGER tool_search_override_removed AFTER DELETE ON tool_overrides BEGIN
-    INSERT OR IGNORE INTO tool_search_dirty VALUES (OLD.tool_id);
+    INSERT INTO tool_search_dirty (tool_id) SELECT tool_id FROM tools WHERE toolset_id = OLD.toolset_id
+    ON CONFLICT DO UPDATE SET seq = seq + 1;
 END;
 
 -- Usage (every provider's, MCP tools included) follows tool_usage as calls are recorded.
