@@ -116,6 +116,9 @@ async def run(data_dir: Path, verbose: bool) -> int:
         for t in (await sc.request("tools/list"))["tools"]:
             by_provider[t["provider"]] = by_provider.get(t["provider"], 0) + 1
         show("tools/list", by_provider)
+        for q in ("word", "file", "ile", "+=*NEAR("):
+            found = (await sc.request("tools/search", {"q": q, "pageSize": 4}))["hits"]
+            show(f"tools/search {q!r}", ", ".join(f"{h['tool']['id']} ({h['match']})" for h in found) or "no hits")
 
         async def run_tool(tool: str, args: dict) -> dict:
             t0 = time.perf_counter()

@@ -36,6 +36,7 @@ from .tools.listing import ToolListing
 from .tools.providers.http.oauth import OAuthTokens
 from .tools.providers.http.runner import HttpTools
 from .tools.providers.python.workers import WorkerHost
+from .tools.search import ToolSearch
 from .tools.switch import ToolSwitch
 from .toolsets.authoring import LocalToolsets
 from .toolsets.download import Downloader
@@ -60,6 +61,7 @@ class Services:
     providers: ProviderService
     mcp_servers: McpServers
     catalog: Catalog
+    search: ToolSearch
     tool_calls: ToolCallService
     audit: AuditTrail  # toolCalls/list and export over the records tool_calls writes
     listing: ToolListing  # tools/list pages, and the usage tools/list and tools/get show
@@ -148,11 +150,12 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     on_close("toolset reaper", reaper.aclose)
     tg.start_soon(reaper.run)  # a first pass now, then periodically
     await servers.sync()  # returns at once: the servers connect in the background
+    listing = ToolListing(catalog, tool_calls.repo)
     return Services(settings=settings, started_at=started_at, db=db, secrets=secrets, workspace=workspace, chats=chats,
                     providers=providers, mcp_servers=servers, catalog=catalog, tool_calls=tool_calls,
                     toolsets=toolsets, turns=turns, config=config, switch=switch, oauth=oauth,
                     audit=AuditTrail(tool_calls.repo, data_dir), schedules=schedules,
-                    listing=ToolListing(catalog, tool_calls.repo),
+                    listing=listing, search=ToolSearch(db, catalog, listing.with_usage),
                     bundles=RemoteBundles(toolsets, Downloader(data_dir / "downloads",
                                                                max_bytes=settings.max_bundle_bytes)))
 

@@ -620,6 +620,10 @@ export interface Tool {
   unavailableReason?: string | null;
   /** The overrides that set something on this tool, by the key or pattern each is stored under (toolset:tool, server:tool, fs:*, *:read_*): the exact one first, then the patterns, most specific first; absent: none. */
   overridesApplied?: string[];
+  /** The tool's slug (seed 002): what "+slug" in the palette names; derived from its id when its manifest gives none. */
+  slug?: string;
+  /** When the tool last changed structurally (ISO 8601); search ranks the most recent first within a tier. */
+  modifiedAt?: string | null;
 }
 
 /** An icon an MCP server gave for a tool (https or data:image URLs only; others are dropped). */
@@ -1375,4 +1379,31 @@ export interface UpgradeResult {
   upgraded: boolean;
   /** The version installed before. */
   previousVersion: string;
+}
+
+export interface SearchToolsParams {
+  /** What the user typed. Cut into words (runs of letters and digits; '_', '-', ':' and other marks separate them, and are never query syntax); empty, or without a letter or digit: every tool, most recently modified first. */
+  q: string;
+  /** Also disabled tools (switched off, or their toolset disabled). */
+  includeDisabled?: boolean;
+  /** Only tools of these toolsets ("builtin" names the built-in tools). */
+  toolsetIds?: string[] | null;
+  /** Hits per page (1-500). */
+  pageSize?: number;
+  /** nextPageToken of the previous page, with the same q and filters; absent for the first page. */
+  pageToken?: string | null;
+}
+
+export interface SearchToolsResult {
+  /** Ranked: prefix, then word, then fuzzy hits; within each, the most recently modified first (modifiedAt), then the most called (callCount), then by id. */
+  hits: SearchHit[];
+  /** Pass it as pageToken for the next page; absent on the last page. */
+  nextPageToken?: string | null;
+}
+
+export interface SearchHit {
+  /** The tool as tools/list shows it. */
+  tool: Tool;
+  /** Why it matched, best first: prefix (its slug, id, name or display name begins with the query, the last word possibly unfinished), word (every query word is a whole word of its slug, id, name, display name, description or tags), fuzzy (every query word is found inside them: three or more characters anywhere, shorter ones at the start of a word), recent (an empty query). */
+  match: "fuzzy" | "prefix" | "recent" | "word";
 }

@@ -15,6 +15,7 @@ from . import (
     mcp,
     providers,
     schedules,
+    search,
     secrets,
     settings,
     tool_calls,
@@ -25,7 +26,7 @@ from .base import MethodSpec
 
 SPECS: tuple[MethodSpec, ...] = (*lifecycle.SPECS, *chats.SPECS, *workspace.SPECS, *toolsets.SPECS, *tool_calls.SPECS,
                                    *config.SPECS, *mcp.SPECS, *providers.SPECS, *secrets.SPECS, *settings.SPECS,
-                                   *debug.SPECS, *schedules.SPECS, *bundles.SPECS)
+                                   *debug.SPECS, *schedules.SPECS, *bundles.SPECS, *search.SPECS)
 
 # The endpoints of seed 000 §7, in its order; protocol/README.md maps each to the method serving it.
 SEED_ENDPOINTS: tuple[str, ...] = (

@@ -187,6 +187,12 @@ class Tool(Model):
         "The overrides that set something on this tool, by the key or pattern each is stored under "
         "(toolset:tool, server:tool, fs:*, *:read_*): the exact one first, then the patterns, most "
         "specific first; absent: none."))] = []
+    slug: Annotated[str, msgspec.Meta(description=(
+        "The tool's slug (seed 002): what \"+slug\" in the palette names; derived from its id when its "
+        "manifest gives none."))] = ""
+    modified_at: Annotated[str | None, msgspec.Meta(description=(
+        "When the tool last changed structurally (ISO 8601); search ranks the most recent first within "
+        "a tier."))] = None
 
 
 class ConfiguredServer(Model):

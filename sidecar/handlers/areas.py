@@ -12,6 +12,7 @@ from .mcp import McpHandlers
 from .providers import ProviderHandlers
 from .routes import routes
 from .schedules import ScheduleHandlers
+from .search import SearchHandlers
 from .secrets import SecretHandlers
 from .settings import SettingsHandlers
 from .tool_calls import ToolCallHandlers
@@ -22,7 +23,8 @@ if TYPE_CHECKING:
     from ..compose import Services
 
 AREAS = (BundleHandlers, ChatHandlers, ConfigHandlers, DebugHandlers, McpHandlers, ProviderHandlers,
-         ScheduleHandlers, SecretHandlers, SettingsHandlers, ToolCallHandlers, ToolsetHandlers, WorkspaceHandlers)
+         ScheduleHandlers, SearchHandlers, SecretHandlers, SettingsHandlers, ToolCallHandlers, ToolsetHandlers,
+         WorkspaceHandlers)
 
 
 def service_routes(s: Services) -> dict[str, Any]:
@@ -35,6 +37,7 @@ def service_routes(s: Services) -> dict[str, Any]:
         McpHandlers(s.mcp_servers),
         ProviderHandlers(s.providers),
         ScheduleHandlers(s.schedules),
+        SearchHandlers(s.search),
         SecretHandlers(s.secrets, s.mcp_servers, s.providers),
         SettingsHandlers(s.switch),
         ToolCallHandlers(s.audit),

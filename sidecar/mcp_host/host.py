@@ -103,6 +103,12 @@ class McpHost:
             return []
         return list(srv.tools)
 
+    def listings(self) -> list[tuple[str, list[McpTool] | None]]:
+        """Each server's list of tools as it holds it (None unless connected). A server's list is
+        replaced, never edited, when it lists its tools again, so comparing the lists by identity
+        tells whether any server's tools changed without reading them (the search index does)."""
+        return [(key, srv.tools if srv.status == "connected" else None) for key, srv in self._servers.items()]
+
     def instructions(self, key: str) -> str | None:
         """What a connected server said about using its tools (its initialize answer's `instructions`)."""
         srv = self._servers.get(key)

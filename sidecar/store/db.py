@@ -185,6 +185,11 @@ class Database:
             memo[key] = value
         return value
 
+    def version(self, name: str) -> int | None:
+        """A number that moves on every ``write(changes=name)``; None while one is open (what is read
+        then may still roll back). Lets a copy kept outside ``cached`` (an index) tell it is stale."""
+        return None if self._changing.get(name) else self._versions.get(name, 0)
+
     def _changed(self, name: str, delta: int) -> None:
         self._changing[name] = self._changing.get(name, 0) + delta
         self._versions[name] = self._versions.get(name, 0) + 1

@@ -83,6 +83,16 @@ class ToolCatalogRepo:
         return [_row(r) for r in await self.db.fetchall(_SQL + " WHERE t.toolset_id = ? ORDER BY t.rowid",
                                                         (toolset_id,))]
 
+    async def some(self, tool_ids: list[str]) -> list[CatalogRow]:
+        """The stored ones of ``tool_ids`` (a page of search hits), in no particular order; none of a
+        soft-deleted toolset."""
+        found: list[CatalogRow] = []
+        for at in range(0, len(tool_ids), 500):  # under SQLite's limit of bound parameters
+            chunk = tool_ids[at:at + 500]
+            found += [_row(r) for r in await self.db.fetchall(
+                _SQL + f" WHERE t.tool_id IN ({', '.join('?' * len(chunk))}) AND ts.soft_deleted_at IS NULL", chunk)]
+        return found
+
     async def all(self) -> list[CatalogRow]:
         """Every stored tool but those of soft-deleted toolsets."""
         return [_row(r) for r in await self.db.fetchall(

@@ -154,6 +154,11 @@ class Catalog:
         tools += live if live is not None else await self.mcp_tools()
         return tools if include_disabled else [t for t in tools if t.enabled]
 
+    async def stored_tools(self, tool_ids: list[str]) -> list[Tool]:
+        """The built-in, Python and HTTP tools among ``tool_ids``, as tools/list shows them (none of a
+        soft-deleted toolset)."""
+        return await self._views(await self._layered(await ToolCatalogRepo(self.db).some(tool_ids)))
+
     async def get_tool(self, tool_id: str) -> Tool:
         return (await self.resolve(tool_id)).tool
 
