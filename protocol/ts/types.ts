@@ -345,6 +345,7 @@ export interface ConfirmToolCallResult {
 
 export interface InvokeToolParams {
   chatId: string;
+  /** The tool's canonical id, or what the "+" palette gives: +slug (the current version of the slug) or +slug@version. A slug that names tools in several toolsets is InvalidParams listing them. */
   toolId: string;
   args: Record<string, unknown>;
   parentId?: string | null;
@@ -626,12 +627,12 @@ export interface Tool {
   annotations?: Record<string, unknown> | null;
   outputSchema?: Record<string, unknown> | null;
   icons?: ToolIcon[] | null;
-  /** What the "+" palette calls it (+slug, +slug@version; chat/invokeTool takes either as toolId): Unicode letters, digits and '-', case-sensitive. A manifest tool that names none has its id's, '_' and '.' turned into '-'; an MCP tool has its name's, made valid the same way. */
+  /** What the "+" palette calls it (+slug, +slug@version; chat/invokeTool takes either as toolId): Unicode letters, digits and '-', case-sensitive. A manifest tool that names none has its id's, '_' and '.' turned into '-'; an MCP tool has its name's, made valid the same way. Always set in answers. */
   slug?: string;
-  /** An opaque label telling revisions of one slug apart (letters, digits, '-', '.'); "1" unless the tool names one. <slug, version> is unique within a toolset. */
+  /** An opaque label telling revisions of one slug apart (letters, digits, '-', '.'); "1" unless the tool names one. <slug, version> is unique within a toolset. Always set in answers. */
   version?: string;
-  /** Whether this is the version +slug means among the toolset's versions of the slug; chat turns offer only current versions (tools/setCurrent picks another). */
-  current?: boolean;
+  /** Whether this is the version +slug means among the toolset's versions of the slug; chat turns offer only current versions (tools/setCurrent picks another). Always set in answers. */
+  current?: boolean | null;
   /** When the tool was first stored (ISO 8601 UTC); kept across upgrades that keep the tool. Absent for MCP tools, which are discovered live. */
   createdAt?: string | null;
   /** Its last structural change (definition or tags; a Python tool's code); switching it on or off or overriding it is not one; tools/search ranks the most recent first within a tier. Absent for MCP tools. */
@@ -778,6 +779,7 @@ export interface SetOverrideResult {
 }
 
 export interface ToolCallParams {
+  /** The canonical id, as tools/list gives it, or +slug / +slug@version as chat/invokeTool takes it. */
   toolId: string;
   args?: Record<string, unknown>;
   chatId?: string | null;

@@ -177,13 +177,14 @@ class Tool(Model):
     slug: Annotated[str, msgspec.Meta(description=(
         "What the \"+\" palette calls it (+slug, +slug@version; chat/invokeTool takes either as toolId): "
         "Unicode letters, digits and '-', case-sensitive. A manifest tool that names none has its id's, "
-        "'_' and '.' turned into '-'; an MCP tool has its name's, made valid the same way."))] = ""
+        "'_' and '.' turned into '-'; an MCP tool has its name's, made valid the same way. Always set in "
+        "answers."))] = ""
     version: Annotated[str, msgspec.Meta(description=(
         "An opaque label telling revisions of one slug apart (letters, digits, '-', '.'); \"1\" unless "
-        "the tool names one. <slug, version> is unique within a toolset."))] = "1"
-    current: Annotated[bool, msgspec.Meta(description=(
+        "the tool names one. <slug, version> is unique within a toolset. Always set in answers."))] = ""
+    current: Annotated[bool | None, msgspec.Meta(description=(
         "Whether this is the version +slug means among the toolset's versions of the slug; chat turns "
-        "offer only current versions (tools/setCurrent picks another)."))] = True
+        "offer only current versions (tools/setCurrent picks another). Always set in answers."))] = None
     created_at: Annotated[str | None, msgspec.Meta(description=(
         "When the tool was first stored (ISO 8601 UTC); kept across upgrades that keep the tool. Absent "
         "for MCP tools, which are discovered live."))] = None
@@ -431,7 +432,8 @@ class ClientContext(Model):
 
 
 class ToolCallParams(Model):
-    tool_id: str  # canonical id, as tools/list gives it
+    tool_id: Annotated[str, msgspec.Meta(description=(
+        "The canonical id, as tools/list gives it, or +slug / +slug@version as chat/invokeTool takes it."))]
     args: dict[str, Any] = {}
     # The chat whose workspace the tool works in; tools that need none may run without it.
     chat_id: str | None = None

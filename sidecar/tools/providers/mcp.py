@@ -63,7 +63,7 @@ def _view(row: McpServerRow, t: McpTool, o: Layered | None) -> Tool:
         input_schema=t.input_schema, toolset_id=row.toolset_id,
         requires_confirmation=asks_by_default(row.requires_confirmation, t.annotations),
         enabled=row.should_run, title=t.title, annotations=t.annotations, output_schema=t.output_schema,
-        icons=list(t.icons) or None, slug=slugs.derive(t.name),
+        icons=list(t.icons) or None, slug=slugs.derive(t.name), version=slugs.DEFAULT_VERSION, current=True,
     ), *(o if o is not None else (None, None)))
     # Only live connections list tools: one shown here is connected unless switched off.
     return msgspec.structs.replace(tool, status=status_of("mcp", tool.enabled, []))
