@@ -86,6 +86,7 @@ class UserToolsets:
         slug, version = checked_pair(slug, version)
         toolset = await self._writable(toolset_id)
         decl = {"id": slugs.local_id(slug, version), "slug": slug, "version": version, "http": definition.http,
+                "name": slug,  # shown while the definition names none (not the id, which has the version)
                 **{k: v for k, v in msgspec.structs.asdict(definition).items()
                    if k != "http" and v not in (None, {}, [], False)}}
         try:

@@ -4,6 +4,7 @@ slug, exported and imported again; and what a user doing it wrong is told."""
 
 from __future__ import annotations
 
+import sys
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,8 @@ from tests.http_server import HttpServer, Response
 pytestmark = pytest.mark.anyio
 
 INVALID_PARAMS, NOT_FOUND, CONFLICT, PERMISSION_DENIED = -32602, -32010, -32011, -32012
-EXAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "toolsets" / "http_example"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+EXAMPLE = FIXTURES / "toolsets" / "http_example"
 
 
 def definition(server: HttpServer, path: str = "/items/${id}", **extra: Any) -> dict[str, Any]:
@@ -46,7 +48,7 @@ async def test_a_toolset_made_in_the_ui_holds_put_http_tools_that_run_by_slug(ap
     assert made["createdAt"] == made["modifiedAt"]
 
     tool = await put(app, http_server)
-    assert tool["id"] == "shop:fetch-item.1"
+    assert (tool["id"], tool["name"]) == ("shop:fetch-item.1", "fetch-item")  # no name given: the slug
     assert (tool["slug"], tool["version"], tool["tags"], tool["current"]) == ("fetch-item", "1", ["inventory", "read"],
                                                                             True)
     assert tool["provider"] == "http" and tool["status"] == "connected"
@@ -242,3 +244,21 @@ async def test_an_export_of_a_made_toolset_imports_again_with_its_versions(app, 
         kept = ("slug", "version", "tags", "current", "description", "inputSchema")
         assert {k: tool.get(k) for k in kept} == {k: before[tool_id].get(k) for k in kept}, tool_id
     assert after[v1["id"]]["current"] and not after[v2["id"]]["current"]
+
+
+async def test_an_mcp_tools_slug_is_its_name_made_valid_and_the_palette_finds_it(app, http_server: HttpServer):
+    await app.request("mcpServers/add", {"id": "basic", "command": sys.executable,
+                                         "args": [str(FIXTURES / "mcp" / "basic.py")]})
+    await app.wait_notification("mcpServers/status", lambda p: p["server"]["status"] == "connected", timeout=30)
+    listed = {t["id"]: t for t in (await app.request("tools/list"))["tools"]}
+    assert (listed["mcp:basic~basic:rpc_error"]["slug"], listed["mcp:basic~basic:rpc_error"]["version"]) == \
+        ("rpc-error", "1")
+    ran = (await app.request("tools/call", {"toolId": "+echo", "args": {"text": "hi"}}, timeout=30))["toolCall"]
+    assert (ran["toolId"], ran["status"]) == ("mcp:basic~basic:echo", "success")
+    # A tool of a toolset made in the UI with the same slug: now the palette asks which one.
+    await app.request("toolsets/create", {"id": "shop", "name": "Shop"})
+    await put(app, http_server, slug="echo")
+    err = await error_of(app, "tools/call", {"toolId": "+echo", "args": {"text": "hi"}})
+    assert err.code == INVALID_PARAMS
+    assert "mcp:basic~basic:echo (toolset basic" in err.data["reason"] and "shop:echo.1 (toolset shop" in \
+        err.data["reason"]
