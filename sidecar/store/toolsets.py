@@ -276,19 +276,23 @@ class ToolsetRepo:
                 kept = await _left_behind(w, t.id, {s.tool_id for s in new.tools})
                 cursor = await w.execute(f"SELECT {_STORED_COLS} FROM tools WHERE toolset_id = ?", (t.id,))
                 before = {r["tool_id"]: _stored(r) for r in await cursor.fetchall()}
-                cursor = await w.execute(
-                    "SELECT path, sha256 FROM toolset_files WHERE toolset_id = ? AND kind = 'python'", (t.id,))
-                code_changed = ({(r["path"], r["sha256"]) for r in await cursor.fetchall()}
-                                != {(f.path, f.sha256) for f in new.files if f.kind == "python"})
+                cursor = await w.execute("SELECT path, kind, sha256 FROM toolset_files WHERE toolset_id = ?", (t.id,))
+                files = {(r["path"], r["kind"], r["sha256"]) for r in await cursor.fetchall()}
+                code_changed = ({f for f in files if f[1] == "python"}
+                                != {(f.path, f.kind, f.sha256) for f in new.files if f.kind == "python"})
+                # toolset.yaml is one of the files: the same files are the same toolset, a
+                # reload or re-import of it is no structural change.
+                same = files == {(f.path, f.kind, f.sha256) for f in new.files}
                 for table in ("toolset_files", "tools"):
                     await w.execute(f"DELETE FROM {table} WHERE toolset_id = ?", (t.id,))
                 await mcp_servers.delete_of_toolset(w, t.id)
                 await w.execute("DELETE FROM tool_overrides WHERE toolset_id = ? AND origin = 'manifest'", (t.id,))
                 await w.execute(
                     "UPDATE toolsets SET name=?, version=?, description=?, source_type=?, source_ref=?, "
-                    "manifest_version=?, updated_at=?, files_dir=?, config_schema=?, modified_at=? WHERE id=?",
+                    "manifest_version=?, updated_at=?, files_dir=?, config_schema=?, "
+                    "modified_at=CASE WHEN ? AND modified_at != '' THEN modified_at ELSE ? END WHERE id=?",
                     (t.name, t.version, t.description, t.source_type, t.source_ref, new.manifest_version,
-                     new.updated_at, t.files_dir, _json(new.config_schema), new.updated_at, t.id))
+                     new.updated_at, t.files_dir, _json(new.config_schema), int(same), new.updated_at, t.id))
             else:
                 await w.execute(
                     "INSERT INTO toolsets (id, name, version, description, enabled, user_mcp, installed_at, "

@@ -67,13 +67,22 @@ async def test_an_upgrade_keeps_created_at_and_moves_modified_at_of_changed_tool
     folder = write(tmp_path / "shop", {"id": "kept", "description": "same"}, {"id": "edited", "description": "v1"},
                    {"id": "old", "slug": "item"}, {"id": "new", "slug": "item", "version": "2"})
     await app.request("toolsets/import", {"path": str(folder)})
-    before = {t["id"]: t for t in (await app.request("toolsets/get", {"id": "shop"}))["tools"]}
+    got = await app.request("toolsets/get", {"id": "shop"})
+    toolset, before = got["toolset"], {t["id"]: t for t in got["tools"]}
     assert (before["shop:old"]["current"], before["shop:new"]["current"]) == (False, True)  # the last declared
+
+    await app.request("toolsets/import", {"path": str(folder), "replace": True})  # the same bundle again
+    same = await app.request("toolsets/get", {"id": "shop"})
+    assert same["toolset"]["modifiedAt"] == toolset["modifiedAt"]
+    assert {t["id"]: t["modifiedAt"] for t in same["tools"]} == {k: t["modifiedAt"] for k, t in before.items()}
 
     write(folder, {"id": "kept", "description": "same"}, {"id": "edited", "description": "v2"},
           {"id": "new", "slug": "item", "version": "2"}, {"id": "old", "slug": "item"})
     await app.request("toolsets/import", {"path": str(folder), "replace": True})
-    after = {t["id"]: t for t in (await app.request("toolsets/get", {"id": "shop"}))["tools"]}
+    got = await app.request("toolsets/get", {"id": "shop"})
+    assert got["toolset"]["modifiedAt"] > toolset["modifiedAt"]
+    assert got["toolset"]["createdAt"] == toolset["createdAt"]
+    after = {t["id"]: t for t in got["tools"]}
     assert all(after[k]["createdAt"] == before[k]["createdAt"] for k in before)
     assert after["shop:kept"]["modifiedAt"] == before["shop:kept"]["modifiedAt"]
     assert after["shop:edited"]["modifiedAt"] > before["shop:edited"]["modifiedAt"]
