@@ -55,6 +55,8 @@ async def test_a_toolset_made_in_the_ui_holds_put_http_tools_that_run_by_slug(ap
     assert tool["createdAt"] == tool["modifiedAt"]
     detail = await app.request("toolsets/get", {"id": "shop"})
     assert [t["id"] for t in detail["tools"]] == ["shop:fetch-item.1"]
+    tagged = (await app.request("tools/list", {"tags": ["read"]}))["tools"]
+    assert [t["id"] for t in tagged] == ["shop:fetch-item.1"]  # tools/list filters on the tags put
     assert detail["toolset"]["modifiedAt"] > made["modifiedAt"]  # a tool put is a structural change
 
     ran = (await app.request("tools/call", {"toolId": "+fetch-item", "args": {"id": "a1"}}))["toolCall"]
