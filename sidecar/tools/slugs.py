@@ -82,9 +82,9 @@ def is_slug(text: str) -> bool:
 def derive(name: str) -> str:
     """The slug of a tool that names none, from its id or name: each character that cannot be in a
     slug becomes '-' (``get_item`` and ``get.item`` -> ``get-item``, ``a b/c`` -> ``a-b-c``), cut to
-    64 characters. Character by character, so migration 0010 (slugs) computes the same in SQL for the ids
-    already stored. A name with no letter or digit at all (``___``, ``🙂``) gets ``tool-`` and a
-    short digest of the name, so it still has a slug of its own."""
+    64 characters. Character by character, so the slugs migration (store/migrations/*_slugs.sql)
+    computes the same in SQL for the ids already stored. A name with no letter or digit at all
+    (``___``, ``🙂``) gets ``tool-`` and a short digest of the name, so it still has a slug of its own."""
     text = unicodedata.normalize("NFC", name)
     slug = "".join(ch if (unicodedata.category(ch)[0] == "L" or unicodedata.category(ch) == "Nd") else "-"
                    for ch in text)[:MAX_RUNES]

@@ -1,5 +1,6 @@
-"""Migration 0010 (slugs): tools stored before it get the slug their id gives, version 1, and
-their toolset's install time as createdAt; two ids that would share a slug keep one each."""
+"""The slugs migration (migrations/*_slugs.sql): tools stored before it get the slug their id
+gives, version 1, and their toolset's install time as createdAt; two ids that would share a slug
+keep one each."""
 
 from __future__ import annotations
 
