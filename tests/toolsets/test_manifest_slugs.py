@@ -91,3 +91,16 @@ async def test_an_upgrade_keeps_created_at_and_moves_modified_at_of_changed_tool
         await app.request("tools/put", {"toolsetId": "shop", "slug": "x", "version": "1",
                                         "definition": {"http": HTTP}})
     assert "was imported (local)" in caught.value.message
+
+
+async def test_a_tool_kept_unavailable_leaves_its_slug_to_the_tool_that_replaced_it(app: SidecarClient,
+                                                                                   tmp_path: Path):
+    folder = write(tmp_path / "shop", {"id": "old", "slug": "item"})
+    await app.request("toolsets/import", {"path": str(folder)})
+    await app.request("tools/setOverride", {"toolsetId": "shop", "toolId": "old", "nameOverride": "Mine"})
+    write(folder, {"id": "new", "slug": "item"})  # the same slug under a new id
+    await app.request("toolsets/import", {"path": str(folder), "replace": True})
+    tools = {t["id"]: t for t in (await app.request("tools/list", {"includeDisabled": True,
+                                                                   "toolsetIds": ["shop"]}))["tools"]}
+    assert tools["shop:old"]["status"] == "unavailable" and tools["shop:old"]["name"] == "Mine"
+    assert (tools["shop:new"]["slug"], tools["shop:new"]["current"]) == ("item", True)

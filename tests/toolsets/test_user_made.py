@@ -179,6 +179,13 @@ async def test_create_and_update_refuse_what_they_cannot_do(app, http_server: Ht
     err = await error_of(app, "tools/put", {"toolsetId": "shop", "slug": "x", "version": "1",
                                             "definition": definition(http_server)})
     assert err.code == CONFLICT and "enable it first" in err.message
+    await app.request("toolsets/setEnabled", {"id": "shop", "enabled": True})
+    await app.request("toolsets/delete", {"id": "shop"})  # soft: hidden, restorable
+    err = await error_of(app, "tools/put", {"toolsetId": "shop", "slug": "x", "version": "1",
+                                            "definition": definition(http_server)})
+    assert err.code == CONFLICT and "restore it first" in err.message
+    err = await error_of(app, "toolsets/create", {"id": "shop", "name": "Again"})
+    assert err.code == CONFLICT and "a deleted toolset" in err.message
 
 
 async def test_created_at_stays_and_modified_at_follows_structural_changes_only(app, http_server: HttpServer):
