@@ -40,4 +40,4 @@ async def test_tools_stored_before_get_slugs_versions_and_times(tmp_path: Path):
     assert rows["shop:get-item"][0] == "get-item-2"  # the later one keeps a slug of its own
     assert rows["shop:list.items"][0] == "list-items"
     assert rows["read_file"][:3] == ("read-file", "1", 1) and rows["read_file"][3]
-    assert toolset["modified_at"] == "2026-02-01T00:00:00Z"
+    assert toolset["modified_at"] == ""  # read as its installed_at until a structural change

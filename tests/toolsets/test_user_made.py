@@ -271,3 +271,14 @@ async def test_an_mcp_tools_slug_is_its_name_made_valid_and_the_palette_finds_it
     assert err.code == INVALID_PARAMS
     assert "mcp:basic~basic:echo (toolset basic" in err.data["reason"] and "shop:echo.1 (toolset shop" in \
         err.data["reason"]
+
+
+async def test_a_put_tool_is_found_by_search_under_its_slug_and_tags(app, http_server: HttpServer):
+    await app.request("toolsets/create", {"id": "shop", "name": "Shop"})
+    tool = await put(app, http_server, slug="grüße", tags=["inventaire"])
+    hits = (await app.request("tools/search", {"q": "grüße"}))["hits"]
+    assert hits[0]["tool"]["id"] == tool["id"] and hits[0]["match"] == "prefix"
+    hits = (await app.request("tools/search", {"q": "inventaire"}))["hits"]
+    assert [h["tool"]["id"] for h in hits] == [tool["id"]]
+    await app.request("tools/delete", {"toolsetId": "shop", "slug": "grüße", "version": "1"})
+    assert (await app.request("tools/search", {"q": "grüße"}))["hits"] == []
