@@ -368,6 +368,28 @@ async def http_tools(sc: SidecarClient) -> None:
         show("my_orders (2 steps)", f"POST /login (form), then GET /orders with its token: {got['result']}")
         got = await call("item_note", {"id": "2"})
         show("item_note (text)", f"{got['result']!r}  (the key went in the URL; the log shows it as ****)")
+        await user_made_toolset(sc, server.netloc)
+
+
+async def user_made_toolset(sc: SidecarClient, netloc: str) -> None:
+    step("a toolset made in the UI: put an HTTP tool under a slug, then run it from the \"+\" palette")
+    made = (await sc.request("toolsets/create", {"id": "my-shop", "name": "My shop"}))["toolset"]
+    show("toolsets/create my-shop", f"sourceType {made['sourceType']}, created {made['createdAt']}")
+    definition = {"description": "One item of the inventory", "tags": ["inventory"],
+                  "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
+                  "http": {"urlTemplate": f"http://{netloc}/items/${{id}}", "allowedHosts": ["127.0.0.1"],
+                           "headers": {"X-Api-Key": "${EXAMPLE_API_KEY}"}, "response": {"select": "/item"}}}
+    tool = (await sc.request("tools/put", {"toolsetId": "my-shop", "slug": "item", "version": "1",
+                                           "definition": definition}))["tool"]
+    show("tools/put +item@1", f"id {tool['id']}, tags {tool['tags']}")
+    try:
+        await sc.request("tools/put", {"toolsetId": "my-shop", "slug": "get_item", "version": "1",
+                                       "definition": definition})
+    except RemoteError as exc:
+        show("slug get_item", exc.data["reason"])
+    chat = (await sc.request("chats/create", {"title": "palette"}))["chat"]["id"]
+    ran = await sc.request("chat/invokeTool", {"chatId": chat, "toolId": "+item", "args": {"id": "1"}})
+    show("+item {id: 1}", f"{ran['toolCall']['status']}: {ran['toolCall']['result']}  ({ran['message']['content']})")
 
 
 # -- a toolset installed from a URL, checked for an update and upgraded (issue 14 part 4) -----------

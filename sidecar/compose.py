@@ -43,6 +43,7 @@ from .toolsets.download import Downloader
 from .toolsets.reaper import Reaper
 from .toolsets.remote import RemoteBundles
 from .toolsets.service import ToolsetService
+from .toolsets.user_made import UserToolsets
 from .workspace.service import WorkspaceService
 
 log = logging.getLogger("sidecar")
@@ -66,6 +67,7 @@ class Services:
     audit: AuditTrail  # toolCalls/list and export over the records tool_calls writes
     listing: ToolListing  # tools/list pages, and the usage tools/list and tools/get show
     toolsets: ToolsetService
+    user_toolsets: UserToolsets  # toolsets made in the UI and the HTTP tools put into them
     turns: TurnService
     config: ToolConfig
     switch: ToolSwitch  # the user's kill switch over every tool call
@@ -153,7 +155,8 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     listing = ToolListing(catalog, tool_calls.repo)
     return Services(settings=settings, started_at=started_at, db=db, secrets=secrets, workspace=workspace, chats=chats,
                     providers=providers, mcp_servers=servers, catalog=catalog, tool_calls=tool_calls,
-                    toolsets=toolsets, turns=turns, config=config, switch=switch, oauth=oauth,
+                    toolsets=toolsets, user_toolsets=UserToolsets(db, toolsets),
+                    turns=turns, config=config, switch=switch, oauth=oauth,
                     audit=AuditTrail(tool_calls.repo, data_dir), schedules=schedules,
                     listing=listing, search=ToolSearch(db, catalog, listing.with_usage),
                     bundles=RemoteBundles(toolsets, Downloader(data_dir / "downloads",

@@ -345,6 +345,7 @@ export interface ConfirmToolCallResult {
 
 export interface InvokeToolParams {
   chatId: string;
+  /** The tool's canonical id, or what the "+" palette gives: +slug (the current version of the slug) or +slug@version. A slug that names tools in several toolsets is InvalidParams listing them. */
   toolId: string;
   args: Record<string, unknown>;
   parentId?: string | null;
@@ -533,16 +534,15 @@ export interface BundleVariable {
   usedBy: string[];
 }
 
-export interface ImportParams {
-  /** Absolute path of a bundle .zip file or a folder holding toolset.yaml. Give path or url. */
-  path?: string | null;
-  replace?: boolean;
-  /** The https:// address of a bundle ZIP to download and install (plain http only from this machine: 127.0.0.1, localhost). Redirects are followed while they stay on https and public addresses; no credentials in it (it is kept as the toolset's sourceRef). Give path or url. */
-  url?: string | null;
-  /** With url: the ZIP's expected sha256 (64 hex digits); a download that differs is refused (InvalidParams at params.sha256) and nothing is installed. */
-  sha256?: string | null;
-  /** With url: the download's progress is reported as $/progress with this token (percentage when the server gives the size). */
-  workDoneToken?: number | string | null;
+export interface CreateToolsetParams {
+  /** 1-64 letters, digits, '.', '_' and '-', starting with a letter or digit; Conflict if a toolset or MCP server has it. */
+  id: string;
+  /** The name shown. */
+  name: string;
+  /** What its tools are for. */
+  description?: string;
+  /** Whether its tools are offered (default true). */
+  enabled?: boolean;
 }
 
 export interface ToolsetResult {
@@ -561,6 +561,121 @@ export interface Toolset {
   sourceRef?: string | null;
   /** When toolsets/delete hid it (UTC): it, its tools and its MCP servers are out of every list, chat and schedule until toolsets/restore brings them back as they were; removed for good once deleted longer than the retention (2 days unless the app set another). Absent while it is live. */
   softDeletedAt?: string | null;
+  /** When the toolset was first installed or created (ISO 8601 UTC); never changes, upgrades included. */
+  createdAt?: string | null;
+  /** Its last structural change: an upgrade or reload, toolsets/update, tools/put or tools/delete (switching it on or off is not one). */
+  modifiedAt?: string | null;
+}
+
+export interface UpdateToolsetParams {
+  /** A toolset made with toolsets/create. */
+  id: string;
+  /** The new name (absent: unchanged). */
+  name?: string | null;
+  /** The new description (absent: unchanged). */
+  description?: string | null;
+}
+
+export interface PutToolParams {
+  /** A toolset made with toolsets/create. */
+  toolsetId: string;
+  /** Unicode letters, digits and '-' (no '_', whitespace, '/', punctuation or symbols), at most 64 characters, case-sensitive. */
+  slug: string;
+  /** An opaque label: Unicode letters, digits, '-' and '.', at most 64 characters. */
+  version: string;
+  definition: ToolDefinition;
+}
+
+/** An HTTP tool as a toolset.yaml tool declares one (issue 13), with camelCase names. */
+export interface ToolDefinition {
+  /** The http block of a toolset.yaml tool: method and urlTemplate (or steps), query, headers, body or form, response, allowedHosts (required), outputSchema, timeout, maxRetries, maxCallsPerMinute, auth, ... */
+  http: Record<string, unknown>;
+  /** The name shown (default: the slug). */
+  name?: string | null;
+  /** What it does, for the user and models. */
+  description?: string | null;
+  /** JSON Schema of its arguments; ${name} in the http block is the argument name when declared here. */
+  inputSchema?: Record<string, unknown> | null;
+  /** Ask the user before a model's call runs it. */
+  requiresConfirmation?: boolean;
+  /** Its own config fields (as toolset.yaml's config_schema: description, type, secret, required, default), set with config/set. */
+  configSchema?: Record<string, unknown>;
+  /** What the result becomes (as toolset.yaml's output block: card, synthesize, ...). */
+  output?: Record<string, unknown> | null;
+  /** Free-text labels, 1-64 characters each, at most 32. */
+  tags?: string[];
+}
+
+export interface ToolResult {
+  tool: Tool;
+}
+
+export interface Tool {
+  id: string;
+  name: string;
+  description: string;
+  provider: "builtin" | "http" | "mcp" | "python";
+  requiresConfirmation: boolean;
+  enabled: boolean;
+  inputSchema?: Record<string, unknown> | null;
+  toolsetId?: string | null;
+  renderer?: string | null;
+  rendererConfig?: Record<string, unknown> | null;
+  status?: "available" | "connected" | "system" | "unavailable" | null;
+  missingConfig?: string[];
+  title?: string | null;
+  annotations?: Record<string, unknown> | null;
+  outputSchema?: Record<string, unknown> | null;
+  icons?: ToolIcon[] | null;
+  /** What the "+" palette calls it (+slug, +slug@version; chat/invokeTool takes either as toolId): Unicode letters, digits and '-', case-sensitive. A manifest tool that names none has its id's, '_' and '.' turned into '-'; an MCP tool has its name's, made valid the same way. Always set in answers. */
+  slug?: string;
+  /** An opaque label telling revisions of one slug apart (letters, digits, '-', '.'); "1" unless the tool names one. <slug, version> is unique within a toolset. Always set in answers. */
+  version?: string;
+  /** Whether this is the version +slug means among the toolset's versions of the slug; chat turns offer only current versions (tools/setCurrent picks another). Always set in answers. */
+  current?: boolean | null;
+  /** When the tool was first stored (ISO 8601 UTC); kept across upgrades that keep the tool. Absent for MCP tools, which are discovered live. */
+  createdAt?: string | null;
+  /** Its last structural change (definition or tags; a Python tool's code); switching it on or off or overriding it is not one; tools/search ranks the most recent first within a tier. Absent for MCP tools. */
+  modifiedAt?: string | null;
+  /** Free-text labels from its manifest or tools/put; tools/list filters on them (tags). */
+  tags?: string[];
+  /** How many times the tool ran, from any chat, the palette, tools/call or a schedule, failed runs included; a call refused before it ran (tools switched off, confirmation denied, bad arguments, missing config) is not counted. Counted after the reply, so it may lag a call just answered by a moment; absent: 0. Shown by tools/list and tools/get. */
+  callCount?: number;
+  /** When the latest counted call started (ISO 8601, UTC); absent if it never ran. */
+  lastCalledAt?: string | null;
+  /** Why the tool cannot run (status unavailable, enabled false) whatever its switches say: its provider went away (a Python module gone on reload, a tool its toolset no longer declares, an MCP tool its connected server no longer lists, a built-in not in this version of the app) or its toolset was deleted. Its override and past calls are kept; calling it is refused with this reason. */
+  unavailableReason?: string | null;
+  /** The overrides that set something on this tool, by the key or pattern each is stored under (toolset:tool, server:tool, fs:*, *:read_*): the exact one first, then the patterns, most specific first; absent: none. */
+  overridesApplied?: string[];
+}
+
+/** An icon an MCP server gave for a tool (https or data:image URLs only; others are dropped). */
+export interface ToolIcon {
+  src: string;
+  mimeType?: string | null;
+  sizes?: string[] | null;
+  theme?: "dark" | "light" | null;
+}
+
+export interface ToolVersionParams {
+  /** The toolset holding the tool. */
+  toolsetId: string;
+  /** Unicode letters, digits and '-' (no '_', whitespace, '/', punctuation or symbols), at most 64 characters, case-sensitive. */
+  slug: string;
+  /** An opaque label: Unicode letters, digits, '-' and '.', at most 64 characters. */
+  version: string;
+}
+
+export interface ImportParams {
+  /** Absolute path of a bundle .zip file or a folder holding toolset.yaml. Give path or url. */
+  path?: string | null;
+  replace?: boolean;
+  /** The https:// address of a bundle ZIP to download and install (plain http only from this machine: 127.0.0.1, localhost). Redirects are followed while they stay on https and public addresses; no credentials in it (it is kept as the toolset's sourceRef). Give path or url. */
+  url?: string | null;
+  /** With url: the ZIP's expected sha256 (64 hex digits); a download that differs is refused (InvalidParams at params.sha256) and nothing is installed. */
+  sha256?: string | null;
+  /** With url: the download's progress is reported as $/progress with this token (percentage when the server gives the size). */
+  workDoneToken?: number | string | null;
 }
 
 export interface ListToolsetsParams {
@@ -591,47 +706,6 @@ export interface ToolsetDetail {
   toolset: Toolset;
   tools: Tool[];
   mcpServers: ConfiguredServer[];
-}
-
-export interface Tool {
-  id: string;
-  name: string;
-  description: string;
-  provider: "builtin" | "http" | "mcp" | "python";
-  requiresConfirmation: boolean;
-  enabled: boolean;
-  inputSchema?: Record<string, unknown> | null;
-  toolsetId?: string | null;
-  renderer?: string | null;
-  rendererConfig?: Record<string, unknown> | null;
-  status?: "available" | "connected" | "system" | "unavailable" | null;
-  missingConfig?: string[];
-  title?: string | null;
-  annotations?: Record<string, unknown> | null;
-  outputSchema?: Record<string, unknown> | null;
-  icons?: ToolIcon[] | null;
-  /** Labels from the manifest or the API; tools/list filters on them (tags). */
-  tags?: string[];
-  /** How many times the tool ran, from any chat, the palette, tools/call or a schedule, failed runs included; a call refused before it ran (tools switched off, confirmation denied, bad arguments, missing config) is not counted. Counted after the reply, so it may lag a call just answered by a moment; absent: 0. Shown by tools/list and tools/get. */
-  callCount?: number;
-  /** When the latest counted call started (ISO 8601, UTC); absent if it never ran. */
-  lastCalledAt?: string | null;
-  /** Why the tool cannot run (status unavailable, enabled false) whatever its switches say: its provider went away (a Python module gone on reload, a tool its toolset no longer declares, an MCP tool its connected server no longer lists, a built-in not in this version of the app) or its toolset was deleted. Its override and past calls are kept; calling it is refused with this reason. */
-  unavailableReason?: string | null;
-  /** The overrides that set something on this tool, by the key or pattern each is stored under (toolset:tool, server:tool, fs:*, *:read_*): the exact one first, then the patterns, most specific first; absent: none. */
-  overridesApplied?: string[];
-  /** The tool's slug (seed 002): what "+slug" in the palette names; derived from its id when its manifest gives none. */
-  slug?: string;
-  /** When the tool last changed structurally (ISO 8601); search ranks the most recent first within a tier. */
-  modifiedAt?: string | null;
-}
-
-/** An icon an MCP server gave for a tool (https or data:image URLs only; others are dropped). */
-export interface ToolIcon {
-  src: string;
-  mimeType?: string | null;
-  sizes?: string[] | null;
-  theme?: "dark" | "light" | null;
 }
 
 export interface ConfiguredServer {
@@ -688,10 +762,6 @@ export interface ToolIdParams {
   id: string;
 }
 
-export interface ToolResult {
-  tool: Tool;
-}
-
 export interface SetOverrideParams {
   toolsetId: string;
   toolId: string;
@@ -709,6 +779,7 @@ export interface SetOverrideResult {
 }
 
 export interface ToolCallParams {
+  /** The canonical id, as tools/list gives it, or +slug / +slug@version as chat/invokeTool takes it. */
   toolId: string;
   args?: Record<string, unknown>;
   chatId?: string | null;

@@ -193,7 +193,9 @@ class ConfirmToolCallResult(Model):
 
 class InvokeToolParams(Model):
     chat_id: str
-    tool_id: str
+    tool_id: Annotated[str, msgspec.Meta(description=(
+        "The tool's canonical id, or what the \"+\" palette gives: +slug (the current version of the slug) "
+        "or +slug@version. A slug that names tools in several toolsets is InvalidParams listing them."))]
     args: dict[str, Any]
     parent_id: str | None | msgspec.UnsetType = msgspec.UNSET  # as in chat/send
     client_context: ClientContext | None = None  # as in chat/send

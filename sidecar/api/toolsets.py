@@ -127,6 +127,11 @@ class Toolset(Model):
         "When toolsets/delete hid it (UTC): it, its tools and its MCP servers are out of every list, chat and "
         "schedule until toolsets/restore brings them back as they were; removed for good once deleted longer "
         "than the retention (2 days unless the app set another). Absent while it is live."))] = None
+    created_at: Annotated[str | None, msgspec.Meta(description=(
+        "When the toolset was first installed or created (ISO 8601 UTC); never changes, upgrades included."))] = None
+    modified_at: Annotated[str | None, msgspec.Meta(description=(
+        "Its last structural change: an upgrade or reload, toolsets/update, tools/put or tools/delete "
+        "(switching it on or off is not one)."))] = None
 
 
 class ToolIcon(Model):
@@ -169,8 +174,26 @@ class Tool(Model):
     # tool's declared one, a Python tool's return annotation. None: its results are not checked.
     output_schema: dict[str, Any] | None = None
     icons: list[ToolIcon] | None = None  # MCP tools: icons the server gave, for display
+    slug: Annotated[str, msgspec.Meta(description=(
+        "What the \"+\" palette calls it (+slug, +slug@version; chat/invokeTool takes either as toolId): "
+        "Unicode letters, digits and '-', case-sensitive. A manifest tool that names none has its id's, "
+        "'_' and '.' turned into '-'; an MCP tool has its name's, made valid the same way. Always set in "
+        "answers."))] = ""
+    version: Annotated[str, msgspec.Meta(description=(
+        "An opaque label telling revisions of one slug apart (letters, digits, '-', '.'); \"1\" unless "
+        "the tool names one. <slug, version> is unique within a toolset. Always set in answers."))] = ""
+    current: Annotated[bool | None, msgspec.Meta(description=(
+        "Whether this is the version +slug means among the toolset's versions of the slug; chat turns "
+        "offer only current versions (tools/setCurrent picks another). Always set in answers."))] = None
+    created_at: Annotated[str | None, msgspec.Meta(description=(
+        "When the tool was first stored (ISO 8601 UTC); kept across upgrades that keep the tool. Absent "
+        "for MCP tools, which are discovered live."))] = None
+    modified_at: Annotated[str | None, msgspec.Meta(description=(
+        "Its last structural change (definition or tags; a Python tool's code); switching it on or off "
+        "or overriding it is not one; tools/search ranks the most recent first within a tier. Absent for "
+        "MCP tools."))] = None
     tags: Annotated[list[str], msgspec.Meta(description=(
-        "Labels from the manifest or the API; tools/list filters on them (tags)."))] = []
+        "Free-text labels from its manifest or tools/put; tools/list filters on them (tags)."))] = []
     call_count: Annotated[int, msgspec.Meta(description=(
         "How many times the tool ran, from any chat, the palette, tools/call or a schedule, failed runs "
         "included; a call refused before it ran (tools switched off, confirmation denied, bad arguments, "
@@ -187,12 +210,6 @@ class Tool(Model):
         "The overrides that set something on this tool, by the key or pattern each is stored under "
         "(toolset:tool, server:tool, fs:*, *:read_*): the exact one first, then the patterns, most "
         "specific first; absent: none."))] = []
-    slug: Annotated[str, msgspec.Meta(description=(
-        "The tool's slug (seed 002): what \"+slug\" in the palette names; derived from its id when its "
-        "manifest gives none."))] = ""
-    modified_at: Annotated[str | None, msgspec.Meta(description=(
-        "When the tool last changed structurally (ISO 8601); search ranks the most recent first within "
-        "a tier."))] = None
 
 
 class ConfiguredServer(Model):
@@ -415,7 +432,8 @@ class ClientContext(Model):
 
 
 class ToolCallParams(Model):
-    tool_id: str  # canonical id, as tools/list gives it
+    tool_id: Annotated[str, msgspec.Meta(description=(
+        "The canonical id, as tools/list gives it, or +slug / +slug@version as chat/invokeTool takes it."))]
     args: dict[str, Any] = {}
     # The chat whose workspace the tool works in; tools that need none may run without it.
     chat_id: str | None = None
@@ -604,4 +622,92 @@ _PAGE_SPECS = (
                params=HtmlPageParams, result=HtmlPageResult, errors=(_NF, _IP, _ST)),
 )
 
-SPECS = (*_INSPECT_SPECS, *_TOOLSET_SPECS, *_TOOL_SPECS, *_CALL_SPECS, *_CHANGED_SPECS, *_PAGE_SPECS)
+_SlugText = Annotated[str, msgspec.Meta(
+    min_length=1, max_length=256,
+    description="Unicode letters, digits and '-' (no '_', whitespace, '/', punctuation or symbols), "
+                "at most 64 characters, case-sensitive.")]
+_VersionText = Annotated[str, msgspec.Meta(
+    min_length=1, max_length=256,
+    description="An opaque label: Unicode letters, digits, '-' and '.', at most 64 characters.")]
+
+
+class CreateToolsetParams(Model):
+    id: Annotated[str, msgspec.Meta(description=(
+        "1-64 letters, digits, '.', '_' and '-', starting with a letter or digit; Conflict if a toolset "
+        "or MCP server has it."))]
+    name: Annotated[str, msgspec.Meta(min_length=1, max_length=200, description="The name shown.")]
+    description: Annotated[str, msgspec.Meta(max_length=4000, description="What its tools are for.")] = ""
+    enabled: Annotated[bool, msgspec.Meta(description="Whether its tools are offered (default true).")] = True
+
+
+class UpdateToolsetParams(Model):
+    id: Annotated[str, msgspec.Meta(description="A toolset made with toolsets/create.")]
+    name: Annotated[Annotated[str, msgspec.Meta(min_length=1, max_length=200)] | None, msgspec.Meta(
+        description="The new name (absent: unchanged).")] = None
+    description: Annotated[Annotated[str, msgspec.Meta(max_length=4000)] | None, msgspec.Meta(
+        description="The new description (absent: unchanged).")] = None
+
+
+class ToolDefinition(Model):
+    """An HTTP tool as a toolset.yaml tool declares one (issue 13), with camelCase names."""
+
+    http: Annotated[dict[str, Any], msgspec.Meta(description=(
+        "The http block of a toolset.yaml tool: method and urlTemplate (or steps), query, headers, "
+        "body or form, response, allowedHosts (required), outputSchema, timeout, maxRetries, "
+        "maxCallsPerMinute, auth, ..."))]
+    name: Annotated[str | None, msgspec.Meta(description="The name shown (default: the slug).")] = None
+    description: Annotated[str | None, msgspec.Meta(description="What it does, for the user and models.")] = None
+    input_schema: Annotated[dict[str, Any] | None, msgspec.Meta(description=(
+        "JSON Schema of its arguments; ${name} in the http block is the argument name when declared here."))] = None
+    requires_confirmation: Annotated[bool, msgspec.Meta(
+        description="Ask the user before a model's call runs it.")] = False
+    config_schema: Annotated[dict[str, Any], msgspec.Meta(description=(
+        "Its own config fields (as toolset.yaml's config_schema: description, type, secret, required, "
+        "default), set with config/set."))] = {}
+    output: Annotated[dict[str, Any] | None, msgspec.Meta(description=(
+        "What the result becomes (as toolset.yaml's output block: card, synthesize, ...)."))] = None
+    tags: Annotated[list[str], msgspec.Meta(description="Free-text labels, 1-64 characters each, at most 32.")] = []
+
+
+class PutToolParams(Model):
+    toolset_id: Annotated[str, msgspec.Meta(description="A toolset made with toolsets/create.")]
+    slug: _SlugText
+    version: _VersionText
+    definition: ToolDefinition
+
+
+class ToolVersionParams(Model):
+    toolset_id: Annotated[str, msgspec.Meta(description="The toolset holding the tool.")]
+    slug: _SlugText
+    version: _VersionText
+
+
+_AUTHORING_SPECS = (
+    MethodSpec("toolsets/create", "clientToServer", "request",
+               "Make an empty toolset of your own (sourceType user) to put HTTP tools into with tools/put; "
+               "it exports and re-imports like any other. Conflict if the id is taken.",
+               params=CreateToolsetParams, result=ToolsetResult, errors=(_IP, _CF, _ST)),
+    MethodSpec("toolsets/update", "clientToServer", "request",
+               "Rename or redescribe a toolset made with toolsets/create (PermissionDenied for an imported "
+               "one: its toolset.yaml says what it is).",
+               params=UpdateToolsetParams, result=ToolsetResult,
+               errors=(_NF, _IP, ErrorCode.PERMISSION_DENIED, _ST)),
+    MethodSpec("tools/put", "clientToServer", "request",
+               "Add an HTTP tool to a toolset made with toolsets/create under a new <slug, version>; it becomes "
+               "the slug's current version. Conflict if the toolset has that pair already (the stored tool is "
+               "left as it is) or is disabled; bad slug, version or definition: InvalidParams naming the field.",
+               params=PutToolParams, result=ToolResult,
+               errors=(_NF, _IP, _CF, ErrorCode.PERMISSION_DENIED, _ST)),
+    MethodSpec("tools/delete", "clientToServer", "request",
+               "Remove one version of a tool from a toolset made with toolsets/create, with its overrides; "
+               "if it was current, the most recently put remaining version becomes current.",
+               params=ToolVersionParams, result=Empty,
+               errors=(_NF, _IP, _CF, ErrorCode.PERMISSION_DENIED, _ST)),
+    MethodSpec("tools/setCurrent", "clientToServer", "request",
+               "Make this version the one +slug means in its toolset (and the one chat turns offer). Tool ids "
+               "do not change.",
+               params=ToolVersionParams, result=ToolResult,
+               errors=(_NF, _IP, _CF, ErrorCode.PERMISSION_DENIED, _ST)),
+)
+
+SPECS = (*_INSPECT_SPECS, *_AUTHORING_SPECS, *_TOOLSET_SPECS, *_TOOL_SPECS, *_CALL_SPECS, *_CHANGED_SPECS, *_PAGE_SPECS)

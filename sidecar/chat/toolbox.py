@@ -76,13 +76,14 @@ async def build(catalog: Catalog, attachments: list[tuple[str, str]]) -> ToolBox
     live = await catalog.mcp_tools()
     for kind, ref in attachments:
         for tool in await _attached(catalog, kind, ref, live):
-            if tool.id in chosen:
+            if tool.id in chosen or tool.current is False:
                 continue
             source = ref.partition("~")[2] if kind == "mcpServer" else ref
             display = f"{source}.{tool.id.rpartition(':')[2]}"  # seed 003: <owner>.<handler>
             chosen[tool.id] = ChatTool(tool, display, aliases.unique(display), attached=True)
     for tool in await catalog.list_tools(include_disabled=False, live=live):
-        if tool.id not in chosen:
+        # One version of a slug per toolset: the current one (seed 002); others run from the palette.
+        if tool.id not in chosen and tool.current is not False:
             chosen[tool.id] = ChatTool(tool, tool.name, aliases.unique(tool.id), attached=False)
     return ToolBox(list(chosen.values()))
 

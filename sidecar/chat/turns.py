@@ -208,6 +208,7 @@ class TurnService:
         new first message), with its call, render plan and the files after it."""
         self.tool_calls.switch.check()  # refused before anything joins the branch
         await self.workspace.require_chat(chat_id)
+        tool_id = await self.tool_calls.catalog.tool_for(tool_id)  # "+slug" / "+slug@version" as typed
         target = await self.tool_calls.catalog.resolve(tool_id)
         tool = target.tool
         if tool.unavailable_reason is not None:  # refused before anything joins the branch

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .authoring import AuthoringHandlers
 from .bundles import BundleHandlers
 from .chats import ChatHandlers
 from .config import ConfigHandlers
@@ -22,14 +23,16 @@ from .workspace import WorkspaceHandlers
 if TYPE_CHECKING:
     from ..compose import Services
 
-AREAS = (BundleHandlers, ChatHandlers, ConfigHandlers, DebugHandlers, McpHandlers, ProviderHandlers,
-         ScheduleHandlers, SearchHandlers, SecretHandlers, SettingsHandlers, ToolCallHandlers, ToolsetHandlers,
+AREAS = (AuthoringHandlers, BundleHandlers, ChatHandlers, ConfigHandlers, DebugHandlers, McpHandlers,
+         ProviderHandlers, ScheduleHandlers, SearchHandlers, SecretHandlers, SettingsHandlers, ToolCallHandlers,
+         ToolsetHandlers,
          WorkspaceHandlers)
 
 
 def service_routes(s: Services) -> dict[str, Any]:
     found: dict[str, Any] = {}
     for area in (
+        AuthoringHandlers(s.user_toolsets, s.catalog),
         BundleHandlers(s.toolsets, s.bundles),
         ChatHandlers(s.chats, s.turns, s.workspace, s.tool_calls.repo),
         ConfigHandlers(s.config),

@@ -48,7 +48,8 @@ from .routes import method
 def toolset_out(t: ToolsetRow) -> Toolset:
     return Toolset(id=t.id, name=t.name, version=t.version, description=t.description,
                    enabled=t.enabled, user_mcp=t.user_mcp, source_type=t.source_type,
-                   installed_at=t.installed_at, source_ref=t.source_ref, soft_deleted_at=t.soft_deleted_at)
+                   installed_at=t.installed_at, source_ref=t.source_ref, soft_deleted_at=t.soft_deleted_at,
+                   created_at=t.installed_at, modified_at=t.modified_at or t.installed_at)
 
 
 class ToolsetHandlers:
@@ -131,7 +132,8 @@ class ToolsetHandlers:
     @method("tools/call")
     async def call(self, p: ToolCallParams, ctx: RequestContext) -> ToolCallResult:
         progress = _reporter(ctx, p.work_done_token) if p.work_done_token is not None else None
-        row = await self.tool_calls.call(p.tool_id, p.args, p.chat_id, on_progress=progress, raw_result=True,
+        tool_id = await self.catalog.tool_for(p.tool_id)  # "+slug" / "+slug@version" too
+        row = await self.tool_calls.call(tool_id, p.args, p.chat_id, on_progress=progress, raw_result=True,
                                          client_context=p.client_context, origin=API)
         call = msgspec.convert(row, ToolCall, from_attributes=True)
         if isinstance(call.result, msgspec.Raw):

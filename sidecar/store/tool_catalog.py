@@ -36,6 +36,12 @@ class CatalogRow(msgspec.Struct, kw_only=True):
     toolset_schema: dict[str, Any] = {}  # the toolset-level config fields (seed 004)
     unavailable_reason: str | None = None  # its provider went away (seed 002); kept, shown, not run
     toolset_deleted_at: str | None = None  # its toolset is soft-deleted (toolsets/delete)
+    slug: str = ""  # seed 002 (sidecar/tools/slugs.py)
+    version: str = "1"
+    current: bool = True  # the version `+slug` means
+    tags: list[str] = []
+    created_at: str = ""
+    modified_at: str = ""
 
 
 class BuiltinRow(msgspec.Struct, kw_only=True):
@@ -45,12 +51,14 @@ class BuiltinRow(msgspec.Struct, kw_only=True):
     input_schema: dict[str, Any]
     requires_confirmation: bool
     config: dict[str, Any]
+    slug: str
 
 
 _SQL = f"""
 SELECT t.tool_id, t.toolset_id, t.provider, t.name, t.description, t.input_schema, t.requires_confirmation,
        t.enabled, t.entrypoint, t.config, ts.enabled AS toolset_enabled, ts.files_dir,
        ts.config_schema AS toolset_schema, t.unavailable_reason, ts.soft_deleted_at AS toolset_deleted_at,
+       t.slug, t.version, t.current, t.tags, t.created_at, t.modified_at,
        {", ".join(f"o.{c} AS o_{c}" for c in OVERRIDE_COLS)}
 FROM tools t
 LEFT JOIN tool_overrides o ON o.toolset_id = t.toolset_id AND o.tool_id = t.tool_id
@@ -68,7 +76,9 @@ def _row(r: Any) -> CatalogRow:
         toolset_enabled=None if r["toolset_enabled"] is None else bool(r["toolset_enabled"]),
         files_dir=r["files_dir"], override=override,
         toolset_schema=_decode(r["toolset_schema"]) if r["toolset_schema"] else {},
-        unavailable_reason=r["unavailable_reason"], toolset_deleted_at=r["toolset_deleted_at"])
+        unavailable_reason=r["unavailable_reason"], toolset_deleted_at=r["toolset_deleted_at"],
+        slug=r["slug"], version=r["version"], current=bool(r["current"]), tags=_decode(r["tags"] or "[]"),
+        created_at=r["created_at"], modified_at=r["modified_at"])
 
 
 class ToolCatalogRepo:
@@ -125,16 +135,23 @@ class ToolCatalogRepo:
                                        (tool_id, toolset_id))
         return found is not None
 
+    async def by_slug(self, slug: str, version: str | None) -> list[tuple[str, bool]]:
+        """(tool id, current) of every stored tool with the slug (and version, when given)."""
+        rows = await self.db.fetchall(
+            "SELECT tool_id, current FROM tools WHERE slug = ?" + (" AND version = ?" if version is not None else "")
+            + " ORDER BY toolset_id, rowid", (slug,) if version is None else (slug, version))
+        return [(r["tool_id"], bool(r["current"])) for r in rows]
+
     # -- built-ins ---------------------------------------------------------------------------
 
     async def builtins(self) -> list[BuiltinRow]:
         rows = await self.db.fetchall(
-            "SELECT tool_id, name, description, input_schema, requires_confirmation, config FROM tools "
+            "SELECT tool_id, name, description, input_schema, requires_confirmation, config, slug FROM tools "
             "WHERE provider = 'builtin'")
         return [BuiltinRow(tool_id=r["tool_id"], name=r["name"], description=r["description"],
                            input_schema=_decode(r["input_schema"] or "{}"),
                            requires_confirmation=bool(r["requires_confirmation"]),
-                           config=_decode(r["config"] or "{}")) for r in rows]
+                           config=_decode(r["config"] or "{}"), slug=r["slug"]) for r in rows]
 
     async def builtins_gone(self) -> dict[str, str]:
         """The built-ins kept from earlier builds: tool id -> why it is unavailable."""
@@ -144,19 +161,25 @@ class ToolCatalogRepo:
         return {r["tool_id"]: r["unavailable_reason"] for r in rows}
 
     async def replace_builtins(self, gone: list[str], wanted: list[BuiltinRow], reason: str) -> None:
-        """Store ``wanted`` as this build's built-ins (keeping each one's ``enabled``) and mark
-        ``gone`` unavailable for ``reason``: the row stays, with the user's choice (seed 002)."""
+        """Store ``wanted`` as this build's built-ins (keeping each one's ``enabled`` and
+        ``created_at``; ``modified_at`` moves when the definition changed) and mark ``gone``
+        unavailable for ``reason``: the row stays, with the user's choice (seed 002)."""
+        stamp = now()
         async with self.db.write(CATALOG) as w:
             await w.executemany("UPDATE tools SET unavailable_reason = ? WHERE tool_id = ? AND provider = 'builtin'",
                                 [(reason, k) for k in gone])
             await w.executemany(
                 "INSERT INTO tools (tool_id, provider, name, description, input_schema, requires_confirmation, "
-                "config) VALUES (?, 'builtin', ?, ?, ?, ?, ?) ON CONFLICT (tool_id) DO UPDATE SET "
+                "config, slug, created_at, modified_at) VALUES (?, 'builtin', ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (tool_id) DO UPDATE SET "
+                "modified_at = CASE WHEN (name, description, input_schema, requires_confirmation, config) IS "
+                "(excluded.name, excluded.description, excluded.input_schema, excluded.requires_confirmation, "
+                "excluded.config) THEN modified_at ELSE excluded.modified_at END, "
                 "name = excluded.name, description = excluded.description, input_schema = excluded.input_schema, "
                 "requires_confirmation = excluded.requires_confirmation, config = excluded.config, "
-                "unavailable_reason = NULL",
+                "unavailable_reason = NULL, slug = excluded.slug",
                 [(b.tool_id, b.name, b.description, _json(b.input_schema), int(b.requires_confirmation),
-                  _json(b.config)) for b in wanted])
+                  _json(b.config), b.slug, stamp, stamp) for b in wanted])
 
     async def is_builtin(self, tool_id: str) -> bool:
         found = await self.db.fetchone("SELECT 1 FROM tools WHERE tool_id = ? AND provider = 'builtin'", (tool_id,))

@@ -31,6 +31,7 @@ class ToolsetRow(msgspec.Struct, kw_only=True):
     installed_at: str
     files_dir: str | None  # the current revision's folder; None for userMcp toolsets
     soft_deleted_at: str | None = None  # toolsets/delete hid it then; the reaper removes it later
+    modified_at: str = ""  # the last structural change (tools, name, description); not a switch
 
 
 class ToolsetFile(msgspec.Struct, kw_only=True):
@@ -54,6 +55,12 @@ class StoredTool(msgspec.Struct, kw_only=True):
     config: dict[str, Any]  # timeout, needs_workspace
     # Why it cannot run (its module vanished on a reload): stored anyway, with its override kept (seed 002).
     unavailable_reason: str | None = None
+    slug: str = ""  # seed 002 (sidecar/tools/slugs.py)
+    version: str = "1"
+    current: bool = True  # the version `+slug` means
+    tags: list[str] = []
+    created_at: str = ""  # as stored; on an install, the stamp comes from the write
+    modified_at: str = ""
 
 
 class OverrideRow(msgspec.Struct, kw_only=True):
@@ -82,7 +89,7 @@ class Install(msgspec.Struct, kw_only=True):
 
 
 _COLS = ("id, name, version, description, enabled, user_mcp, source_type, source_ref, installed_at, files_dir, "
-         "soft_deleted_at")
+         "soft_deleted_at, modified_at")
 # What an override sets (each None: the tool's own value), and its columns.
 OVERRIDE_FIELDS = ("renderer", "renderer_config", "name_override", "description_override",
                    "requires_confirmation", "enabled")
@@ -93,7 +100,41 @@ def _toolset(r: Any) -> ToolsetRow:
     return ToolsetRow(id=r["id"], name=r["name"], version=r["version"], description=r["description"],
                       enabled=bool(r["enabled"]), user_mcp=bool(r["user_mcp"]), source_type=r["source_type"],
                       source_ref=r["source_ref"], installed_at=r["installed_at"], files_dir=r["files_dir"],
-                      soft_deleted_at=r["soft_deleted_at"])
+                      soft_deleted_at=r["soft_deleted_at"],
+                      modified_at=r["modified_at"] or r["installed_at"])
+
+
+_STORED_COLS = ("tool_id, provider, name, description, entrypoint, input_schema, requires_confirmation, config, "
+              "slug, version, current, tags, created_at, modified_at, unavailable_reason")
+
+
+def _stored(r: Any) -> StoredTool:
+    return StoredTool(tool_id=r["tool_id"], provider=r["provider"], name=r["name"], description=r["description"],
+                      entrypoint=r["entrypoint"],
+                      input_schema=msgspec.json.decode(r["input_schema"]) if r["input_schema"] else None,
+                      requires_confirmation=bool(r["requires_confirmation"]),
+                      config=msgspec.json.decode(r["config"] or "{}"), slug=r["slug"], version=r["version"],
+                      current=bool(r["current"]), tags=msgspec.json.decode(r["tags"] or "[]"),
+                      created_at=r["created_at"], modified_at=r["modified_at"],
+                      unavailable_reason=r["unavailable_reason"])
+
+
+def _shape(t: StoredTool) -> tuple[Any, ...]:
+    """What a structural change changes (seed 002: body, tags), as stored."""
+    return (t.provider, t.name, t.description, t.entrypoint, t.input_schema, t.requires_confirmation, t.config,
+            t.slug, t.version, t.tags)
+
+
+async def insert_tools(w: aiosqlite.Connection, toolset_id: str, tools: list[StoredTool]) -> None:
+    """Insert ``tools`` with their own stamps (``created_at``/``modified_at`` set by the caller)."""
+    await w.executemany(
+        "INSERT INTO tools (tool_id, toolset_id, provider, name, description, input_schema, requires_confirmation, "
+        "enabled, entrypoint, config, slug, version, current, tags, created_at, modified_at, unavailable_reason) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [(s.tool_id, toolset_id, s.provider, s.name, s.description,
+          _json(s.input_schema) if s.input_schema is not None else None, int(s.requires_confirmation),
+          s.entrypoint, _json(s.config), s.slug, s.version, int(s.current), _json(s.tags), s.created_at,
+          s.modified_at, s.unavailable_reason) for s in tools])
 
 
 def _opt_bool(value: int | None) -> bool | None:
@@ -131,6 +172,16 @@ def override_of(r: Any) -> OverrideRow:
                        name_override=r["name_override"], description_override=r["description_override"],
                        requires_confirmation=_opt_bool(r["requires_confirmation"]),
                        enabled=_opt_bool(r["enabled"]), origin=r["origin"])
+
+
+def _stamped(new: StoredTool, old: StoredTool | None, code_changed: bool, stamp: str) -> StoredTool:
+    """``new`` with its timestamps: a tool the toolset had keeps its created_at, and its
+    modified_at unless its declaration (or, for a Python tool, the toolset's code) changed."""
+    if old is None:
+        return msgspec.structs.replace(new, created_at=stamp, modified_at=stamp)
+    same = _shape(new) == _shape(old) and not (code_changed and new.provider == "python")
+    return msgspec.structs.replace(new, created_at=old.created_at or stamp,
+                                   modified_at=old.modified_at if same and old.modified_at else stamp)
 
 
 class ToolsetRepo:
@@ -199,14 +250,9 @@ class ToolsetRepo:
         """The toolset's tools as declared now; ``include_unavailable``: those kept after their
         provider went away too (their config values stay)."""
         rows = await self.db.fetchall(
-            "SELECT tool_id, provider, name, description, entrypoint, input_schema, requires_confirmation, config "
-            "FROM tools WHERE toolset_id = ? AND (? OR unavailable_reason IS NULL) ORDER BY rowid",
-            (toolset_id, int(include_unavailable)))
-        return [StoredTool(tool_id=r["tool_id"], provider=r["provider"], name=r["name"], description=r["description"],
-                           entrypoint=r["entrypoint"],
-                           input_schema=msgspec.json.decode(r["input_schema"]) if r["input_schema"] else None,
-                           requires_confirmation=bool(r["requires_confirmation"]),
-                           config=msgspec.json.decode(r["config"] or "{}")) for r in rows]
+            f"SELECT {_STORED_COLS} FROM tools WHERE toolset_id = ? AND (? OR unavailable_reason IS NULL) "
+            "ORDER BY rowid", (toolset_id, int(include_unavailable)))
+        return [_stored(r) for r in rows]
 
     async def config_schema(self, toolset_id: str) -> dict[str, Any]:
         """The toolset-level config_schema, as stored (seed 004)."""
@@ -224,46 +270,50 @@ class ToolsetRepo:
         t = new.toolset
         async with self.db.write(CATALOG) as w:
             kept: list[Any] = []
+            before: dict[str, StoredTool] = {}
+            code_changed = False
             if replace:
                 kept = await _left_behind(w, t.id, {s.tool_id for s in new.tools})
+                cursor = await w.execute(f"SELECT {_STORED_COLS} FROM tools WHERE toolset_id = ?", (t.id,))
+                before = {r["tool_id"]: _stored(r) for r in await cursor.fetchall()}
+                cursor = await w.execute("SELECT path, kind, sha256 FROM toolset_files WHERE toolset_id = ?", (t.id,))
+                files = {(r["path"], r["kind"], r["sha256"]) for r in await cursor.fetchall()}
+                code_changed = ({f for f in files if f[1] == "python"}
+                                != {(f.path, f.kind, f.sha256) for f in new.files if f.kind == "python"})
+                # toolset.yaml is one of the files: the same files are the same toolset, a
+                # reload or re-import of it is no structural change.
+                same = files == {(f.path, f.kind, f.sha256) for f in new.files}
                 for table in ("toolset_files", "tools"):
                     await w.execute(f"DELETE FROM {table} WHERE toolset_id = ?", (t.id,))
                 await mcp_servers.delete_of_toolset(w, t.id)
                 await w.execute("DELETE FROM tool_overrides WHERE toolset_id = ? AND origin = 'manifest'", (t.id,))
                 await w.execute(
                     "UPDATE toolsets SET name=?, version=?, description=?, source_type=?, source_ref=?, "
-                    "manifest_version=?, updated_at=?, files_dir=?, config_schema=? WHERE id=?",
+                    "manifest_version=?, updated_at=?, files_dir=?, config_schema=?, "
+                    "modified_at=CASE WHEN ? AND modified_at != '' THEN modified_at ELSE ? END WHERE id=?",
                     (t.name, t.version, t.description, t.source_type, t.source_ref, new.manifest_version,
-                     new.updated_at, t.files_dir, _json(new.config_schema), t.id))
+                     new.updated_at, t.files_dir, _json(new.config_schema), int(same), new.updated_at, t.id))
             else:
                 await w.execute(
                     "INSERT INTO toolsets (id, name, version, description, enabled, user_mcp, installed_at, "
-                    "updated_at, source_type, source_ref, manifest_version, files_dir, config_schema) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "updated_at, source_type, source_ref, manifest_version, files_dir, config_schema, modified_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (t.id, t.name, t.version, t.description, int(t.enabled), int(t.user_mcp), t.installed_at,
                      new.updated_at, t.source_type, t.source_ref, new.manifest_version, t.files_dir,
-                     _json(new.config_schema)))
+                     _json(new.config_schema), new.updated_at))
             await w.executemany(
                 "INSERT INTO toolset_files (toolset_id, path, kind, sha256, size, stored_path) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 [(t.id, f.path, f.kind, f.sha256, f.size, f.stored_path) for f in new.files])
-            await w.executemany(
-                "INSERT INTO tools (tool_id, toolset_id, provider, name, description, input_schema, "
-                "requires_confirmation, enabled, entrypoint, config) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
-                [(s.tool_id, t.id, s.provider, s.name, s.description,
-                  _json(s.input_schema) if s.input_schema is not None else None,
-                  int(s.requires_confirmation), s.entrypoint, _json(s.config))
-                 for s in new.tools if not s.unavailable_reason])
+            # Declared tools (those whose code vanished included, with their reason), with their stamps.
+            await insert_tools(w, t.id, [_stamped(s, before.get(s.tool_id), code_changed, new.updated_at)
+                                         for s in new.tools])
             reason = (f"no longer in the toolset {t.id!r} (version {t.version or '?'}); "
                       "its override and past calls are kept")
             await w.executemany(
-                "INSERT INTO tools (tool_id, toolset_id, provider, name, description, input_schema, "
-                "requires_confirmation, enabled, entrypoint, config, unavailable_reason) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(*(k[c] for c in _TOOL_COLS), k["unavailable_reason"] or reason) for k in kept]
-                + [(s.tool_id, t.id, s.provider, s.name, s.description,
-                    _json(s.input_schema) if s.input_schema is not None else None, int(s.requires_confirmation), 1,
-                    s.entrypoint, _json(s.config), s.unavailable_reason) for s in new.tools if s.unavailable_reason])
+                f"INSERT INTO tools ({', '.join(_TOOL_COLS)}, unavailable_reason) "
+                f"VALUES ({', '.join('?' * (len(_TOOL_COLS) + 1))})",
+                [(*(k[c] for c in _TOOL_COLS), k["unavailable_reason"] or reason) for k in kept])
             cursor = await w.execute(
                 "SELECT tool_id FROM tool_overrides WHERE toolset_id = ? AND origin = 'user'", (t.id,))
             users = {r["tool_id"] for r in await cursor.fetchall()}
@@ -277,7 +327,7 @@ class ToolsetRepo:
 
 
 _TOOL_COLS = ("tool_id", "toolset_id", "provider", "name", "description", "input_schema", "requires_confirmation",
-              "enabled", "entrypoint", "config")
+              "enabled", "entrypoint", "config", "slug", "version", "current", "tags", "created_at", "modified_at")
 
 
 async def _left_behind(w: aiosqlite.Connection, toolset_id: str, declared: set[str]) -> list[Any]:

@@ -15,7 +15,7 @@ from ..store import CATALOG, Database
 from ..store.tool_catalog import BuiltinRow, CatalogRow, ToolCatalogRepo
 from ..store.tool_config import ConfigValue, ToolConfigRepo
 from ..store.toolsets import OverrideRow, ToolsetRepo, ToolsetRow
-from . import frozen, overrides, settings
+from . import frozen, overrides, settings, slugs
 from .output import BUILTIN_MAX_CHARS
 from .providers import mcp as mcp_tools
 from .providers.builtin import BUILTINS
@@ -61,6 +61,8 @@ def view(row: CatalogRow, values: list[ConfigValue], applied: list[str] | None =
         enabled=row.enabled and row.toolset_enabled is not False,
         renderer=row.config.get("renderer"), renderer_config=row.config.get("renderer_config"),
         output_schema=output_schema_of(row.config),
+        slug=row.slug, version=row.version, current=row.current, tags=row.tags, created_at=row.created_at,
+        modified_at=row.modified_at,
     ), row.override, applied)
     missing = plan_of(row, values).missing if row.toolset_id is not None else []
     if reason is not None:  # it cannot run, whatever its switches say; they are kept for when it can
@@ -159,6 +161,34 @@ class Catalog:
         soft-deleted toolset)."""
         return await self._views(await self._layered(await ToolCatalogRepo(self.db).some(tool_ids)))
 
+    async def tool_for(self, ref: str) -> str:
+        """The canonical id ``ref`` names: a tool id as it is, or what the "+" palette gives,
+        ``+slug`` (each toolset's current version of the slug) or ``+slug@version``. When several
+        tools match, the enabled ones decide; still several is InvalidParams naming them all."""
+        try:
+            wanted = slugs.parse_ref(ref)
+        except ValueError as exc:
+            raise InvalidParams("params.toolId", str(exc)) from None
+        if wanted is None:
+            return ref
+        found = [await self.get_tool(tool_id) for tool_id, current in
+                 await ToolCatalogRepo(self.db).by_slug(wanted.slug, wanted.version)
+                 if current or wanted.version is not None]
+        found += [t for t in await self.mcp_tools()
+                  if t.slug == wanted.slug and wanted.version in (None, t.version)]
+        if not found:
+            raise NotFound("tool", str(wanted), f"no tool has the slug {wanted.slug!r}"
+                           + (f" with version {wanted.version!r}" if wanted.version is not None else ""))
+        enabled = [t for t in found if t.enabled]
+        if len(found) > 1 and len(enabled) == 1:
+            return enabled[0].id
+        if len(found) > 1:
+            names = ", ".join(f"{t.id} ({'toolset ' + t.toolset_id if t.toolset_id else 'built-in'}, version "
+                              f"{t.version}{'' if t.enabled else ', disabled'})" for t in found)
+            raise InvalidParams("params.toolId", f"{wanted} names {len(found)} tools: {names}; give the id of the "
+                                                 "one to run")
+        return found[0].id
+
     async def get_tool(self, tool_id: str) -> Tool:
         return (await self.resolve(tool_id)).tool
 
@@ -187,7 +217,8 @@ class Catalog:
         wanted = [BuiltinRow(tool_id=b.name, name=b.title, description=b.description, input_schema=b.input_schema,
                              requires_confirmation=b.requires_confirmation,
                              config={"renderer": b.renderer, "renderer_config": b.renderer_config,
-                                     "needs_workspace": True, "output": {"max_chars": BUILTIN_MAX_CHARS}})
+                                     "needs_workspace": True, "output": {"max_chars": BUILTIN_MAX_CHARS}},
+                             slug=slugs.derive(b.name))
                   for b in BUILTINS.values()]
         repo = ToolCatalogRepo(self.db)
         stored = {b.tool_id: b for b in await repo.builtins()}

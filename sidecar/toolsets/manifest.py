@@ -15,6 +15,7 @@ from ..api.toolsets import RENDERERS, Renderer
 from ..errors import ManifestError
 from ..schedules import cron
 from ..store.mcp_servers import McpServerRow
+from ..tools import slugs
 from ..tools.output import COLOUR_HINT, OutputDecl, check_colours
 from ..tools.overrides import is_pattern, pattern_problem
 from ..tools.providers.http.auth import auth_error
@@ -73,6 +74,11 @@ class ToolDecl(_Decl):
     output: OutputDecl | None = None  # card, synthesize, ephemeral, what the model is given (seed 004)
     config_schema: ConfigSchema = {}  # this tool's own fields, beside the toolset's
     trigger: TriggerDecl | None = None
+    # Seed 002: what the "+" palette calls it (default: from the id, slugs.derive) and its version
+    # (default "1"). Several versions of one slug may be declared: the last one declared is current.
+    slug: str | None = None
+    version: str | None = None
+    tags: list[str] = []
 
 
 class OverrideDecl(_Decl):
@@ -247,6 +253,7 @@ def _check(m: Manifest) -> Parsed:
             # One name, one value: a tool reading settings[key] must not wonder which level won.
             raise ManifestError(f"tools[{i}].config_schema.{key}",
                                 f"{key!r} is also a toolset-level field (config_schema.{key}); rename one of them")
+    _check_slugs(m.tools)
     for i, s in enumerate(m.mcp_servers):
         _check_server(f"mcp_servers[{i}]", s)
         for name, output in s.tool_output.items():
@@ -272,6 +279,29 @@ def _check(m: Manifest) -> Parsed:
         elif not sep and o.tool_id not in seen:
             warnings.append(f"tool_overrides[{i}].tool_id: no tool {o.tool_id!r} is declared here")
     return Parsed(m, overrides, warnings)
+
+
+def _check_slugs(tools: list[ToolDecl]) -> None:
+    """Every tool's slug, version and tags by the rules of slugs.py, each ``<slug, version>`` once;
+    the slug and version filled in where the manifest gives none."""
+    seen: dict[tuple[str, str], int] = {}
+    for i, t in enumerate(tools):
+        given = t.slug is not None
+        t.slug, problem = slugs.check_slug(t.slug if t.slug is not None else slugs.derive(t.id))
+        if problem:
+            raise ManifestError(f"tools[{i}].slug", f"{problem}; a slug is {slugs.SLUG_RULE}")
+        t.version, problem = slugs.check_version(t.version if t.version is not None else slugs.DEFAULT_VERSION)
+        if problem:
+            raise ManifestError(f"tools[{i}].version", f"{problem}; a version is {slugs.VERSION_RULE}")
+        t.tags, where, problem = slugs.check_tags(t.tags)
+        if problem:
+            raise ManifestError(f"tools[{i}].tags{where}", problem)
+        pair = (t.slug, t.version)
+        if pair in seen:
+            how = "" if given else f" (made from its id {t.id!r}; give this tool a slug: of its own)"
+            raise ManifestError(f"tools[{i}].slug", f"{t.slug!r} version {t.version!r} is also tools[{seen[pair]}]'s"
+                                                    f"{how}; a slug and version name one tool")
+        seen[pair] = i
 
 
 def _check_kind(i: int, t: ToolDecl) -> None:

@@ -34,7 +34,7 @@ from ..store.mcp_servers import McpServerRepo, McpServerRow
 from ..store.rows import now
 from ..store.toolset_sources import SourceRow
 from ..store.toolsets import Install, OverrideRow, StoredTool, ToolsetFile, ToolsetRepo, ToolsetRow
-from ..tools import frozen
+from ..tools import frozen, slugs
 from ..tools import output as tool_output
 from ..tools.overrides import is_pattern
 from ..tools.providers.python.entrypoints import importable
@@ -173,6 +173,13 @@ class ToolsetService:
     async def _changed(self, toolset_id: str) -> None:
         await self._on_change(toolset_id)
 
+    # Toolsets made in the UI (user_made.py) install under the same lock and follow the same way.
+    changed = _changed
+
+    @property
+    def lock(self) -> anyio.Lock:
+        return self._lock
+
     async def _describe(self, m: Manifest, revision: Path, vanished: Collection[str] = ()) -> dict[str, dict[str, Any]]:
         """Load the tools in a worker once, for what only their code says (schemas inferred from
         type hints, @tool names); a module that fails to import rejects the bundle here rather
@@ -216,7 +223,8 @@ class ToolsetService:
             files=[ToolsetFile(path=path, kind=kind_of(path), sha256=hashlib.sha256(data).hexdigest(),
                                size=len(data), stored_path=str((revision or Path()) / path))
                    for path, data in b.files.items()],
-            tools=[_stored_tool(m.id, t, described.get(t.id, {}), b.vanished.get(t.id)) for t in m.tools],
+            tools=_with_current([stored_tool(m.id, t, described.get(t.id, {}), b.vanished.get(t.id))
+                                 for t in m.tools]),
             overrides=[OverrideRow(tool_id=_override_key(m.id, o.tool_id, declared),
                                    renderer=o.renderer, renderer_config=o.renderer_config,
                                    name_override=o.name_override, description_override=o.description_override,
@@ -336,13 +344,8 @@ class ToolsetService:
         schema = await self.repo.config_schema(tid)
         if schema:
             out["config_schema"] = schema
-        out["tools"] = [_drop_empty({
-            "id": t.tool_id.partition(":")[2], "name": t.name, "description": t.description,
-            "entrypoint": t.entrypoint, "input_schema": t.input_schema,
-            "requires_confirmation": t.requires_confirmation or None,
-            "timeout": t.config.get("timeout"), "output": t.config.get("output"),
-            "config_schema": t.config.get("config_schema"), "http": t.config.get("http"),
-            "trigger": t.config.get("trigger")}) for t in tools]
+        # The current version of each slug last: importing the export makes the same one current.
+        out["tools"] = [exported_tool(t) for t in sorted(tools, key=lambda t: t.current)]
         out["tool_overrides"] = [_drop_empty({
             "tool_id": o.tool_id.removeprefix(f"{tid}:"), "renderer": o.renderer,
             "renderer_config": o.renderer_config, "name_override": o.name_override,
@@ -395,7 +398,7 @@ def _wire_path(manifest_path: str) -> str:
     return "." + ".".join([wire_name(head), *rest]) if head else ""
 
 
-def _stored_tool(toolset_id: str, t: ToolDecl, code: dict[str, Any], gone: BundleError | None = None) -> StoredTool:
+def stored_tool(toolset_id: str, t: ToolDecl, code: dict[str, Any], gone: BundleError | None = None) -> StoredTool:
     """The stored tool: what the manifest says, completed by what the code declares; ``gone``:
     its code vanished (kept, unavailable for that reason)."""
     schema = t.input_schema if t.input_schema is not None else code.get("inputSchema")
@@ -416,7 +419,8 @@ def _stored_tool(toolset_id: str, t: ToolDecl, code: dict[str, Any], gone: Bundl
         # Stored as declared (camelCase, defaults left out): what export writes back and the runner reads.
         config["http"] = msgspec.to_builtins(t.http)
         schema = schema if schema is not None else {"type": "object", "properties": {}}
-    return StoredTool(tool_id=f"{toolset_id}:{t.id}",
+    return StoredTool(tool_id=f"{toolset_id}:{t.id}", slug=t.slug or slugs.derive(t.id),
+                      version=t.version or slugs.DEFAULT_VERSION, tags=t.tags,
                       provider="http" if t.http is not None else "python", name=t.name or code.get("name") or t.id,
                       description=t.description or code.get("description") or "", entrypoint=t.entrypoint,
                       input_schema=schema,
@@ -429,6 +433,27 @@ def _override_key(toolset_id: str, tool_id: str, declared: set[str]) -> str:
     for a pattern of them, such as ``read_*``), else as written (``server:tool``, ``fs:*``)."""
     own = tool_id in declared or (is_pattern(tool_id) and ":" not in tool_id)
     return f"{toolset_id}:{tool_id}" if own else tool_id
+
+
+def _with_current(tools: list[StoredTool]) -> list[StoredTool]:
+    """The manifest's rule: of several versions of one slug, the last declared is current."""
+    last = {t.slug: t.tool_id for t in tools}
+    return [msgspec.structs.replace(t, current=last[t.slug] == t.tool_id) for t in tools]
+
+
+def exported_tool(t: StoredTool) -> dict[str, Any]:
+    """A stored tool as toolset.yaml declares it (slug and version only where they differ from
+    what the id would give)."""
+    local = t.tool_id.partition(":")[2]
+    return _drop_empty({
+        "id": local, "slug": t.slug if t.slug != slugs.derive(local) else None,
+        "version": t.version if t.version != slugs.DEFAULT_VERSION else None, "tags": t.tags,
+        "name": t.name, "description": t.description,
+        "entrypoint": t.entrypoint, "input_schema": t.input_schema,
+        "requires_confirmation": t.requires_confirmation or None,
+        "timeout": t.config.get("timeout"), "output": t.config.get("output"),
+        "config_schema": t.config.get("config_schema"), "http": t.config.get("http"),
+        "trigger": t.config.get("trigger")})
 
 
 def schema_data(schema: ConfigSchema) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from ...store.mcp_servers import McpServerRepo, McpServerRow
 from ...store.mcp_tools_seen import McpToolsSeenRepo, SeenTool
 from ...store.tool_catalog import ToolCatalogRepo
 from ...store.toolsets import OverrideRow
-from .. import frozen
+from .. import frozen, slugs
 from ..overrides import Layered, apply, is_pattern, layer, switched_on
 from ..resolved import Resolved
 from ..settings import status_of
@@ -63,7 +63,7 @@ def _view(row: McpServerRow, t: McpTool, o: Layered | None) -> Tool:
         input_schema=t.input_schema, toolset_id=row.toolset_id,
         requires_confirmation=asks_by_default(row.requires_confirmation, t.annotations),
         enabled=row.should_run, title=t.title, annotations=t.annotations, output_schema=t.output_schema,
-        icons=list(t.icons) or None,
+        icons=list(t.icons) or None, slug=slugs.derive(t.name), version=slugs.DEFAULT_VERSION, current=True,
     ), *(o if o is not None else (None, None)))
     # Only live connections list tools: one shown here is connected unless switched off.
     return msgspec.structs.replace(tool, status=status_of("mcp", tool.enabled, []))
