@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -124,13 +125,19 @@ class ToolSearchRepo:
         mark them, whoever writes: see migration 0012)."""
         return [(r[0], r[1]) for r in await self.db.fetchall("SELECT tool_id, seq FROM tool_search_dirty")]
 
+    async def mcp_dirty(self) -> list[tuple[str, int]]:
+        """The toolsets whose MCP tools' documents may be stale, with their mark's ``seq``."""
+        return [(r[0], r[1]) for r in await self.db.fetchall("SELECT toolset_id, seq FROM tool_search_mcp_dirty")]
+
     async def mcp_docs(self) -> list[SearchDoc]:
         """The MCP tools as indexed (they are not rows of ``tools``: diffed in Python)."""
         return [_doc(r) for r in await self.db.fetchall(_INDEXED + " WHERE d.tool_id LIKE 'mcp:%'")]
 
-    async def sync(self, reindex: list[SearchDoc], gone: list[str], done: list[tuple[str, int]]) -> None:
+    async def sync(self, reindex: list[SearchDoc], gone: list[str], done: list[tuple[str, int]],
+                   mcp_done: Sequence[tuple[str, int]] = ()) -> None:
         """One transaction: ``reindex`` (new or changed) indexed as given, ``gone`` dropped, and the
-        marks ``done`` cleared unless a write marked them again meanwhile (its ``seq`` moved)."""
+        marks ``done`` (stored tools) and ``mcp_done`` (toolsets' MCP tools) cleared unless a write
+        marked them again meanwhile (its ``seq`` moved)."""
         async with self.db.write() as w:
             drop = [(t,) for t in (*gone, *(d.tool_id for d in reindex))]
             for table in ("tool_search_words", "tool_search_trigrams"):
@@ -153,6 +160,7 @@ class ToolSearchRepo:
                     "SELECT doc, ?, ?, ?, ?, ?, ? FROM tool_search_docs WHERE tool_id = ?",
                     [(d.slug, d.tool_id, d.name, d.display, d.description, d.tags, d.tool_id) for d in reindex])
             await w.executemany("DELETE FROM tool_search_dirty WHERE tool_id = ? AND seq = ?", done)
+            await w.executemany("DELETE FROM tool_search_mcp_dirty WHERE toolset_id = ? AND seq = ?", mcp_done)
 
     async def search(self, match: Match | None, *, include_disabled: bool, toolset_ids: list[str] | None,
                      after: tuple[int, str, int, str] | None, limit: int) -> list[HitRow]:

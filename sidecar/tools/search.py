@@ -5,9 +5,10 @@ The index is kept in line with what tools/list shows, lazily, by the next search
 the stored tools (built-in, Python, HTTP) that any write touched -- a toolset installed, removed,
 enabled or deleted, an override or pattern, a tool put or deleted -- are marked by triggers
 (migration 0012), whoever wrote, and indexed again from their views; the MCP tools, which live
-only in their connections, are diffed as views when the catalog was written (the database's
-CATALOG version moved) or a server's tools changed (it connected, listed them again or went
-away). Usage follows tool_usage by triggers too. No writer has to remember to tell the index.
+only in their connections, are diffed as views when a write touched what their views depend on
+(an override, its toolset, a server row or what a server last listed: marked per toolset by
+triggers too) or a server's tools changed (it connected, listed them again or went away). Usage
+follows tool_usage by triggers too. No writer has to remember to tell the index.
 """
 
 from __future__ import annotations
@@ -102,21 +103,25 @@ class ToolSearch:
         if self._mcp_current() and not await self.repo.dirty():
             return
         async with self._lock:
+            # Read before the marks: a write landing after them moves the version again.
+            version, listings = self.db.version(CATALOG), self.catalog.host.listings()
             # The stored tools any write marked, as tools/list shows them now (gone: not shown).
             done = await self.repo.dirty()
             shown = await self.catalog.stored_tools([t for t, _ in done])
             reindex = [doc_of(t) for t in shown]
             gone = sorted({t for t, _ in done} - {t.id for t in shown})
-            if self._mcp_current():
+            mcp_done = await self.repo.mcp_dirty()
+            if self._mcp_docs is not None and not mcp_done and _same(listings, self._listings):
+                # Nothing an MCP tool's view depends on was written, and no server listed again.
                 await self.repo.sync(reindex, gone, done)
+                self._version = version
                 return
-            version, listings = self.db.version(CATALOG), self.catalog.host.listings()
             live = await self.catalog.mcp_tools()
             was = self._mcp_docs if self._mcp_docs is not None else {d.tool_id: d for d in await self.repo.mcp_docs()}
             now = {t.id: doc_of(t) for t in live}
             self._mcp_docs = None  # until the write below is known to have landed
             await self.repo.sync(reindex + [d for k, d in now.items() if was.get(k) != d],
-                                 gone + [k for k in was if k not in now], done)
+                                 gone + [k for k in was if k not in now], done, mcp_done)
             self._mcp_docs, self._mcp = now, {t.id: t for t in live}
             # Read while a catalog write was open (None): the next search looks again.
             self._version, self._listings = version, listings

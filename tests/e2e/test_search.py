@@ -42,3 +42,17 @@ async def test_mcp_tools_are_searchable_while_listed(sidecar: SidecarClient):
     assert await hits(sidecar, "echo") == [("mcp:basic~basic:echo", "prefix")]
     await sidecar.request("mcpServers/remove", {"id": "basic~basic"})
     assert await hits(sidecar, "echo") == []
+
+
+async def test_an_override_of_a_listed_mcp_tool_is_searchable_at_once(sidecar: SidecarClient):
+    """The server does not list again: the index must see the override itself (an MCP tool is no
+    stored row, so only the per-toolset mark of the write reaches it)."""
+    await sidecar.request("mcpServers/add", {"id": "basic", "command": sys.executable, "args": [str(BASIC)]})
+    assert (await status(sidecar, "basic~basic", "connected", "error"))["status"] == "connected"
+    assert await hits(sidecar, "echo") == [("mcp:basic~basic:echo", "prefix")]
+    await sidecar.request("tools/setOverride", {"toolsetId": "basic", "toolId": "mcp:basic~basic:echo",
+                                                "nameOverride": "Parrot"})
+    assert await hits(sidecar, "parrot") == [("mcp:basic~basic:echo", "prefix")]
+    await sidecar.request("tools/setOverride", {"toolsetId": "basic", "toolId": "basic:ech*", "enabled": False})
+    assert await hits(sidecar, "parrot") == []
+    assert await hits(sidecar, "parrot", includeDisabled=True) == [("mcp:basic~basic:echo", "prefix")]
