@@ -19,8 +19,10 @@ import msgspec
 from ..api.toolsets import Tool, ToolsListParams, ToolsResult
 from ..paging import Pages
 from ..store.tool_calls import ToolCallRepo
-from ..store.tool_catalog import ToolCatalogRepo
+from ..store.tool_catalog import CatalogRow, ToolCatalogRepo
+from ..store.tool_config import ConfigValue
 from ..store.tool_usage import ToolUsageRepo
+from ..store.toolsets import OverrideRow
 from .catalog import BUILTIN, Catalog, layered, view
 from .providers import mcp as mcp_tools
 
@@ -92,31 +94,41 @@ class ToolListing:
 
 
 class _Stored:
-    """The stored tools past a position, by id, read ``chunk`` rows at a time."""
+    """The stored tools past a position, by id: rows read a chunk at a time (the first small, then
+    doubling up to ``chunk``) and each view made only when it is taken. (A first page of MCP tools,
+    whose ids sort first, had read and viewed 101 stored rows to take one: half its time.)"""
+
+    FIRST = 16
 
     def __init__(self, catalog: Catalog, q: ToolQuery, chunk: int) -> None:
         self.catalog = catalog
         self.chunk = chunk
+        self.size = min(chunk, self.FIRST)
         ids = q.toolset_ids
         self.toolset_ids = [i for i in ids if i != BUILTIN] if ids is not None else None
         self.builtins = ids is None or BUILTIN in ids
         self.enabled_only = not q.include_disabled
-        self.buffer: list[Tool] = []
+        self.rows: list[CatalogRow] = []  # the chunk not taken yet, last first
+        self.values: dict[str, list[ConfigValue]] = {}
+        self.patterns: dict[str, list[OverrideRow]] = {}
         self.last: str | None = None
         self.done = False
 
     async def next(self, after: str | None = None) -> Tool | None:
-        if not self.buffer and not self.done:
+        if not self.rows and not self.done:
             await self._read(after if self.last is None else self.last)
-        return self.buffer.pop() if self.buffer else None
+        if not self.rows:
+            return None
+        row, applied = layered(self.rows.pop(), self.patterns)
+        return view(row, self.values.get(row.toolset_id or "", []), applied)
 
     async def _read(self, after: str | None) -> None:
         rows = await ToolCatalogRepo(self.catalog.db).page(
-            self.chunk, after, toolset_ids=self.toolset_ids, builtins=self.builtins, enabled_only=self.enabled_only)
-        self.done = len(rows) < self.chunk
+            self.size, after, toolset_ids=self.toolset_ids, builtins=self.builtins, enabled_only=self.enabled_only)
+        self.done = len(rows) < self.size
+        self.size = min(self.size * 2, self.chunk)
         if rows:
             self.last = rows[-1].tool_id
-        values = await self.catalog.config_values()
-        patterns = await self.catalog.patterns()  # (rows dropped in SQL are off whatever a pattern says)
-        self.buffer = [view(r, values.get(r.toolset_id or "", []), applied)
-                       for r, applied in (layered(row, patterns) for row in reversed(rows))]
+        self.values = await self.catalog.config_values()
+        self.patterns = await self.catalog.patterns()  # (rows dropped in SQL are off whatever a pattern says)
+        self.rows = rows[::-1]
