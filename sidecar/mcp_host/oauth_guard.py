@@ -21,8 +21,8 @@ from urllib.parse import urlsplit
 import httpx2
 from mcp.client.auth import OAuthFlowError
 
-from ..net.addresses import IPAddress, classify
-from ..net.lookup import Resolver, literal, resolve_system
+from ..net.addresses import classify
+from ..net.lookup import Resolver, literal, lookup, resolve_system
 from ..net.pinned import PinnedTransport
 from ..secrets import mask_url
 
@@ -77,7 +77,7 @@ class Destinations:
         Raises OAuthFlowError for an address the server may not steer us to, OSError when the
         name does not resolve.
         """
-        found = await self._lookup(host, port)
+        found = await lookup(self._resolver, host, port)
         if not found:
             raise socket.gaierror(socket.EAI_NONAME, f"{host} has no address")
         if _host(host) != self.server_host and not await self._server_is_local():
@@ -94,17 +94,10 @@ class Destinations:
         """An httpx2 transport that checks and pins every connection it opens (give the client no proxy)."""
         return PinnedTransport(self, log)
 
-    async def _lookup(self, host: str, port: int) -> list[IPAddress]:
-        address = literal(host)
-        if address is not None:
-            return [address]
-        answers = await self._resolver(host, port)
-        return list(dict.fromkeys(a for a in map(literal, answers) if a is not None))
-
     async def _server_is_local(self) -> bool:
         if self._server_local is None:
             try:
-                found = await self._lookup(self.server_host, self._server_port)
+                found = await lookup(self._resolver, self.server_host, self._server_port)
             except OSError:
                 found = []  # the server's own requests fail with their own words; here it counts as public
             self._server_local = any(classify(a) is not None for a in found)

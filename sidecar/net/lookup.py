@@ -28,3 +28,13 @@ def literal(host: str) -> IPAddress | None:
         return ipaddress.ip_address(unquote(host.strip("[]")))
     except ValueError:
         return None
+
+
+async def lookup(resolver: Resolver, host: str, port: int) -> list[IPAddress]:
+    """The distinct addresses ``host`` names: itself when it is a literal, else what ``resolver``
+    answers (entries that are not addresses dropped)."""
+    address = literal(host)
+    if address is not None:
+        return [address]
+    answers = await resolver(host, port)
+    return list(dict.fromkeys(a for a in map(literal, answers) if a is not None))

@@ -15,12 +15,11 @@ need it); each schema is compiled once.
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 from typing import Any
 
 import anyio.to_thread
 
-from .validate import Fast, compile_fast
+from .validate import Schemas, short
 
 BAD_OUTPUT = "badOutput"  # the errorKind of a call whose result breaks its tool's output schema
 MAX_SCHEMA_CHARS = 256 * 1024  # an output schema longer than this (as JSON) is not used
@@ -65,7 +64,7 @@ def problem(schema: dict[str, Any], value: Any, where: str = "result") -> str | 
             return None
         error = best_match(validator.iter_errors(value))
     except Unresolvable as exc:
-        return (f"the tool's outputSchema cannot be checked: it refers to {_short(str(exc.ref), 200)!r}, which is "
+        return (f"the tool's outputSchema cannot be checked: it refers to {short(str(exc.ref), 200)!r}, which is "
                 "not inside the schema (remote references are never fetched)")
     except RecursionError:
         return ("the tool's outputSchema cannot be checked: its references lead round in a circle without end, "
@@ -87,15 +86,15 @@ def _say(error: Any, where: str) -> str:
         extra = sorted(str(k) for k in instance if k not in allowed) or ["?"]
         path, what = f"{path}.{extra[0]}", "not expected (the outputSchema has no such field)"
     elif kind == "enum" and isinstance(wanted, list):
-        choices = ", ".join(_short(json.dumps(c), 40) for c in wanted[:10]) + (", ..." if len(wanted) > 10 else "")
+        choices = ", ".join(short(json.dumps(c), 40) for c in wanted[:10]) + (", ..." if len(wanted) > 10 else "")
         what = f"expected one of {choices}"
     elif kind == "anyOf" and isinstance(wanted, list) and (names := _kinds(wanted)):
         what = f"expected {' or '.join(names)}, got {_json_type(instance)}"  # int | None and the like
     elif kind == "const":
-        what = f"expected {_short(json.dumps(wanted), 80)}"
+        what = f"expected {short(json.dumps(wanted), 80)}"
     else:
         what = error.message  # minimum, pattern, minItems...: jsonschema says it well enough
-    return _short(f"{path}: {what}", 600)
+    return short(f"{path}: {what}", 600)
 
 
 def schema_problem(schema: dict[str, Any]) -> str | None:
@@ -104,7 +103,7 @@ def schema_problem(schema: dict[str, Any]) -> str | None:
     if isinstance(compiled, str):
         return compiled
     if (ref := _outside_ref(schema)) is not None:
-        return (f"it refers to {_short(ref, 200)!r}, which is not inside the schema (remote references are "
+        return (f"it refers to {short(ref, 200)!r}, which is not inside the schema (remote references are "
                 "never fetched)")
     return None
 
@@ -125,50 +124,9 @@ def _outside_ref(node: Any) -> str | None:
 
 # -- compiling -----------------------------------------------------------------------------------
 
-Compiled = tuple["Fast | None", Any]
-
-# By the schema object itself (kept alive here, so its id is not reused): a tool's schema is the
-# same dict on every call, and hashing its JSON each time would cost more than validating.
-_BY_ID: dict[int, tuple[dict[str, Any], Compiled | str]] = {}
-
-
-def _compiled(schema: dict[str, Any]) -> Compiled | str:
-    """The schema's quick check and validator, or why it cannot be used."""
-    hit = _BY_ID.get(id(schema))
-    if hit is not None and hit[0] is schema:
-        return hit[1]
-    if len(_BY_ID) >= 1024:
-        _BY_ID.clear()
-    try:
-        text = json.dumps(schema, sort_keys=True)
-    except (TypeError, ValueError, RecursionError):
-        found: Compiled | str = "it is not JSON"
-    else:
-        found = (f"it is {len(text) // 1024} KB of JSON, over the {MAX_SCHEMA_CHARS // 1024} KB limit"
-                 if len(text) > MAX_SCHEMA_CHARS else _compile(text))
-    _BY_ID[id(schema)] = (schema, found)
-    return found
-
-
-@lru_cache(maxsize=256)
-def _compile(text: str) -> Compiled | str:
-    from jsonschema import validators
-    from jsonschema.exceptions import SchemaError
-    from referencing import Registry
-
-    schema = json.loads(text)
-    cls = validators.validator_for(schema, default=validators.Draft202012Validator)
-    try:
-        cls.check_schema(schema)
-    except SchemaError as exc:
-        return f"it is not a valid JSON Schema ({_short(exc.message, 200)})"
-    except RecursionError:
-        return "it is nested too deeply"
-    # An empty registry (the drafts' own metaschemas only): jsonschema's default one fetches any
-    # $ref it does not know over the network.
-    drafts = (validators.Draft6Validator, validators.Draft7Validator, validators.Draft201909Validator,
-              validators.Draft202012Validator)  # the quick check speaks their meaning of each keyword
-    return (compile_fast(schema) if cls in drafts else None), cls(schema, registry=Registry())
+# As arguments' schemas are compiled (one quick check, one jsonschema validator with no remote
+# references), but a schema over the limit is refused rather than compiled.
+_compiled = Schemas(MAX_SCHEMA_CHARS)
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -213,7 +171,3 @@ def _json_type(value: Any) -> str:
         return "null"
     return {bool: "boolean", int: "integer", float: "number", str: "string", list: "array",
             dict: "object"}.get(type(value), type(value).__name__)
-
-
-def _short(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -22,8 +22,8 @@ def check_args(schema: dict[str, Any] | None, args: Any, where: str = "params.ar
     if not schema:
         return
     checker = _checker_of(schema)
-    if checker is None:
-        return
+    if isinstance(checker, str):
+        return  # a tool with a broken schema is still callable; the tool itself sees the arguments
     fast, validator = checker
     from jsonschema.exceptions import best_match  # loaded with jsonschema by _checker_of
     from referencing.exceptions import Unresolvable
@@ -51,43 +51,62 @@ def check_args(schema: dict[str, Any] | None, args: Any, where: str = "params.ar
     raise InvalidParams(path, error.message)
 
 
-# (a quick check or None, the jsonschema validator); None: a broken schema, nothing is checked.
-Checker = tuple["Fast | None", Any]
-
-# By the schema object itself (kept alive here, so its id is not reused): the registry hands out
-# the same dict on every call of a tool, and hashing its JSON each time cost more than validating.
-_BY_ID: dict[int, tuple[dict[str, Any], Checker | None]] = {}
+# (a quick check or None, the jsonschema validator), or why the schema cannot be used.
+Compiled = tuple["Fast | None", Any]
 
 
-def _checker_of(schema: dict[str, Any]) -> Checker | None:
-    hit = _BY_ID.get(id(schema))
-    if hit is not None and hit[0] is schema:
-        return hit[1]
-    if len(_BY_ID) >= 1024:
-        _BY_ID.clear()
-    checker = _checker(json.dumps(schema, sort_keys=True))
-    _BY_ID[id(schema)] = (schema, checker)
-    return checker
+class Schemas:
+    """Schemas compiled once each, found by the schema object itself (kept alive here, so its id
+    is not reused): a tool's schema is the same dict on every call, and hashing its JSON each time
+    cost more than validating. ``max_chars``: a longer schema (as JSON) is not used."""
+
+    def __init__(self, max_chars: int | None = None) -> None:
+        self.max_chars = max_chars
+        self._by_id: dict[int, tuple[dict[str, Any], Compiled | str]] = {}
+
+    def __call__(self, schema: dict[str, Any]) -> Compiled | str:
+        hit = self._by_id.get(id(schema))
+        if hit is not None and hit[0] is schema:
+            return hit[1]
+        if len(self._by_id) >= 1024:
+            self._by_id.clear()
+        try:
+            text = json.dumps(schema, sort_keys=True)
+        except (TypeError, ValueError, RecursionError):
+            found: Compiled | str = "it is not JSON"
+        else:
+            found = (f"it is {len(text) // 1024} KB of JSON, over the {self.max_chars // 1024} KB limit"
+                     if self.max_chars is not None and len(text) > self.max_chars else _compile(text))
+        self._by_id[id(schema)] = (schema, found)
+        return found
+
+
+_checker_of = Schemas()
 
 
 @lru_cache(maxsize=512)
-def _checker(schema_json: str) -> Checker | None:
+def _compile(text: str) -> Compiled | str:
     from jsonschema import validators
     from jsonschema.exceptions import SchemaError
     from referencing import Registry
 
-    schema = json.loads(schema_json)
+    schema = json.loads(text)
     cls = validators.validator_for(schema, default=validators.Draft202012Validator)
     try:
         cls.check_schema(schema)
-    except SchemaError:
-        # A tool with a broken schema is still callable; the tool itself sees the arguments.
-        return None
+    except SchemaError as exc:
+        return f"it is not a valid JSON Schema ({short(exc.message, 200)})"
+    except RecursionError:
+        return "it is nested too deeply"
     drafts = (validators.Draft6Validator, validators.Draft7Validator, validators.Draft201909Validator,
-              validators.Draft202012Validator)
+              validators.Draft202012Validator)  # the quick check speaks their meaning of each keyword
     # An empty registry (the drafts' own metaschemas only): jsonschema's default one fetches any
     # $ref it does not know over the network, and a schema comes from a bundle or a server.
     return (compile_fast(schema) if cls in drafts else None), cls(schema, registry=Registry())
+
+
+def short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 # -- the quick check -----------------------------------------------------------------------------

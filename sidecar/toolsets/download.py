@@ -39,8 +39,8 @@ import anyio
 import anyio.to_thread
 
 from ..errors import DestinationRefused, InvalidBundle, InvalidParams, UpstreamError
-from ..net.addresses import IPAddress, classify
-from ..net.lookup import Resolver, literal, resolve_system
+from ..net.addresses import classify
+from ..net.lookup import Resolver, literal, lookup, resolve_system
 from ..secrets import mask_url
 
 if TYPE_CHECKING:
@@ -145,7 +145,7 @@ class BundleHosts:
             host=host, port=url.port, address=None, reason="scheme", allow=None)
 
     async def addresses(self, host: str, port: int) -> list[str]:
-        found = await self._lookup(host, port)
+        found = await lookup(self._resolver, host, port)
         if not found:
             raise socket.gaierror(socket.EAI_NONAME, f"{host} has no address")
         for address in found:
@@ -159,13 +159,6 @@ class BundleHosts:
                 "(or from this machine when the URL you gave names it as 127.0.0.1 or localhost)",
                 host=_host(host), port=port, address=str(address), reason=verdict.kind, allow=None)
         return [str(a) for a in found]
-
-    async def _lookup(self, host: str, port: int) -> list[IPAddress]:
-        address = literal(host)
-        if address is not None:
-            return [address]
-        answers = await self._resolver(host, port)
-        return list(dict.fromkeys(a for a in map(literal, answers) if a is not None))
 
 
 class Downloader:
