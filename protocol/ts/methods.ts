@@ -41,16 +41,6 @@ export interface ClientRequests {
   "workspace/gc": { params: T.GcParams; result: T.GcResult };
   /** Read a toolset bundle (ZIP or folder) and show what installing it would add, including the commands its MCP servers would run; installs and runs nothing. */
   "toolsets/inspect": { params: T.InspectParams; result: T.InspectResult };
-  /** Make an empty toolset of your own (sourceType user) to put HTTP tools into with tools/put; it exports and re-imports like any other. Conflict if the id is taken. */
-  "toolsets/create": { params: T.CreateToolsetParams; result: T.ToolsetResult };
-  /** Rename or redescribe a toolset made with toolsets/create (PermissionDenied for an imported one: its toolset.yaml says what it is). */
-  "toolsets/update": { params: T.UpdateToolsetParams; result: T.ToolsetResult };
-  /** Add an HTTP tool to a toolset made with toolsets/create under a new <slug, version>; it becomes the slug's current version. Conflict if the toolset has that pair already (the stored tool is left as it is) or is disabled; bad slug, version or definition: InvalidParams naming the field. */
-  "tools/put": { params: T.PutToolParams; result: T.ToolResult };
-  /** Remove one version of a tool from a toolset made with toolsets/create, with its overrides; if it was current, the most recently put remaining version becomes current. */
-  "tools/delete": { params: T.ToolVersionParams; result: T.Empty };
-  /** Make this version the one +slug means in its toolset (and the one chat turns offer). Tool ids do not change. */
-  "tools/setCurrent": { params: T.ToolVersionParams; result: T.ToolResult };
   /** Install a toolset from a ZIP file or a folder (path), or from a ZIP downloaded over https (url, optionally pinned by sha256; sourceType url, sourceRef the URL, see toolsets/checkUpdate). Conflict if its id is installed, unless replace is set. A refused destination (a redirect to file:, to plain http or to a private address) is PermissionDenied; a server that cannot be reached or answers an error is UpstreamError; a body over the size limit or that is not a bundle ZIP is InvalidBundle. */
   "toolsets/import": { params: T.ImportParams; result: T.ToolsetResult };
   /** Installed toolsets by name, a page at a time (pageSize, pageToken), optionally only some (toolsetIds) or only enabled ones (includeDisabled false); soft-deleted ones only with includeDeleted. */
@@ -77,6 +67,16 @@ export interface ClientRequests {
   "tools/call": { params: T.ToolCallParams; result: T.ToolCallResult };
   /** The page of a tool call whose render plan uses the html renderer. */
   "tools/htmlPage": { params: T.HtmlPageParams; result: T.HtmlPageResult };
+  /** Make an empty toolset of your own (sourceType user) to put HTTP tools into with tools/put; it exports and re-imports like any other. Conflict if the id is taken. */
+  "toolsets/create": { params: T.CreateToolsetParams; result: T.ToolsetResult };
+  /** Rename or redescribe a toolset made with toolsets/create (PermissionDenied for an imported one: its toolset.yaml says what it is). */
+  "toolsets/update": { params: T.UpdateToolsetParams; result: T.ToolsetResult };
+  /** Add an HTTP tool to a toolset made with toolsets/create under a new <slug, version>; it becomes the slug's current version. Conflict if the toolset has that pair already (the stored tool is left as it is) or is disabled; bad slug, version or definition: InvalidParams naming the field. */
+  "tools/put": { params: T.PutToolParams; result: T.ToolResult };
+  /** Remove one version of a tool from a toolset made with toolsets/create, with its overrides; if it was current, the most recently put remaining version becomes current. */
+  "tools/delete": { params: T.ToolVersionParams; result: T.Empty };
+  /** Make this version the one +slug means in its toolset (and the one chat turns offer). Tool ids do not change. */
+  "tools/setCurrent": { params: T.ToolVersionParams; result: T.ToolResult };
   /** The audit trail: tool calls, newest first, filtered and paged, secrets masked. A call outside a chat shows from the moment its reply is sent. */
   "toolCalls/list": { params: T.ListToolCallsParams; result: T.ToolCallsResult };
   /** Write the calls the filters select (oldest first; by default every call started before this request) to a file as JSON Lines or CSV, secrets masked as toolCalls/list masks them. Written to a temporary file beside the target and renamed over it at the end. InvalidParams (data.path params.path) for a relative path, a folder, a folder that does not exist or cannot be written, or a path in the data directory; StorageError when the disk refuses the write. */

@@ -534,15 +534,16 @@ export interface BundleVariable {
   usedBy: string[];
 }
 
-export interface CreateToolsetParams {
-  /** 1-64 letters, digits, '.', '_' and '-', starting with a letter or digit; Conflict if a toolset or MCP server has it. */
-  id: string;
-  /** The name shown. */
-  name: string;
-  /** What its tools are for. */
-  description?: string;
-  /** Whether its tools are offered (default true). */
-  enabled?: boolean;
+export interface ImportParams {
+  /** Absolute path of a bundle .zip file or a folder holding toolset.yaml. Give path or url. */
+  path?: string | null;
+  replace?: boolean;
+  /** The https:// address of a bundle ZIP to download and install (plain http only from this machine: 127.0.0.1, localhost). Redirects are followed while they stay on https and public addresses; no credentials in it (it is kept as the toolset's sourceRef). Give path or url. */
+  url?: string | null;
+  /** With url: the ZIP's expected sha256 (64 hex digits); a download that differs is refused (InvalidParams at params.sha256) and nothing is installed. */
+  sha256?: string | null;
+  /** With url: the download's progress is reported as $/progress with this token (percentage when the server gives the size). */
+  workDoneToken?: number | string | null;
 }
 
 export interface ToolsetResult {
@@ -567,47 +568,34 @@ export interface Toolset {
   modifiedAt?: string | null;
 }
 
-export interface UpdateToolsetParams {
-  /** A toolset made with toolsets/create. */
+export interface ListToolsetsParams {
+  /** Items per page (1-500, default 100). Without a pageToken the first page: a caller that sends neither gets the first page, and nextPageToken says whether more follow. */
+  pageSize?: number;
+  /** nextPageToken of the previous page, sent with the same filters (pageSize may change); absent for the first page. Pages are keyset pages: an item added between two requests is neither repeated nor skipped by the pages after it. A token of another list, of other filters or a forged one is InvalidParams (data.path params.pageToken). */
+  pageToken?: string | null;
+  /** Only these toolsets (ids); absent: all. */
+  toolsetIds?: string[] | null;
+  /** Disabled toolsets too; default true, so a toolset manager can show and enable them (false: enabled ones only). */
+  includeDisabled?: boolean;
+  /** Soft-deleted toolsets too (each with softDeletedAt), e.g. for a trash view offering toolsets/restore. */
+  includeDeleted?: boolean;
+}
+
+export interface ToolsetsResult {
+  /** By name, then id. */
+  toolsets: Toolset[];
+  /** Pass it as pageToken for the next page; absent on the last page. */
+  nextPageToken?: string | null;
+}
+
+export interface ToolsetIdParams {
   id: string;
-  /** The new name (absent: unchanged). */
-  name?: string | null;
-  /** The new description (absent: unchanged). */
-  description?: string | null;
 }
 
-export interface PutToolParams {
-  /** A toolset made with toolsets/create. */
-  toolsetId: string;
-  /** Unicode letters, digits and '-' (no '_', whitespace, '/', punctuation or symbols), at most 64 characters, case-sensitive. */
-  slug: string;
-  /** An opaque label: Unicode letters, digits, '-' and '.', at most 64 characters. */
-  version: string;
-  definition: ToolDefinition;
-}
-
-/** An HTTP tool as a toolset.yaml tool declares one (issue 13), with camelCase names. */
-export interface ToolDefinition {
-  /** The http block of a toolset.yaml tool: method and urlTemplate (or steps), query, headers, body or form, response, allowedHosts (required), outputSchema, timeout, maxRetries, maxCallsPerMinute, auth, ... */
-  http: Record<string, unknown>;
-  /** The name shown (default: the slug). */
-  name?: string | null;
-  /** What it does, for the user and models. */
-  description?: string | null;
-  /** JSON Schema of its arguments; ${name} in the http block is the argument name when declared here. */
-  inputSchema?: Record<string, unknown> | null;
-  /** Ask the user before a model's call runs it. */
-  requiresConfirmation?: boolean;
-  /** Its own config fields (as toolset.yaml's config_schema: description, type, secret, required, default), set with config/set. */
-  configSchema?: Record<string, unknown>;
-  /** What the result becomes (as toolset.yaml's output block: card, synthesize, ...). */
-  output?: Record<string, unknown> | null;
-  /** Free-text labels, 1-64 characters each, at most 32. */
-  tags?: string[];
-}
-
-export interface ToolResult {
-  tool: Tool;
+export interface ToolsetDetail {
+  toolset: Toolset;
+  tools: Tool[];
+  mcpServers: ConfiguredServer[];
 }
 
 export interface Tool {
@@ -655,57 +643,6 @@ export interface ToolIcon {
   mimeType?: string | null;
   sizes?: string[] | null;
   theme?: "dark" | "light" | null;
-}
-
-export interface ToolVersionParams {
-  /** The toolset holding the tool. */
-  toolsetId: string;
-  /** Unicode letters, digits and '-' (no '_', whitespace, '/', punctuation or symbols), at most 64 characters, case-sensitive. */
-  slug: string;
-  /** An opaque label: Unicode letters, digits, '-' and '.', at most 64 characters. */
-  version: string;
-}
-
-export interface ImportParams {
-  /** Absolute path of a bundle .zip file or a folder holding toolset.yaml. Give path or url. */
-  path?: string | null;
-  replace?: boolean;
-  /** The https:// address of a bundle ZIP to download and install (plain http only from this machine: 127.0.0.1, localhost). Redirects are followed while they stay on https and public addresses; no credentials in it (it is kept as the toolset's sourceRef). Give path or url. */
-  url?: string | null;
-  /** With url: the ZIP's expected sha256 (64 hex digits); a download that differs is refused (InvalidParams at params.sha256) and nothing is installed. */
-  sha256?: string | null;
-  /** With url: the download's progress is reported as $/progress with this token (percentage when the server gives the size). */
-  workDoneToken?: number | string | null;
-}
-
-export interface ListToolsetsParams {
-  /** Items per page (1-500, default 100). Without a pageToken the first page: a caller that sends neither gets the first page, and nextPageToken says whether more follow. */
-  pageSize?: number;
-  /** nextPageToken of the previous page, sent with the same filters (pageSize may change); absent for the first page. Pages are keyset pages: an item added between two requests is neither repeated nor skipped by the pages after it. A token of another list, of other filters or a forged one is InvalidParams (data.path params.pageToken). */
-  pageToken?: string | null;
-  /** Only these toolsets (ids); absent: all. */
-  toolsetIds?: string[] | null;
-  /** Disabled toolsets too; default true, so a toolset manager can show and enable them (false: enabled ones only). */
-  includeDisabled?: boolean;
-  /** Soft-deleted toolsets too (each with softDeletedAt), e.g. for a trash view offering toolsets/restore. */
-  includeDeleted?: boolean;
-}
-
-export interface ToolsetsResult {
-  /** By name, then id. */
-  toolsets: Toolset[];
-  /** Pass it as pageToken for the next page; absent on the last page. */
-  nextPageToken?: string | null;
-}
-
-export interface ToolsetIdParams {
-  id: string;
-}
-
-export interface ToolsetDetail {
-  toolset: Toolset;
-  tools: Tool[];
-  mcpServers: ConfiguredServer[];
 }
 
 export interface ConfiguredServer {
@@ -762,6 +699,10 @@ export interface ToolIdParams {
   id: string;
 }
 
+export interface ToolResult {
+  tool: Tool;
+}
+
 export interface SetOverrideParams {
   toolsetId: string;
   toolId: string;
@@ -805,6 +746,65 @@ export interface HtmlPageParams {
 
 export interface HtmlPageResult {
   html: string;
+}
+
+export interface CreateToolsetParams {
+  /** 1-64 letters, digits, '.', '_' and '-', starting with a letter or digit; Conflict if a toolset or MCP server has it. */
+  id: string;
+  /** The name shown. */
+  name: string;
+  /** What its tools are for. */
+  description?: string;
+  /** Whether its tools are offered (default true). */
+  enabled?: boolean;
+}
+
+export interface UpdateToolsetParams {
+  /** A toolset made with toolsets/create. */
+  id: string;
+  /** The new name (absent: unchanged). */
+  name?: string | null;
+  /** The new description (absent: unchanged). */
+  description?: string | null;
+}
+
+export interface PutToolParams {
+  /** A toolset made with toolsets/create. */
+  toolsetId: string;
+  /** Unicode letters, digits and '-' (no '_', whitespace, '/', punctuation or symbols), at most 64 characters, case-sensitive. */
+  slug: string;
+  /** An opaque label: Unicode letters, digits, '-' and '.', at most 64 characters. */
+  version: string;
+  definition: ToolDefinition;
+}
+
+/** An HTTP tool as a toolset.yaml tool declares one (issue 13), with camelCase names. */
+export interface ToolDefinition {
+  /** The http block of a toolset.yaml tool: method and urlTemplate (or steps), query, headers, body or form, response, allowedHosts (required), outputSchema, timeout, maxRetries, maxCallsPerMinute, auth, ... */
+  http: Record<string, unknown>;
+  /** The name shown (default: the slug). */
+  name?: string | null;
+  /** What it does, for the user and models. */
+  description?: string | null;
+  /** JSON Schema of its arguments; ${name} in the http block is the argument name when declared here. */
+  inputSchema?: Record<string, unknown> | null;
+  /** Ask the user before a model's call runs it. */
+  requiresConfirmation?: boolean;
+  /** Its own config fields (as toolset.yaml's config_schema: description, type, secret, required, default), set with config/set. */
+  configSchema?: Record<string, unknown>;
+  /** What the result becomes (as toolset.yaml's output block: card, synthesize, ...). */
+  output?: Record<string, unknown> | null;
+  /** Free-text labels, 1-64 characters each, at most 32. */
+  tags?: string[];
+}
+
+export interface ToolVersionParams {
+  /** The toolset holding the tool. */
+  toolsetId: string;
+  /** Unicode letters, digits and '-' (no '_', whitespace, '/', punctuation or symbols), at most 64 characters, case-sensitive. */
+  slug: string;
+  /** An opaque label: Unicode letters, digits, '-' and '.', at most 64 characters. */
+  version: string;
 }
 
 export interface ListToolCallsParams {

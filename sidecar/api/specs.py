@@ -7,6 +7,7 @@ answer does: the package's ``__init__`` stays empty and the start-up path import
 from __future__ import annotations
 
 from . import (
+    authoring,
     bundles,
     chats,
     config,
@@ -24,9 +25,9 @@ from . import (
 )
 from .base import MethodSpec
 
-SPECS: tuple[MethodSpec, ...] = (*lifecycle.SPECS, *chats.SPECS, *workspace.SPECS, *toolsets.SPECS, *tool_calls.SPECS,
-                                   *config.SPECS, *mcp.SPECS, *providers.SPECS, *secrets.SPECS, *settings.SPECS,
-                                   *debug.SPECS, *schedules.SPECS, *bundles.SPECS, *search.SPECS)
+SPECS: tuple[MethodSpec, ...] = (*lifecycle.SPECS, *chats.SPECS, *workspace.SPECS, *toolsets.SPECS, *authoring.SPECS,
+                                   *tool_calls.SPECS, *config.SPECS, *mcp.SPECS, *providers.SPECS, *secrets.SPECS,
+                                   *settings.SPECS, *debug.SPECS, *schedules.SPECS, *bundles.SPECS, *search.SPECS)
 
 # The endpoints of seed 000 §7, in its order; protocol/README.md maps each to the method serving it.
 SEED_ENDPOINTS: tuple[str, ...] = (

@@ -2,15 +2,9 @@
 
 from __future__ import annotations
 
+from ..api.authoring import CreateToolsetParams, PutToolParams, ToolVersionParams, UpdateToolsetParams
 from ..api.base import Empty
-from ..api.toolsets import (
-    CreateToolsetParams,
-    PutToolParams,
-    ToolResult,
-    ToolsetResult,
-    ToolVersionParams,
-    UpdateToolsetParams,
-)
+from ..api.toolsets import ToolResult, ToolsetResult
 from ..rpc import RequestContext
 from ..tools.catalog import Catalog
 from ..toolsets.user_made import UserToolsets

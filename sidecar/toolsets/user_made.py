@@ -25,7 +25,7 @@ from .manifest import from_data
 from .service import stored_tool
 
 if TYPE_CHECKING:
-    from ..api.toolsets import ToolDefinition
+    from ..api.authoring import ToolDefinition
     from .service import ToolsetService
 
 BUILTIN = "builtin"  # the pseudo toolset of the built-in tools (tools/setOverride names them so)
