@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import io
 import logging
 import os
 import shutil
 import uuid
-import zipfile
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,11 +22,9 @@ import anyio
 import anyio.to_thread
 import msgspec
 
-from .. import secrets
 from ..api.base import wire_name
 from ..errors import BundleError, Conflict, InvalidBundle, InvalidParams, NotFound, StorageError
 from ..paging import Pages
-from ..secrets.store import is_user_name
 from ..store import Database
 from ..store.mcp_servers import McpServerRepo, McpServerRow
 from ..store.rows import now
@@ -40,8 +36,10 @@ from ..tools.overrides import is_pattern
 from ..tools.providers.python.entrypoints import importable
 from ..tools.providers.python.worker import ToolFailure
 from ..tools.providers.python.workers import ToolsetWorkers
+from . import export as exporting
 from .bundle import MANIFEST, Bundle, kind_of
 from .bundle import read as read_bundle
+from .export import drop_empty
 from .manifest import ConfigSchema, ManifestError, Parsed, ToolDecl, from_data
 
 if TYPE_CHECKING:
@@ -302,80 +300,12 @@ class ToolsetService:
     async def export(self, toolset_id: str, dest: str) -> tuple[Path, int, str, list[str]]:
         toolset = await self.get(toolset_id)
         frozen.refuse_if_deleted(toolset_id, toolset.soft_deleted_at, "export it")
-        target = Path(dest)
-        if not target.is_absolute() or target.suffix.lower() != ".zip":
-            raise InvalidParams("params.path", "give an absolute path ending in .zip")
-        if not target.parent.is_dir():
-            raise InvalidParams("params.path", f"the folder {target.parent} does not exist")
-        manifest = await self.manifest_from_rows(toolset, await self._stored_values())
-        files = await self.repo.files(toolset_id)
-        data = await anyio.to_thread.run_sync(_pack, manifest, [(f.path, f.stored_path) for f in files], target)
-        return target, len(data), hashlib.sha256(data).hexdigest(), _variables(manifest)
+        return await exporting.write(self.repo, McpServerRepo(self.db), self.vault, toolset, dest)
 
     async def server_rows(self, toolset_id: str) -> list[McpServerRow]:
         """The toolset's MCP servers, in manifest order."""
         return await McpServerRepo(self.db).of_toolset(toolset_id)
 
-    async def _stored_values(self) -> dict[str, str]:
-        """The user's secrets as value -> name (those the store can give now: a locked keystore
-        leaves the values read this session)."""
-        names = [n for n in await self.vault.names() if is_user_name(n)]
-        try:
-            await self.vault.environ(names)
-        except StorageError as exc:
-            log.warning("export: the secret store cannot be read (%s); values read earlier still count", exc)
-        return {v: n for n in names if (v := self.vault.cached(n))}
-
-    async def manifest_from_rows(self, toolset: ToolsetRow, stored: dict[str, str] | None = None) -> dict[str, Any]:
-        """toolset.yaml regenerated from the database, secrets turned into ${VAR} placeholders: a
-        value of the secret store (`stored`: value -> name) as the name it has there, any other by
-        its meaning (`secrets.masking`), each distinct secret under a name of its own."""
-        tid = toolset.id
-        tools = await self.repo.tools(tid)
-        overrides = await self.repo.overrides(tid)
-        servers = [_from_store(r, stored or {}) for r in await self.server_rows(tid)]
-        # One per export: two different secrets never share a name, nor take one the manifest uses.
-        names = secrets.Placeholders(secrets.references(" ".join(
-            [*(a for r in servers for a in r.args), *(r.url or "" for r in servers),
-             *(v for r in servers for v in (*r.headers.values(), *r.env.values()))])))
-        out: dict[str, Any] = {"manifest_version": "1", "id": tid, "name": toolset.name,
-                               "version": toolset.version, "description": toolset.description}
-        # The schema only: the values the user set stay on this machine (seed 004).
-        schema = await self.repo.config_schema(tid)
-        if schema:
-            out["config_schema"] = schema
-        # The current version of each slug last: importing the export makes the same one current.
-        out["tools"] = [exported_tool(t) for t in sorted(tools, key=lambda t: t.current)]
-        out["tool_overrides"] = [_drop_empty({
-            "tool_id": o.tool_id.removeprefix(f"{tid}:"), "renderer": o.renderer,
-            "renderer_config": o.renderer_config, "name_override": o.name_override,
-            "description_override": o.description_override, "requires_confirmation": o.requires_confirmation,
-            "enabled": o.enabled}) for o in overrides]
-        out["mcp_servers"] = [_drop_empty({
-            "id": r.server_id, "type": r.type, "command": r.command,
-            "args": secrets.placeholder_args(r.args, names), "cwd": r.cwd,
-            "url": secrets.placeholder_url(r.url, names) if r.url else None,
-            "headers": secrets.placeholder_map(r.headers, names),
-            "env": secrets.placeholder_map(r.env, names),
-            "requires_confirmation": r.requires_confirmation or None, **r.options}) for r in servers]
-        return {k: v for k, v in out.items() if v != []}
-
-
-def _from_store(row: McpServerRow, stored: dict[str, str]) -> McpServerRow:
-    """A server with the secret store's values in its config written as their ``${NAME}``."""
-    if not stored:
-        return row
-    ref = functools.partial(secrets.stored_as_references, stored=stored)
-    return msgspec.structs.replace(
-        row, args=[ref(a) for a in row.args], url=ref(row.url) if row.url else row.url,
-        env={k: ref(v) for k, v in row.env.items()}, headers={k: ref(v) for k, v in row.headers.items()})
-
-
-def _variables(manifest: dict[str, Any]) -> list[str]:
-    """The ${NAME}s an exported manifest's servers refer to, in order of first use."""
-    texts = [t for s in manifest.get("mcp_servers", []) for t in (
-        *s.get("args", []), s.get("url") or "", *s.get("env", {}).values(), *s.get("headers", {}).values())]
-    return list(dict.fromkeys(n for t in texts for n in secrets.references(t)))
 
 
 def _parse_user_server(server: dict[str, Any]) -> Parsed:
@@ -384,7 +314,7 @@ def _parse_user_server(server: dict[str, Any]) -> Parsed:
     server_id = server.get("id")
     try:
         return from_data({"manifest_version": "1", "id": server_id, "name": server_id,
-                          "mcp_servers": [_drop_empty(server)]})
+                          "mcp_servers": [drop_empty(server)]})
     except ManifestError as exc:
         raise InvalidParams("params" + _wire_path(exc.path), exc.reason) from None
 
@@ -414,7 +344,7 @@ def stored_tool(toolset_id: str, t: ToolDecl, code: dict[str, Any], gone: Bundle
     if t.config_schema:
         config["config_schema"] = schema_data(t.config_schema)
     if t.trigger is not None and t.trigger.type == "cron":
-        config["trigger"] = _drop_empty(msgspec.to_builtins(t.trigger))  # schedules follow it (Schedules)
+        config["trigger"] = drop_empty(msgspec.to_builtins(t.trigger))  # schedules follow it (Schedules)
     if t.http is not None:
         # Stored as declared (camelCase, defaults left out): what export writes back and the runner reads.
         config["http"] = msgspec.to_builtins(t.http)
@@ -441,28 +371,9 @@ def _with_current(tools: list[StoredTool]) -> list[StoredTool]:
     return [msgspec.structs.replace(t, current=last[t.slug] == t.tool_id) for t in tools]
 
 
-def exported_tool(t: StoredTool) -> dict[str, Any]:
-    """A stored tool as toolset.yaml declares it (slug and version only where they differ from
-    what the id would give)."""
-    local = t.tool_id.partition(":")[2]
-    return _drop_empty({
-        "id": local, "slug": t.slug if t.slug != slugs.derive(local) else None,
-        "version": t.version if t.version != slugs.DEFAULT_VERSION else None, "tags": t.tags,
-        "name": t.name, "description": t.description,
-        "entrypoint": t.entrypoint, "input_schema": t.input_schema,
-        "requires_confirmation": t.requires_confirmation or None,
-        "timeout": t.config.get("timeout"), "output": t.config.get("output"),
-        "config_schema": t.config.get("config_schema"), "http": t.config.get("http"),
-        "trigger": t.config.get("trigger")})
-
-
 def schema_data(schema: ConfigSchema) -> dict[str, Any]:
     """A config_schema as stored and exported: each field with what it sets beyond the defaults."""
     return {key: {k: v for k, v in msgspec.structs.asdict(f).items() if v is not None} for key, f in schema.items()}
-
-
-def _drop_empty(d: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in d.items() if v not in (None, {}, [], "")}
 
 
 def _write_files(revision: Path, files: dict[str, bytes]) -> None:
@@ -470,19 +381,3 @@ def _write_files(revision: Path, files: dict[str, bytes]) -> None:
         target = revision.joinpath(*path.split("/"))
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
-
-
-def _pack(manifest: dict[str, Any], files: list[tuple[str, str]], target: Path) -> bytes:
-    import yaml  # loaded on first use, as manifest.py does
-
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:
-        z.writestr(MANIFEST, yaml.safe_dump(manifest, sort_keys=False, allow_unicode=True))
-        for path, stored in files:
-            if path != MANIFEST:
-                z.write(stored, path)
-    data = buffer.getvalue()
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, target)
-    return data
