@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
-from ..api.toolsets import RENDERERS
+from ..api.render_plans import RENDERERS
 from ..workspace import paths
 
 _EXPR = re.compile(r"\$\$|\$([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z0-9_]+|\[[0-9]+\])*)")

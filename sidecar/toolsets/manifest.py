@@ -11,7 +11,7 @@ import msgspec
 
 from ..api.base import Id
 from ..api.mcp import LogLevel
-from ..api.toolsets import RENDERERS, Renderer
+from ..api.render_plans import RENDERERS, Renderer
 from ..errors import ManifestError
 from ..schedules import cron
 from ..store.mcp_servers import McpServerRow
