@@ -46,6 +46,7 @@ from mcp.shared.auth import (
 
 from ..errors import SidecarError, SignInFailed
 from ..secrets import clean, mask_url
+from ..secrets.known import remember_all
 from . import loopback, signin
 from .failures import flatten
 from .oauth_guard import Destinations, check_endpoint, is_loopback
@@ -82,6 +83,15 @@ class _Storage:
         except ValueError:
             self.metadata = self.resource_metadata = None
         self.auth_server_url = self.record.get("authServer")
+        self._remember()
+
+    def _remember(self) -> None:
+        """Scrub the record's tokens and client secret from logs and errors one by one, as HTTP
+        tools' OAuth does: the store knows only the whole record, and a server that repeats a bearer
+        token in its log or stderr would otherwise be masked only if it looked like a secret."""
+        tokens, client = self.record.get("tokens") or {}, self.record.get("client") or {}
+        remember_all(str(v) for v in (tokens.get("access_token"), tokens.get("refresh_token"),
+                                       client.get("client_secret")) if v)
 
     @property
     def expires_at(self) -> float | None:
@@ -121,6 +131,7 @@ class _Storage:
         self.auth_server_url = context.auth_server_url
 
     async def _save(self) -> None:
+        self._remember()
         self.record["url"] = self.url
         if self.metadata is not None:
             self.record["metadata"] = self.metadata.model_dump(mode="json", exclude_none=True)

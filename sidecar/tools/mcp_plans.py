@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
+from urllib.parse import quote
 
 _FENCED = re.compile(r"\A\s*```([A-Za-z0-9_+#.-]*)[^\n]*\n(.*?)\n?```\s*\Z", re.DOTALL)
 _PROSE = {"text/plain", "text/markdown", "text/x-markdown", ""}
@@ -76,8 +77,21 @@ def _text_of(block: dict[str, Any]) -> str:
     if kind == "resource_link":
         uri = str(block.get("uri") or "")
         title = str(block.get("title") or block.get("name") or uri)
-        return f"[{title}]({uri})" if uri.lower().startswith(("https://", "http://")) else f"{title} ({uri})"
+        # The server's words go into Markdown the UI renders: a title or URI must not add links of
+        # its own (a title "x](javascript:...)", a URI with ")" or a space).
+        if uri.lower().startswith(("https://", "http://")):
+            return f"[{_md(title)}]({quote(uri, safe=_URI_SAFE)})"
+        return f"{_md(title)} ({_md(uri)})"
     return ""
+
+
+_MD_SPECIAL = re.compile(r"[\\`\[\]<>]")  # what could open a link, an autolink, HTML or code
+_URI_SAFE = "/:?#[]@!$&'*+,;=%~-._"  # what a URI keeps as it is; "(", ")", spaces and "<>" are %-encoded
+
+
+def _md(text: str) -> str:
+    """``text`` with each mark that could make a link, HTML or code of it escaped."""
+    return _MD_SPECIAL.sub(lambda m: "\\" + m.group(0), text)
 
 
 def _plan(renderer: str, config: dict[str, Any]) -> dict[str, Any]:

@@ -42,3 +42,12 @@ def test_links_keep_uri_and_title_and_structured_content_alone_is_json():
     assert config({"content": [], "structuredContent": {"a": 1}}) == ("code", {"content": '{\n  "a": 1\n}',
                                                                                "language": "json"})
     assert default_plan({"content": []}) is None and default_plan("text") is None
+
+
+def test_a_links_title_or_uri_cannot_add_a_link_of_its_own():
+    hostile = {"content": [
+        {"type": "resource_link", "uri": "https://example.com/a b)(c", "title": "x](javascript:alert(1))"},
+        {"type": "resource_link", "uri": "file:///x) [y](javascript:alert(1)", "title": "[z](javascript:alert(2))"}]}
+    assert config(hostile) == ("document", {"content": (
+        "[x\\](javascript:alert(1))](https://example.com/a%20b%29%28c)\n\n"
+        "\\[z\\](javascript:alert(2)) (file:///x) \\[y\\](javascript:alert(1))")})
