@@ -8,6 +8,7 @@ import msgspec
 
 from .base import Id, MethodSpec, Model
 from .errors import ErrorCode
+from .pages import MAX_PAGE_SIZE, NextPageToken
 from .toolsets import Tool
 
 SearchMatch = Literal["prefix", "word", "fuzzy", "recent"]
@@ -23,8 +24,8 @@ class SearchToolsParams(Model):
         "Also disabled tools (switched off, or their toolset disabled)."))] = False
     toolset_ids: Annotated[Annotated[list[Id], msgspec.Meta(max_length=1000)] | None, msgspec.Meta(description=(
         "Only tools of these toolsets (\"builtin\" names the built-in tools)."))] = None
-    page_size: Annotated[int, msgspec.Meta(ge=1, le=500, description="Hits per page (1-500).")] = 50
-    page_token: Annotated[str | None, msgspec.Meta(description=(
+    page_size: Annotated[int, msgspec.Meta(ge=1, le=MAX_PAGE_SIZE, description="Hits per page (1-500).")] = 50
+    page_token: Annotated[Annotated[str, msgspec.Meta(max_length=1024)] | None, msgspec.Meta(description=(
         "nextPageToken of the previous page, with the same q and filters; absent for the first page."))] = None
 
 
@@ -41,8 +42,7 @@ class SearchToolsResult(Model):
     hits: Annotated[list[SearchHit], msgspec.Meta(description=(
         "Ranked: prefix, then word, then fuzzy hits; within each, the most recently modified first "
         "(modifiedAt), then the most called (callCount), then by id."))]
-    next_page_token: Annotated[str | None, msgspec.Meta(description=(
-        "Pass it as pageToken for the next page; absent on the last page."))] = None
+    next_page_token: NextPageToken = None
 
 
 SPECS = (

@@ -9,7 +9,7 @@ from typing import Any, Literal, cast
 from .media import Kind
 from .providers.base import AudioPart
 
-__all__ = ["KIND", "MAX_CLIPS", "TOO_MANY", "of", "refused"]
+__all__ = ["KIND", "MAX_CLIPS", "of"]
 
 # The formats OpenAI's ``input_audio`` takes, by the MIME types servers give them under.
 FORMATS: dict[str, Literal["wav", "mp3"]] = {
@@ -18,8 +18,6 @@ FORMATS: dict[str, Literal["wav", "mp3"]] = {
 MAX_CLIPS = 4
 """The most clips of one result given to a model."""
 KIND = Kind("audio", FORMATS, "a model takes wav or mp3 only", "a model is given", MAX_CLIPS)
-TOO_MANY = KIND.too_many
-refused = KIND.refused
 
 
 def of(result: Any) -> list[AudioPart]:

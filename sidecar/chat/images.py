@@ -9,15 +9,13 @@ from typing import Any
 from .media import MAX_BYTES, Kind
 from .providers.base import ImagePart
 
-__all__ = ["KIND", "MAX_BYTES", "MAX_IMAGES", "TOO_MANY", "of", "refused"]
+__all__ = ["KIND", "MAX_BYTES", "MAX_IMAGES", "of"]
 
 # The image types both the Anthropic and the OpenAI APIs take (named on the wire as they are).
 TYPES = ("image/gif", "image/jpeg", "image/png", "image/webp")
 MAX_IMAGES = 8
 """The most pictures of one result given to a model."""
 KIND = Kind("image", {t: t for t in TYPES}, f"it takes {', '.join(TYPES)}", "a model takes", MAX_IMAGES)
-TOO_MANY = KIND.too_many
-refused = KIND.refused
 
 
 def of(result: Any) -> list[ImagePart]:

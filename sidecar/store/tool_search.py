@@ -100,16 +100,6 @@ SELECT d.tool_id, d.toolset_id, d.enabled, d.modified_at, w.slug, w.name, d.disp
        d.tags
 FROM tool_search_docs d JOIN tool_search_words w ON w.rowid = d.doc
 """
-_NOT_SLUG = re.compile(r"[^\w.-]|_")
-
-
-def named(tool_id: str) -> tuple[str, str]:
-    """(slug, name) of a tool by its id: the name is the part after the last ':' (the whole id of a
-    built-in); the slug is the name with '_' (and anything else a slug may not hold) as '-'."""
-    name = tool_id.rsplit(":", 1)[-1]
-    return _NOT_SLUG.sub("-", name).strip("-")[:64], name
-
-
 def _doc(r: Any) -> SearchDoc:
     return SearchDoc(tool_id=r["tool_id"], toolset_id=r["toolset_id"], enabled=bool(r["enabled"]),
                      modified_at=r["modified_at"], slug=r["slug"], name=r["name"],

@@ -22,23 +22,24 @@ from ..api.search import SearchHit, SearchMatch, SearchToolsParams, SearchToolsR
 from ..api.toolsets import Tool
 from ..paging import Pages
 from ..store import CATALOG, Database
-from ..store.tool_search import SearchDoc, ToolSearchRepo, match_of, named, words_of
+from ..store.tool_search import SearchDoc, ToolSearchRepo, match_of, words_of
+from . import slugs
+from .catalog import BUILTIN
 
 if TYPE_CHECKING:
     from .catalog import Catalog
 
 MATCHES: tuple[SearchMatch, ...] = ("prefix", "word", "fuzzy", "recent")  # by tier
-BUILTIN_SET = "builtin"  # the toolset id built-ins are filtered by (as tools/setOverride names them)
 
 Position = tuple[int, str, int, str]
 
 
 def doc_of(tool: Tool) -> SearchDoc:
     """A tool's document, from its view as tools/list shows it (overrides and patterns applied)."""
-    slug, name = named(tool.id)
+    name = tool.id.rsplit(":", 1)[-1]  # (the whole id of a built-in)
     display = tool.name if not tool.title or tool.title == tool.name else f"{tool.name} {tool.title}"
-    return SearchDoc(tool_id=tool.id, toolset_id=tool.toolset_id or BUILTIN_SET, enabled=tool.enabled,
-                     modified_at=tool.modified_at or "", slug=tool.slug or slug,
+    return SearchDoc(tool_id=tool.id, toolset_id=tool.toolset_id or BUILTIN, enabled=tool.enabled,
+                     modified_at=tool.modified_at or "", slug=tool.slug or slugs.derive(name),
                      name=name, display=display, description=tool.description, tags=" ".join(tool.tags))
 
 

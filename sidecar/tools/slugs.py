@@ -19,13 +19,15 @@ import hashlib
 import re
 import unicodedata
 
+from ..api.base import ID_PATTERN
+
 MAX_RUNES = 64
 DEFAULT_VERSION = "1"
 # What slugs are made of, said once for every error message.
 SLUG_RULE = "letters, digits and '-' only (no '_', spaces, '/', punctuation or symbols), at most 64 characters"
 VERSION_RULE = "letters, digits, '-' and '.' only (no '_', spaces, '/', punctuation or symbols), at most 64 characters"
 
-_ID_SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")  # ARCHITECTURE.md's id rule
+_ID_SAFE = re.compile(ID_PATTERN)  # ARCHITECTURE.md's id rule
 
 
 def _describe(ch: str) -> str:
@@ -72,10 +74,6 @@ def check_slug(text: str) -> tuple[str, str | None]:
 def check_version(text: str) -> tuple[str, str | None]:
     version = unicodedata.normalize("NFC", text)
     return version, _problem(version, dot=True)
-
-
-def is_slug(text: str) -> bool:
-    return _problem(text, dot=False) is None and unicodedata.is_normalized("NFC", text)
 
 
 @functools.lru_cache(maxsize=4096)  # MCP tools' slugs are made on every listing

@@ -21,6 +21,7 @@ from ..store.rows import now
 from ..store.toolsets import Install, ToolsetRow
 from ..store.user_toolsets import UserToolsetRepo
 from ..tools import frozen, slugs
+from ..tools.catalog import BUILTIN
 from .manifest import from_data
 from .service import stored_tool
 
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
     from ..api.authoring import ToolDefinition
     from .service import ToolsetService
 
-BUILTIN = "builtin"  # the pseudo toolset of the built-in tools (tools/setOverride names them so)
 
 
 def checked_pair(slug: str, version: str) -> tuple[str, str]:
@@ -134,10 +134,8 @@ class UserToolsets:
         return toolset
 
     async def _writable(self, toolset_id: str) -> ToolsetRow:
-        toolset = await self._own(toolset_id)
-        # Seed 002: a disabled or soft-deleted toolset is frozen, as for every other write inside one.
-        frozen.refuse_changes(toolset_id, toolset.enabled, toolset.soft_deleted_at, "change its tools")
-        return toolset
+        await self._own(toolset_id)
+        return await self.toolsets.writable(toolset_id, "change its tools")
 
 
 def _wire_path(manifest_path: str) -> str:
