@@ -13,6 +13,8 @@ from .pages import NextPageToken, PageParams
 ServerType = Literal["stdio", "sse", "streamable-http"]
 # MCP's log levels (RFC 5424's), least severe first.
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+# needsAuth: a remote server wants an OAuth sign-in (mcpServers/login); error says why.
+ServerStatus = Literal["connecting", "connected", "error", "disabled", "needsAuth"]
 
 
 class McpServer(Model):
@@ -20,8 +22,7 @@ class McpServer(Model):
     server_id: str
     toolset_id: str
     type: ServerType
-    # needsAuth: a remote server wants an OAuth sign-in (mcpServers/login); error says why.
-    status: Literal["connecting", "connected", "error", "disabled", "needsAuth"]
+    status: ServerStatus
     enabled: bool
     tool_count: int = 0
     error: str | None = None  # what failed, with the last lines of the server's stderr

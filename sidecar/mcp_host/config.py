@@ -15,6 +15,8 @@ from types import MappingProxyType
 
 from ..api.mcp import LogLevel, ServerType
 
+DEFAULT_CONNECT_TIMEOUT = 30.0  # seconds a server gets to connect (and a sign-out to finish)
+
 
 @dataclass(frozen=True)
 class ServerConfig:
@@ -32,7 +34,7 @@ class ServerConfig:
     """Endpoint of an `sse` or `streamable-http` server. May hold `${VAR}`."""
     headers: Mapping[str, str] = field(default_factory=dict)
     """HTTP headers for `sse` / `streamable-http`. Values may hold `${VAR}`."""
-    connect_timeout: float = 30.0
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     call_timeout: float = 120.0
     enabled: bool = True
     log_level: LogLevel | None = None

@@ -15,7 +15,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from ..errors import McpError
-from .config import ServerConfig
+from .config import DEFAULT_CONNECT_TIMEOUT, ServerConfig
 from .connect import Connector, OnToolsChanged, Variables, config_references, process_environment
 from .elicitation import Elicit
 from .failures import not_connected
@@ -141,7 +141,7 @@ class McpHost:
         """Sign out of a server: its tokens are revoked where the authorization server allows it and
         forgotten, and it connects again (and so asks for a sign-in)."""
         srv = self._servers.get(key)
-        await self._connector.sign_out(key, srv.config.connect_timeout if srv is not None else 30.0)
+        await self._connector.sign_out(key, srv.config.connect_timeout if srv is not None else DEFAULT_CONNECT_TIMEOUT)
         if srv is not None and srv.config.enabled:
             await self.reconnect(key)
 

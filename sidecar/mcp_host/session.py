@@ -214,9 +214,12 @@ def _logging_callback(srv: LiveServer, connector: Connector) -> Any:
         dropped = srv.log_gate.admit()
         if dropped is None:
             return
+        deliver = connector.on_log is not None and srv.current
+        if not deliver and not log.isEnabledFor(logging.DEBUG):
+            return  # masked and encoded for nobody
         data = bounded(params.data)
         log.debug("MCP server %s logs (%s): %s", srv.label, params.level, data)
-        if connector.on_log is not None and srv.current:
+        if deliver and connector.on_log is not None:
             try:
                 await connector.on_log(ServerLog(srv.config.key, params.level, params.logger, data, dropped))
             except Exception:

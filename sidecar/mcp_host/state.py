@@ -9,10 +9,11 @@ import logging
 import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from ..api.mcp import ServerStatus
 from ..api.toolsets import ToolIcon
 from ..secrets import clean
 from .config import ServerConfig
@@ -25,7 +26,7 @@ if TYPE_CHECKING:  # the SDK is imported in a worker thread on first connect, ne
 
 log = logging.getLogger("sidecar.mcp_host")
 
-Status = Literal["connecting", "connected", "error", "disabled", "needsAuth"]
+Status = ServerStatus
 
 
 @dataclass
