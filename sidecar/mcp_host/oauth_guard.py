@@ -15,24 +15,20 @@ loads httpx2.
 from __future__ import annotations
 
 import logging
-import socket
 from urllib.parse import urlsplit
 
 import httpx2
 from mcp.client.auth import OAuthFlowError
 
 from ..net.addresses import classify
-from ..net.lookup import Resolver, literal, lookup, resolve_system
+from ..net.lookup import Resolver, host_name, is_loopback_name, lookup, resolve_system, resolved_as
 from ..net.pinned import PinnedTransport
 from ..secrets import mask_url
 
 log = logging.getLogger("sidecar.mcp_host.oauth")
 
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
-
-
 def is_loopback(url: str) -> bool:
-    return (urlsplit(url).hostname or "") in LOOPBACK_HOSTS
+    return is_loopback_name(urlsplit(url).hostname)
 
 
 def check_endpoint(what: str, url: str | None) -> None:
@@ -46,10 +42,6 @@ def check_endpoint(what: str, url: str | None) -> None:
                          "codes and tokens are only sent over HTTPS (or to this machine)")
 
 
-def _host(host: str) -> str:
-    return host.strip("[]").rstrip(".").lower()
-
-
 class Destinations:
     """Where the flow's own requests (metadata, registration, token, revocation) may go.
 
@@ -61,7 +53,7 @@ class Destinations:
 
     def __init__(self, server_url: str, *, resolver: Resolver | None = None) -> None:
         parts = urlsplit(server_url)
-        self.server_host = _host(parts.hostname or "")
+        self.server_host = host_name(parts.hostname or "")
         self._server_port = parts.port or (80 if parts.scheme == "http" else 443)
         self._resolver = resolver or resolve_system
         self._server_local: bool | None = None
@@ -78,15 +70,12 @@ class Destinations:
         name does not resolve.
         """
         found = await lookup(self._resolver, host, port)
-        if not found:
-            raise socket.gaierror(socket.EAI_NONAME, f"{host} has no address")
-        if _host(host) != self.server_host and not await self._server_is_local():
+        if host_name(host) != self.server_host and not await self._server_is_local():
             for address in found:
                 verdict = classify(address)
                 if verdict is not None:
-                    what = (f"it is {verdict.describe()}" if literal(host) is not None
-                            else f"it resolved to {address}, {verdict.describe()}")
-                    raise OAuthFlowError(f"the OAuth request to {_host(host)} was refused: {what}, "
+                    raise OAuthFlowError(f"the OAuth request to {host_name(host)} was refused: "
+                                         f"{resolved_as(host, address, verdict)}, "
                                          "and the server is not on this machine or network")
         return [str(a) for a in found]
 

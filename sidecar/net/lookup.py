@@ -9,7 +9,7 @@ from urllib.parse import unquote
 
 import anyio
 
-from .addresses import IPAddress
+from .addresses import IPAddress, Verdict
 
 Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
 """``(name, port) -> addresses`` as strings; tests inject one (resolving a public name needs the
@@ -32,9 +32,33 @@ def literal(host: str) -> IPAddress | None:
 
 async def lookup(resolver: Resolver, host: str, port: int) -> list[IPAddress]:
     """The distinct addresses ``host`` names: itself when it is a literal, else what ``resolver``
-    answers (entries that are not addresses dropped)."""
+    answers (entries that are not addresses dropped). A name with none is ``socket.gaierror``."""
     address = literal(host)
     if address is not None:
         return [address]
     answers = await resolver(host, port)
-    return list(dict.fromkeys(a for a in map(literal, answers) if a is not None))
+    found = list(dict.fromkeys(a for a in map(literal, answers) if a is not None))
+    if not found:
+        raise socket.gaierror(socket.EAI_NONAME, f"{host} has no address")
+    return found
+
+
+# The names of this machine a user may give for a server or a bundle on it.
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+
+
+def host_name(host: str) -> str:
+    """A URL's host as the guards compare it: no IPv6 brackets, no trailing dot, lower case."""
+    return host.strip("[]").rstrip(".").lower()
+
+
+def is_loopback_name(host: str | None) -> bool:
+    return host_name(host or "") in LOOPBACK_NAMES
+
+
+def resolved_as(host: str, address: IPAddress, verdict: Verdict) -> str:
+    """How a refusal names the address it refused: "it is <kind>" for a literal host, "it resolved
+    to <address>, <kind>" for a name."""
+    if literal(host) is not None:
+        return f"it is {verdict.describe()}"
+    return f"it resolved to {address}, {verdict.describe()}"

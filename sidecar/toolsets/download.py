@@ -27,7 +27,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-import socket
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -40,7 +39,7 @@ import anyio.to_thread
 
 from ..errors import DestinationRefused, InvalidBundle, InvalidParams, UpstreamError
 from ..net.addresses import classify
-from ..net.lookup import Resolver, literal, lookup, resolve_system
+from ..net.lookup import Resolver, host_name, is_loopback_name, lookup, resolve_system, resolved_as
 from ..secrets import mask_url
 
 if TYPE_CHECKING:
@@ -56,7 +55,6 @@ MAX_URL_CHARS = 2048
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 30.0  # between two reads, not for the whole body
 TOTAL_TIMEOUT = 600.0  # the whole download, redirects included (256 MiB at about 450 KB/s)
-LOCAL_NAMES = ("127.0.0.1", "localhost", "::1")
 _SHA256 = re.compile(r"^[0-9a-fA-F]{64}(?![\s\S])")
 _REDIRECTS = (301, 302, 303, 307, 308)
 _WRITE_BYTES = 1 << 20
@@ -104,7 +102,7 @@ def check_url(url: str, field: str = "params.url") -> str:
     if mask_url(url) != url:
         raise InvalidParams(field, f"the URL carries what looks like a credential ({mask_url(url)}); it is kept "
                                    "and shown as the toolset's source, so give one without it")
-    if parts.scheme.lower() == "http" and not _is_local_name(parts.hostname):
+    if parts.scheme.lower() == "http" and not is_loopback_name(parts.hostname):
         raise InvalidParams(field, f"{mask_url(url)} is plain http: bundles are downloaded over https "
                                    "(plain http only from this machine, 127.0.0.1 or localhost)")
     return url
@@ -118,25 +116,17 @@ def check_sha256(value: str | None, field: str = "params.sha256") -> str | None:
     return value.lower()
 
 
-def _host(host: str) -> str:
-    return host.strip("[]").rstrip(".").lower()
-
-
-def _is_local_name(host: str) -> bool:
-    return _host(host) in LOCAL_NAMES
-
-
 class BundleHosts:
     """The guard of one download (sidecar/net/pinned.py `Guard`): which schemes and addresses its
     requests, redirects included, may reach. ``origin`` is the URL the user gave."""
 
     def __init__(self, origin: str, resolver: Resolver | None = None) -> None:
         host = urlsplit(origin).hostname or ""
-        self._local = _host(host) if _is_local_name(host) else None  # the only host loopback is allowed for
+        self._local = host_name(host) if is_loopback_name(host) else None  # the only host loopback is allowed for
         self._resolver = resolver or resolve_system
 
     def check_url(self, url: httpx2.URL) -> None:
-        host = _host(url.host)
+        host = host_name(url.host)
         if url.scheme == "https" or (url.scheme == "http" and host == self._local):
             return
         raise DestinationRefused(
@@ -146,18 +136,15 @@ class BundleHosts:
 
     async def addresses(self, host: str, port: int) -> list[str]:
         found = await lookup(self._resolver, host, port)
-        if not found:
-            raise socket.gaierror(socket.EAI_NONAME, f"{host} has no address")
         for address in found:
             verdict = classify(address)
-            if verdict is None or (verdict.kind == "loopback" and _host(host) == self._local):
+            if verdict is None or (verdict.kind == "loopback" and host_name(host) == self._local):
                 continue
-            what = (f"it is {verdict.describe()}" if literal(host) is not None
-                    else f"it resolved to {address}, {verdict.describe()}")
             raise DestinationRefused(
-                f"refused {_host(host)}:{port}: {what}; bundles are downloaded only from public addresses "
-                "(or from this machine when the URL you gave names it as 127.0.0.1 or localhost)",
-                host=_host(host), port=port, address=str(address), reason=verdict.kind, allow=None)
+                f"refused {host_name(host)}:{port}: {resolved_as(host, address, verdict)}; bundles are downloaded "
+                "only from public addresses (or from this machine when the URL you gave names it as 127.0.0.1 "
+                "or localhost)",
+                host=host_name(host), port=port, address=str(address), reason=verdict.kind, allow=None)
         return [str(a) for a in found]
 
 

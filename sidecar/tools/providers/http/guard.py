@@ -39,14 +39,13 @@ from __future__ import annotations
 import ipaddress
 import logging
 import re
-import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ....errors import DestinationRefused, InvalidParams
 from ....net.addresses import IPAddress, Verdict, classify
-from ....net.lookup import Resolver, resolve_system
+from ....net.lookup import Resolver, lookup, resolve_system
 from ....net.lookup import literal as _literal
 
 if TYPE_CHECKING:
@@ -198,14 +197,8 @@ class Destinations:
 
         Raises DestinationRefused, or OSError when the name does not resolve.
         """
-        literal = self.check_host(host, port)
-        if literal is not None:
-            found = [literal]
-        else:
-            answers = await self._resolver(host, port)
-            found = list(dict.fromkeys(ipaddress.ip_address(a) for a in answers))
-            if not found:
-                raise socket.gaierror(socket.EAI_NONAME, f"{host} has no address")
+        self.check_host(host, port)
+        found = await lookup(self._resolver, host, port)
         for address in found:
             verdict = classify(address)
             if verdict is not None and not any(r.admits_address(address, verdict, port) for r in self.rules):
