@@ -20,7 +20,9 @@ from typing import Any
 
 import anyio
 import anyio.abc
-from anyio.streams.buffered import BufferedByteReceiveStream
+
+from .rpc.framing import LineTooLong
+from .rpc.transport import StdioTransport, Transport
 
 ServerRequestHandler = Callable[[dict[str, Any]], Awaitable[Any] | Any]
 
@@ -60,13 +62,23 @@ class _InProcess:
         pass
 
 
+class _Waiter:
+    """One request's answer, awaited by its sender: set by the read loop, or at end of input."""
+
+    __slots__ = ("arrived", "response")
+
+    def __init__(self) -> None:
+        self.arrived = anyio.Event()
+        self.response: dict[str, Any] | None = None
+
+
 class SidecarClient:
-    def __init__(self, proc: Any, stderr_path: Path) -> None:
+    def __init__(self, proc: Any, stderr_path: Path, transport: Transport,
+                 close_input: Callable[[], Awaitable[None]]) -> None:
         self.proc = proc
         self.stderr_path = stderr_path
-        self._send_bytes: Callable[[bytes], Awaitable[None]] = self._send_to_stdin
-        self._read_lines: Callable[[], AsyncIterator[bytes]] = self._stdout_lines
-        self._close_input: Callable[[], Awaitable[None]] = self._close_stdin
+        self._transport = transport
+        self._close_input = close_input
         self._stderr_snapshot: str | None = None  # the whole stderr, kept once the process is gone
         self.notifications: list[dict[str, Any]] = []
         self.server_requests: list[dict[str, Any]] = []  # unanswered ones, oldest first
@@ -77,7 +89,7 @@ class SidecarClient:
         self.on_message: Callable[[dict[str, Any]], None] | None = None  # sees everything, in order
         self._handlers: dict[str, ServerRequestHandler] = {}
         self._ids = itertools.count(1)
-        self._waiting: dict[Any, list[dict[str, Any]]] = {}
+        self._waiting: dict[Any, _Waiter] = {}
         self._changed = anyio.Event()
         self._send_lock = anyio.Lock()
         self._eof = anyio.Event()
@@ -104,9 +116,30 @@ class SidecarClient:
                 command = sidecar_command(data_dir or Path(tmp) / "data", *args)
             stderr_path = Path(tmp) / "stderr.log"
             full_env = {**os.environ, **(env or {})}
-            with open(stderr_path, "wb") as stderr:  # noqa: ASYNC230 (a new local temp file: no wait)
-                proc = await anyio.open_process(command, stderr=stderr, env=full_env)
-            client = cls(proc, stderr_path)
+            # Our own pipe ends, read and written like the sidecar's own (``StdioTransport``): a
+            # reply costs one read when the pipe is readable, no stream layers and no thread.
+            child_in, to_child = os.pipe()
+            from_child, child_out = os.pipe()
+            ours = [to_child, from_child]
+            try:
+                with open(stderr_path, "wb") as stderr:  # noqa: ASYNC230 (a new local temp file: no wait)
+                    proc = await anyio.open_process(command, stdin=child_in, stdout=child_out, stderr=stderr,
+                                                    env=full_env)
+            except BaseException:
+                for fd in ours:
+                    os.close(fd)
+                raise
+            finally:
+                os.close(child_in)
+                os.close(child_out)
+
+            async def close_input() -> None:
+                if to_child in ours:
+                    ours.remove(to_child)
+                    anyio.notify_closing(to_child)
+                    os.close(to_child)
+
+            client = cls(proc, stderr_path, StdioTransport(from_child, to_child, 1 << 30), close_input)
             try:
                 async with anyio.create_task_group() as tg:
                     client._tg = tg
@@ -127,6 +160,9 @@ class SidecarClient:
                     if proc.returncode is None:
                         proc.kill()
                     await proc.aclose()
+                for fd in ours:
+                    anyio.notify_closing(fd)
+                    os.close(fd)
                 client._stderr_snapshot = stderr_path.read_text(errors="replace")
 
     @classmethod
@@ -142,17 +178,7 @@ class SidecarClient:
         config = Settings(data_dir=Path(data_dir), **settings)
         server_end, client_end = memory_pair(max_line_bytes=config.max_line_bytes)
         proc = _InProcess()
-        client = cls(proc, Path(data_dir) / "in-process.log")
-
-        async def lines() -> AsyncIterator[bytes]:
-            while True:
-                for frame in await client_end.receive():
-                    if isinstance(frame, bytes):
-                        yield frame
-
-        client._send_bytes = client_end.send
-        client._read_lines = lines
-        client._close_input = client_end.aclose
+        client = cls(proc, Path(data_dir) / "in-process.log", client_end, client_end.aclose)
 
         async def run_app() -> None:
             try:
@@ -173,17 +199,22 @@ class SidecarClient:
 
     # -- sending -----------------------------------------------------------------------------
 
-    async def _send_to_stdin(self, data: bytes) -> None:
-        assert self.proc.stdin is not None
-        await self.proc.stdin.send(data)
-
     async def send_raw(self, line: bytes | str) -> None:
         """Write bytes as they are (a newline is added when missing)."""
         data = line.encode() if isinstance(line, str) else line
         if not data.endswith(b"\n"):
             data += b"\n"
-        async with self._send_lock:
-            await self._send_bytes(data)
+        lock = self._send_lock
+        if lock.locked():
+            await lock.acquire()
+        else:
+            lock.acquire_nowait()  # no turn of the loop when nobody else is writing
+        try:
+            sent = self._transport.try_send(data)
+            if sent < len(data):  # the rest goes before anyone else's line
+                await self._transport.send(memoryview(data)[sent:])
+        finally:
+            lock.release()
 
     async def send(self, message: dict[str, Any]) -> None:
         await self.send_raw(json.dumps(message, separators=(",", ":")).encode())
@@ -205,9 +236,9 @@ class SidecarClient:
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params is not None:
             message["params"] = params
-        waiter = self.expect(request_id)
+        wait = self.expect(request_id)
         await self.send(message)
-        return await waiter(timeout)
+        return await wait(timeout)
 
     async def request(self, method: str, params: Any = None, *, timeout: float = 30) -> Any:
         response = await self.request_raw(method, params, timeout=timeout)
@@ -217,15 +248,19 @@ class SidecarClient:
 
     def expect(self, request_id: Any) -> Callable[[float], Awaitable[dict[str, Any]]]:
         """Register interest in the response to ``request_id`` before sending it."""
-        slot: list[dict[str, Any]] = []
-        self._waiting[request_id] = slot
+        waiter = self._waiting[request_id] = _Waiter()
+        if self._eof.is_set():
+            waiter.arrived.set()
 
         async def wait(timeout: float = 30) -> dict[str, Any]:
             try:
-                await self.wait_for(lambda: slot, timeout)
-                return slot[0]
+                with anyio.fail_after(timeout):
+                    await waiter.arrived.wait()
             finally:
                 self._waiting.pop(request_id, None)
+            if waiter.response is None:
+                raise ProcessExited(self._exit_text())
+            return waiter.response
 
         return wait
 
@@ -300,10 +335,6 @@ class SidecarClient:
     async def close_stdin(self) -> None:
         await self._close_input()
 
-    async def _close_stdin(self) -> None:
-        assert self.proc.stdin is not None
-        await self.proc.stdin.aclose()
-
     def stderr_text(self) -> str:
         if self._stderr_snapshot is not None:
             return self._stderr_snapshot
@@ -315,30 +346,27 @@ class SidecarClient:
 
     # -- reading -----------------------------------------------------------------------------
 
-    async def _stdout_lines(self) -> AsyncIterator[bytes]:
-        assert self.proc.stdout is not None
-        reader = BufferedByteReceiveStream(self.proc.stdout)
-        while True:
-            yield await reader.receive_until(b"\n", 1 << 30)
-
     async def _read_loop(self) -> None:
         try:
-            async for line in self._read_lines():
-                if not line.strip():
-                    continue
-                try:
-                    message = json.loads(line)
-                except ValueError:
-                    # Not ours to crash on (an attached command may print anything): keep it.
-                    self.garbage.append(line)
-                    self._changed.set()
-                    continue
-                await self._on_message(message)
-        except (anyio.EndOfStream, anyio.IncompleteRead, anyio.ClosedResourceError):
+            while True:
+                for line in await self._transport.receive():
+                    if isinstance(line, LineTooLong):
+                        continue  # (the cap is 1 GiB)
+                    try:
+                        message = json.loads(line)
+                    except ValueError:
+                        # Not ours to crash on (an attached command may print anything): keep it.
+                        self.garbage.append(bytes(line))
+                        self._changed.set()
+                        continue
+                    await self._on_message(message)
+        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass
         finally:
             self._eof.set()
             self._changed.set()
+            for waiter in self._waiting.values():
+                waiter.arrived.set()
 
     async def _on_message(self, message: dict[str, Any]) -> None:
         if self.on_message:
@@ -357,9 +385,10 @@ class SidecarClient:
             if self.on_notification:
                 self.on_notification(message)
         else:
-            waiting = self._waiting.get(message.get("id"))
-            if waiting is not None:
-                waiting.append(message)
+            waiter = self._waiting.get(message.get("id"))
+            if waiter is not None and waiter.response is None:
+                waiter.response = message
+                waiter.arrived.set()
             else:
                 self.orphan_responses.append(message)
         self._changed.set()
