@@ -6,6 +6,7 @@ per unit of work, ``executemany`` for rows, never a write per streamed token.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -90,6 +91,26 @@ def create(path: Path) -> None:
     except BaseException:
         aside.unlink(missing_ok=True)
         raise
+
+
+def _transaction(aconn: aiosqlite.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
+    """``Database.write_whole`` on the database's thread."""
+    conn = aconn._conn  # (the sqlite3 connection: this runs on its thread)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.Error as exc:
+        raise StorageError(f"cannot start a database transaction: {exc}") from exc
+    try:
+        result = work(conn)
+        conn.execute("COMMIT")
+    except BaseException as exc:
+        if conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):  # the first error is the one to report
+                conn.execute("ROLLBACK")
+        if isinstance(exc, sqlite3.Error) and not isinstance(exc, sqlite3.IntegrityError):
+            raise StorageError(f"database write failed: {exc}") from exc
+        raise
+    return result
 
 
 class Database:
@@ -205,6 +226,20 @@ class Database:
                 await self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             except sqlite3.Error as exc:
                 raise StorageError(f"database checkpoint failed: {exc}") from exc
+
+    async def write_whole(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """One transaction run whole on the database's thread: ``work`` gets the plain sqlite3
+        connection between BEGIN and COMMIT, all in a single hand-off. ``write`` costs one
+        hand-off per statement, each waking the thread and then the event loop; a batch written in
+        the background (tool call records) would take those wake-ups from the calls being served.
+        Errors as ``write`` raises them."""
+        async with self._write_lock:
+            conn = self._conn
+            # aiosqlite has no public way to run a function on its thread; ``_execute`` is what
+            # each of its own methods calls (pinned in the lock file; tests/store covers it).
+            result = await conn._execute(_transaction, conn, work)
+            self.transactions += 1
+            return result
 
     @asynccontextmanager
     async def write(self, changes: str | None = None) -> AsyncIterator[aiosqlite.Connection]:

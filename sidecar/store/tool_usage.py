@@ -1,6 +1,6 @@
 """How often each tool ran and when it last did (``tool_usage``), for every provider.
 
-Counted where the tool call records are written, in their transaction (``record``): a call counts
+Counted where the tool call records are written, in their transaction (``counts``): a call counts
 once it ran, whatever its outcome (a failure or a kill mid-run counts), and not when it was refused
 before it ran (kill switch off, confirmation denied, unknown tool, bad arguments, config missing):
 such a record has no duration. ``lastCalledAt`` is when the latest counted call started.
@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-import aiosqlite
 import msgspec
 
 from .db import Database
@@ -25,22 +24,22 @@ class Usage(msgspec.Struct, frozen=True):
     last_called_at: str | None
 
 
-_UPSERT = ("INSERT INTO tool_usage (tool_id, call_count, last_called_at) VALUES (?, ?, ?) "
+UPSERT = ("INSERT INTO tool_usage (tool_id, call_count, last_called_at) VALUES (?, ?, ?) "
            "ON CONFLICT (tool_id) DO UPDATE SET call_count = call_count + excluded.call_count, "
            "last_called_at = coalesce(max(last_called_at, excluded.last_called_at), last_called_at, "
            "excluded.last_called_at)")
 
 
-async def record(w: aiosqlite.Connection, calls: Iterable[ToolCallRow]) -> None:
-    """Count the calls that ran, one statement per tool however many calls of it the batch holds."""
+def counts(calls: Iterable[ToolCallRow]) -> list[tuple[str, int, str]]:
+    """``UPSERT``'s rows for the calls that ran: one per tool however many calls of it the batch
+    holds. Written in the transaction that writes the records (``store.tool_calls``)."""
     counted: dict[str, tuple[int, str]] = {}
     for c in calls:
         if c.duration_ms is None:
             continue
         count, last = counted.get(c.tool_id, (0, c.started_at))
         counted[c.tool_id] = (count + 1, max(last, c.started_at))
-    if counted:
-        await w.executemany(_UPSERT, [(tool_id, n, last) for tool_id, (n, last) in counted.items()])
+    return [(tool_id, n, last) for tool_id, (n, last) in counted.items()]
 
 
 class ToolUsageRepo:

@@ -133,6 +133,50 @@ async def test_constraints_are_enforced_and_a_failed_write_leaves_nothing(tmp_pa
         await db.close()
 
 
+async def test_a_whole_write_commits_as_one_and_a_failed_one_leaves_nothing(tmp_path: Path):
+    db = await Database.open(tmp_path / "s.db")
+    try:
+        def two_chats(conn: sqlite3.Connection) -> int:
+            conn.executemany("INSERT INTO chats (id, created_at, updated_at) VALUES (?, ?, ?)",
+                             [("c1", NOW, NOW), ("c2", NOW, NOW)])
+            return 2
+
+        before = db.transactions
+        assert await db.write_whole(two_chats) == 2
+        assert db.transactions == before + 1
+        assert (await db.fetchone("SELECT count(*) FROM chats"))[0] == 2
+
+        def then_a_bad_message(conn: sqlite3.Connection) -> None:
+            conn.execute("INSERT INTO chats (id, created_at, updated_at) VALUES ('c3', ?, ?)", (NOW, NOW))
+            conn.execute("INSERT INTO messages (id, chat_id, role, created_at) VALUES ('m', 'c3', 'wizard', ?)",
+                         (NOW,))
+
+        with pytest.raises(sqlite3.IntegrityError):  # the caller's to interpret, as with write()
+            await db.write_whole(then_a_bad_message)
+
+        def then_bad_sql(conn: sqlite3.Connection) -> None:
+            conn.execute("INSERT INTO chats (id, created_at, updated_at) VALUES ('c4', ?, ?)", (NOW, NOW))
+            conn.execute("INSERT INTO no_such_table VALUES (1)")
+
+        with pytest.raises(StorageError, match="no_such_table"):
+            await db.write_whole(then_bad_sql)
+
+        def then_a_bug(conn: sqlite3.Connection) -> None:
+            conn.execute("INSERT INTO chats (id, created_at, updated_at) VALUES ('c5', ?, ?)", (NOW, NOW))
+            raise KeyError("a bug in the caller")
+
+        with pytest.raises(KeyError):
+            await db.write_whole(then_a_bug)
+        # Each failure rolled its transaction back whole, and the database still takes writes.
+        assert [r[0] for r in await db.fetchall("SELECT id FROM chats ORDER BY id")] == ["c1", "c2"]
+        assert db.transactions == before + 1
+        async with db.write() as w:
+            await w.execute("INSERT INTO chats (id, created_at, updated_at) VALUES ('c6', ?, ?)", (NOW, NOW))
+        assert (await db.fetchone("SELECT count(*) FROM chats"))[0] == 3
+    finally:
+        await db.close()
+
+
 async def test_writers_are_serialised(tmp_path: Path):
     db = await Database.open(tmp_path / "s.db")
     try:
