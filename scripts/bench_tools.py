@@ -56,6 +56,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -72,7 +73,7 @@ sys.path.insert(0, str(ROOT))
 
 from _bench import Rows, misses_line, pct, print_header, print_table, run_in_temp_dir, vm_rss_bytes  # noqa: E402  (scripts/ is on sys.path when run as a script)
 
-from sidecar.client import SidecarClient  # noqa: E402  (after the sys.path insert above)
+from sidecar.client import Pipes, SidecarClient  # noqa: E402  (after the sys.path insert above)
 from sidecar.rpc.transport import PIPE_BYTES  # noqa: E402  (after the sys.path insert above)
 from sidecar.tools.providers.python.workers import SDK_DIR, Limits, ToolsetWorkers  # noqa: E402  (after the sys.path insert above)
 
@@ -454,42 +455,66 @@ _ID = re.compile(rb'"id":(\d+)')
 
 
 class RawClient:
-    """The sidecar over its pipes with nothing heavy on our side: a 15 MB answer is only split
-    into lines, never parsed, so the ping times are the sidecar's and not this client's."""
+    """The sidecar over its pipes with nothing heavy on our side: lines are split as they come
+    (reads of up to 1 MiB, as the sidecar widens its pipe to that), a big answer is never parsed
+    nor even gathered (its size and id are all we keep), so the ping times are the sidecar's
+    and not this client's."""
 
-    def __init__(self, proc: Any) -> None:
-        self.proc = proc
+    SMALL = 1 << 16  # a line longer than this is counted, not kept
+
+    def __init__(self, pipes: Pipes) -> None:
+        self.pipes = pipes
         self.ids = iter(range(1, 1 << 30))
-        self.waiting: dict[int, tuple[anyio.Event, list[bytes]]] = {}
+        self.waiting: dict[int, tuple[anyio.Event, list[Any]]] = {}
+        self._parts: list[bytes] = []  # the line so far, while it is small
+        self._head = b""  # its first bytes, where its id is
+        self._size = 0
 
     async def read(self) -> None:
-        buf = bytearray()
+        fd = self.pipes.from_child
+        os.set_blocking(fd, False)
         while True:
-            try:  # reads of up to 1 MiB, as the sidecar widens its pipe to that (64 KiB by default)
-                chunk = await self.proc.stdout.receive(PIPE_BYTES)
-            except anyio.EndOfStream:
+            try:
+                chunk = os.read(fd, PIPE_BYTES)
+            except BlockingIOError:
+                await anyio.wait_readable(fd)
+                continue
+            if not chunk:
                 return
-            start, seen = 0, len(buf)  # only the new bytes can hold a newline
-            buf += chunk
-            while (nl := buf.find(b"\n", max(start, seen))) >= 0:
-                line = bytes(buf[start:nl])
+            view, start = memoryview(chunk), 0
+            while (nl := chunk.find(b"\n", start)) >= 0:
+                self._take(view[start:nl])
+                self._line_ends()
                 start = nl + 1
-                m = _ID.search(line, 0, 64)
-                if m and (slot := self.waiting.pop(int(m[1]), None)):
-                    slot[1].append(line)
-                    slot[0].set()
-            del buf[:start]
+            if start < len(chunk):
+                self._take(view[start:])
+
+    def _take(self, piece: memoryview) -> None:
+        if len(self._head) < 64:
+            self._head += bytes(piece[:64 - len(self._head)])
+        self._size += len(piece)
+        if self._size <= self.SMALL:
+            self._parts.append(bytes(piece))
+        else:
+            self._parts.clear()
+
+    def _line_ends(self) -> None:
+        m = _ID.search(self._head)
+        if m and (slot := self.waiting.pop(int(m[1]), None)):
+            slot[1].append({"size": self._size} if self._size > self.SMALL else b"".join(self._parts))
+            slot[0].set()
+        self._parts, self._head, self._size = [], b"", 0
 
     async def request(self, method: str, params: dict[str, Any] | None = None) -> Any:
         request_id = next(self.ids)
-        done: tuple[anyio.Event, list[bytes]] = (anyio.Event(), [])
+        done: tuple[anyio.Event, list[Any]] = (anyio.Event(), [])
         self.waiting[request_id] = done
         message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params or {}}
-        await self.proc.stdin.send(json.dumps(message).encode() + b"\n")
+        os.write(self.pipes.to_child, json.dumps(message).encode() + b"\n")  # small: the pipe takes it whole
         await done[0].wait()
         line = done[1][0]
-        if len(line) > 1 << 16:
-            return {"size": len(line)}
+        if isinstance(line, dict):
+            return line
         reply = json.loads(line)
         if "error" in reply:
             raise RuntimeError(f"{method}: {reply['error']}")
@@ -522,10 +547,11 @@ async def bench_stalls(repeats: int, tmp: Path) -> dict[str, list[float]]:
     (folder / "toolset.yaml").write_text(STALL_MANIFEST)
     (folder / "tools" / "stall.py").write_text(STALL_PY)
     out: dict[str, list[float]] = {"cold": [], "timeout": [], "big": [], "plain": [], "rest": []}
-    proc = await anyio.open_process([PYTHON, "-m", "sidecar", "--data-dir", str(tmp / "stall-data")],
-                                    stderr=subprocess.DEVNULL)
-    writer = await anyio.open_process([PYTHON, "-c", PLAIN_WRITER], stderr=subprocess.DEVNULL)
-    client, plain = RawClient(proc), RawClient(writer)
+    side = await Pipes.open([PYTHON, "-m", "sidecar", "--data-dir", str(tmp / "stall-data")],
+                            stderr=subprocess.DEVNULL)
+    writer = await Pipes.open([PYTHON, "-c", PLAIN_WRITER], stderr=subprocess.DEVNULL)
+    client, plain = RawClient(side), RawClient(writer)
+    proc = side.proc
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(client.read)
@@ -563,16 +589,16 @@ async def bench_stalls(repeats: int, tmp: Path) -> dict[str, list[float]]:
                 assert got["size"] > 15_000_000, got
                 out["big"].append(ms)
             await client.request("shutdown")
-            assert proc.stdin is not None
-            await proc.stdin.send(b'{"jsonrpc":"2.0","method":"exit"}\n')
+            os.write(side.to_child, b'{"jsonrpc":"2.0","method":"exit"}\n')
             await proc.wait()
             tg.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
-            for p in (proc, writer):
-                if p.returncode is None:
-                    p.kill()
-                await p.aclose()
+            for p in (side, writer):
+                if p.proc.returncode is None:
+                    p.proc.kill()
+                await p.proc.aclose()
+                p.close()
     return out
 
 

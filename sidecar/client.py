@@ -62,6 +62,48 @@ class _InProcess:
         pass
 
 
+class Pipes:
+    """A child whose stdin and stdout are pipes we hold the other ends of, as plain descriptors:
+    read when readable and written directly (``StdioTransport`` does both for the sidecar's own
+    ends), with no stream layers, flow control or thread between a line and its reader."""
+
+    def __init__(self, proc: anyio.abc.Process, to_child: int, from_child: int) -> None:
+        self.proc = proc
+        self.to_child = to_child
+        self.from_child = from_child
+        self._open = [to_child, from_child]
+
+    @classmethod
+    async def open(cls, command: list[str], *, stderr: Any, env: dict[str, str] | None = None) -> Pipes:
+        child_in, to_child = os.pipe()
+        from_child, child_out = os.pipe()
+        try:
+            proc = await anyio.open_process(command, stdin=child_in, stdout=child_out, stderr=stderr, env=env)
+        except BaseException:
+            os.close(to_child)
+            os.close(from_child)
+            raise
+        finally:
+            os.close(child_in)
+            os.close(child_out)
+        return cls(proc, to_child, from_child)
+
+    async def close_input(self) -> None:
+        """The child reads end of input."""
+        self._close(self.to_child)
+
+    def close(self) -> None:
+        """Our ends, once nothing reads or writes them any more."""
+        for fd in list(self._open):
+            self._close(fd)
+
+    def _close(self, fd: int) -> None:
+        if fd in self._open:
+            self._open.remove(fd)
+            anyio.notify_closing(fd)
+            os.close(fd)
+
+
 class _Waiter:
     """One request's answer, awaited by its sender: set by the read loop, or at end of input."""
 
@@ -116,30 +158,11 @@ class SidecarClient:
                 command = sidecar_command(data_dir or Path(tmp) / "data", *args)
             stderr_path = Path(tmp) / "stderr.log"
             full_env = {**os.environ, **(env or {})}
-            # Our own pipe ends, read and written like the sidecar's own (``StdioTransport``): a
-            # reply costs one read when the pipe is readable, no stream layers and no thread.
-            child_in, to_child = os.pipe()
-            from_child, child_out = os.pipe()
-            ours = [to_child, from_child]
-            try:
-                with open(stderr_path, "wb") as stderr:  # noqa: ASYNC230 (a new local temp file: no wait)
-                    proc = await anyio.open_process(command, stdin=child_in, stdout=child_out, stderr=stderr,
-                                                    env=full_env)
-            except BaseException:
-                for fd in ours:
-                    os.close(fd)
-                raise
-            finally:
-                os.close(child_in)
-                os.close(child_out)
-
-            async def close_input() -> None:
-                if to_child in ours:
-                    ours.remove(to_child)
-                    anyio.notify_closing(to_child)
-                    os.close(to_child)
-
-            client = cls(proc, stderr_path, StdioTransport(from_child, to_child, 1 << 30), close_input)
+            with open(stderr_path, "wb") as stderr:  # noqa: ASYNC230 (a new local temp file: no wait)
+                pipes = await Pipes.open(command, stderr=stderr, env=full_env)
+            proc = pipes.proc
+            transport = StdioTransport(pipes.from_child, pipes.to_child, 1 << 30)
+            client = cls(proc, stderr_path, transport, pipes.close_input)
             try:
                 async with anyio.create_task_group() as tg:
                     client._tg = tg
@@ -160,9 +183,7 @@ class SidecarClient:
                     if proc.returncode is None:
                         proc.kill()
                     await proc.aclose()
-                for fd in ours:
-                    anyio.notify_closing(fd)
-                    os.close(fd)
+                pipes.close()
                 client._stderr_snapshot = stderr_path.read_text(errors="replace")
 
     @classmethod
