@@ -6,7 +6,6 @@ from __future__ import annotations
 import gc
 import logging
 import os
-import shutil
 import sys
 import threading
 import time
@@ -87,6 +86,8 @@ def sweep_crash_leftovers(data_dir: Path) -> threading.Thread:
                     if path.lstat().st_mtime >= before:
                         continue
                     if path.is_dir() and not path.is_symlink():
+                        import shutil  # only when there is a folder to remove: with bz2 and lzma, ms at start
+
                         shutil.rmtree(path)
                     else:
                         path.unlink()
