@@ -7,6 +7,7 @@ chat's lock. ``scan`` turns the directory into ``{path: sha256}`` (storing new c
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import shutil
@@ -26,6 +27,7 @@ TMP_SUFFIX = ".sidecar-tmp"
 SMALL_TREE = 256  # files: below this a full walk is faster than syncing with the watcher
 PARALLEL_FROM = 32  # files; below this a thread pool costs more than it saves
 COPY_THREADS = 4
+RETRIES = 3  # looks at a path that changes under a snapshot before recording what was seen
 
 log = logging.getLogger("sidecar.workspace")
 
@@ -33,6 +35,14 @@ T = TypeVar("T")
 # A file we create never follows a link at its own name: one planted there (by a tool, or an
 # outside edit) must not make us write outside the workspace.
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+# Reading: a link is never followed, a FIFO never waited on (O_NONBLOCK), a terminal never
+# adopted; fstat of the descriptor then says what the entry really is. (O_CLOEXEC/O_NOCTTY are
+# POSIX but absent on Windows, hence getattr.)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_OPEN_READ = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+_OPEN_DIR = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_DIRECTORY", 0)
+_OPEN_ROOT = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_DIRECTORY", 0)
+_LINK_ERRNOS = {errno.ELOOP, errno.EMLINK}  # what O_NOFOLLOW answers on a link (Linux, BSD)
 
 Files = dict[str, str]  # workspace path -> sha256
 
@@ -49,6 +59,9 @@ _decode_cache = msgspec.msgpack.Decoder(dict[str, tuple[int, int, int, int, str]
 class ScanResult:
     files: Files
     skipped: list[str] = field(default_factory=list)  # symlinks and special files, never followed
+    # Left out of the version: names that are not valid UTF-8 (shown with \xNN escapes; a folder
+    # stands for everything under it) and entries that could not be read.
+    unversioned: list[str] = field(default_factory=list)
     hashed: int = 0  # files whose content had to be read
 
 
@@ -95,6 +108,12 @@ class Tree:
         self._cache_changed = True
 
     # -- reading the directory -----------------------------------------------------------------
+    #
+    # Nothing here trusts a path to stay what it was a moment ago: a tool or an editor may turn a
+    # file into a folder or a link between two calls. So every folder is opened relative to its
+    # parent's descriptor with O_NOFOLLOW (a component swapped for a link can never lead out),
+    # files are hashed through a descriptor whose fstat decides what the entry is, and a path that
+    # changes type under us is looked at again, or recorded as what was seen: never an error.
 
     def scan(self, journal: Journal | None = None, last: Files | None = None) -> ScanResult:
         """The directory as ``{path: sha256}``. With a journal and the files map of the last scan,
@@ -111,7 +130,11 @@ class Tree:
                 journal.restart()
         result = ScanResult(files={})
         fresh: dict[str, StatEntry] = {}
-        self._walk("", str(self.root), result, fresh)
+        root = os.open(self.root, _OPEN_ROOT)
+        try:
+            self._walk("", root, result, fresh)
+        finally:
+            os.close(root)
         self._cache = fresh
         self._cache_changed = True
         return result
@@ -120,68 +143,146 @@ class Tree:
         result = ScanResult(files=dict(last))
         files, cache = result.files, self.cache
         dirs: set[str] | None = None  # known directories, built only if a directory may be gone
-        for rel in sorted(dirty):
-            if _ignored(rel.rpartition("/")[2]):
-                continue
-            path = os.path.join(self.root, rel)
-            try:
-                st = os.lstat(path)
-            except OSError:  # gone (or unreadable): drop it and anything that was under it
-                if files.pop(rel, None) is not None:
+        # Paths already looked at: what is under them was settled with them, and must not be
+        # looked at again, or a path that changed meanwhile would mix two of its states.
+        looked: set[str] = set()
+        folders = _Folders(os.open(self.root, _OPEN_ROOT))
+        try:
+            for rel in sorted(dirty):
+                head, _, name = rel.rpartition("/")
+                if _ignored(name) or _below(rel, looked):
+                    continue
+                if not (rel.isascii() or _utf8(rel)):
+                    result.unversioned.append(_shown(rel))
+                    continue
+                looked.add(rel)
+                parent = folders.open(head)
+                kind = self._look_again(parent, name, rel, result, cache) if parent is not None else None
+                if kind == "dir" or kind == "other":
+                    continue
+                if kind is None and files.pop(rel, None) is not None:
                     cache.pop(rel, None)
                     continue
                 if dirs is None:
                     dirs = _directories(files)
-                if rel in dirs:
-                    _drop(files, cache, rel)
-                continue
+                if rel in dirs:  # a folder gone, or now a file: nothing under it is left
+                    _drop(files, cache, rel, keep_self=kind == "file")
+        finally:
+            folders.close()
+        self._cache_changed = self._cache_changed or bool(dirty)
+        return result
+
+    def _look_again(
+        self, parent: int, name: str, rel: str, result: ScanResult, cache: dict[str, StatEntry]
+    ) -> str | None:
+        """Bring one path the journal named up to date. Returns what it was ("file", "dir",
+        "other"), or None when it is gone. A path that keeps changing type is looked at again a
+        few times, then recorded as gone: its next change is in the journal again."""
+        files = result.files
+        for _ in range(RETRIES):
+            try:
+                st = os.stat(name, dir_fd=parent, follow_symlinks=False)
+            except OSError:
+                return None
             if stat.S_ISDIR(st.st_mode):
-                if files.pop(rel, None) is not None:  # a file replaced by a folder of its name
-                    cache.pop(rel, None)
-                under = rel + "/"
-                before = [k for k in files if k.startswith(under)]
-                for key in before:
-                    del files[key]
-                seen: dict[str, StatEntry] = {}
-                self._walk(under, path, result, seen)  # unchanged files still hit the cache
+                try:
+                    fd = os.open(name, _OPEN_DIR, dir_fd=parent)
+                except OSError:
+                    continue  # no longer a folder: look again
+                try:
+                    if files.pop(rel, None) is not None:  # a file replaced by a folder of its name
+                        cache.pop(rel, None)
+                    under = rel + "/"
+                    before = [k for k in files if k.startswith(under)]
+                    for key in before:
+                        del files[key]
+                    seen: dict[str, StatEntry] = {}
+                    self._walk(under, fd, result, seen)  # unchanged files still hit the cache
+                finally:
+                    os.close(fd)
                 for key in before:
                     if key not in seen:
                         cache.pop(key, None)
                 cache.update(seen)
-            elif stat.S_ISREG(st.st_mode):
-                self._visit(rel, path, st, result, cache)
-            else:
-                _drop(files, cache, rel)
-                result.skipped.append(rel)
-        self._cache_changed = self._cache_changed or bool(dirty)
-        return result
+                return "dir"
+            if stat.S_ISREG(st.st_mode):
+                later: list[str] = []
+                self._visit(parent, name, rel, st, result, cache, later)
+                if not later:
+                    return "file" if rel in files else None
+                continue  # it became a folder while we opened it: look again
+            _drop(files, cache, rel)
+            result.skipped.append(rel)
+            return "other"
+        return None
 
-    def _walk(self, prefix: str, directory: str, result: ScanResult, into: dict[str, StatEntry]) -> None:
-        stack = [(prefix, directory)]
-        while stack:
-            prefix, directory = stack.pop()
-            try:
-                entries = os.scandir(directory)
-            except OSError as exc:
-                log.warning("cannot read %s: %s", directory, exc)
-                continue
-            with entries:
-                for entry in entries:
-                    rel = prefix + entry.name
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append((rel + "/", entry.path))
-                    elif not entry.is_file(follow_symlinks=False):
-                        result.skipped.append(rel)  # symlinks, fifos, sockets: never followed
-                    elif not _ignored(entry.name):
-                        try:
-                            st = entry.stat(follow_symlinks=False)
-                        except FileNotFoundError:
-                            continue  # removed while we looked
-                        self._visit(rel, entry.path, st, result, into)
+    def _walk(self, prefix: str, folder: int, result: ScanResult, into: dict[str, StatEntry]) -> None:
+        """Walk the folder open at ``folder`` (the caller closes it), depth first: only the
+        folders on the current path are held open, however wide the tree."""
+        stack: list[tuple[str, int, list[str]]] = [(prefix, folder, self._list(prefix, folder, result, into))]
+        try:
+            while stack:
+                prefix, fd, todo = stack[-1]
+                if not todo:
+                    stack.pop()
+                    if fd != folder:
+                        os.close(fd)
+                    continue
+                name = todo.pop()
+                rel = prefix + name
+                opened = _open_entry(fd, name, rel, result)
+                if opened is None:
+                    continue
+                child, st = opened
+                if stat.S_ISDIR(st.st_mode):
+                    stack.append((rel + "/", child, []))  # pushed before listing: closed if that fails
+                    stack[-1][2].extend(self._list(rel + "/", child, result, into))
+                    continue
+                try:  # listed as a folder, a file by the time we opened it
+                    if not stat.S_ISREG(st.st_mode):
+                        result.skipped.append(rel)
+                    elif not _ignored(name):
+                        self._hash(child, rel, st, result, into)
+                finally:
+                    os.close(child)
+        finally:
+            for _, fd, _ in stack:
+                if fd != folder:
+                    os.close(fd)
+
+    def _list(self, prefix: str, folder: int, result: ScanResult, into: dict[str, StatEntry]) -> list[str]:
+        """Take in the files of one open folder; returns the names of its subfolders."""
+        subfolders: list[str] = []
+        try:
+            entries = os.scandir(folder)
+        except OSError as exc:
+            log.warning("cannot read %s: %s", os.path.join(self.root, prefix), exc)
+            return subfolders
+        with entries:
+            for entry in entries:
+                name = entry.name
+                rel = prefix + name
+                if not (name.isascii() or _utf8(name)):
+                    result.unversioned.append(_shown(rel))  # and nothing under it
+                elif entry.is_dir(follow_symlinks=False):
+                    subfolders.append(name)
+                elif not entry.is_file(follow_symlinks=False):
+                    result.skipped.append(rel)  # symlinks, fifos, sockets: never followed
+                elif not _ignored(name):
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue  # removed while we looked
+                    self._visit(folder, name, rel, st, result, into, subfolders)
+        return subfolders
 
     def _visit(
-        self, rel: str, path: str, st: os.stat_result, result: ScanResult, into: dict[str, StatEntry]
+        self, folder: int, name: str, rel: str, st: os.stat_result, result: ScanResult,
+        into: dict[str, StatEntry], subfolders: list[str],
     ) -> None:
+        """Take in the file ``name`` of ``folder`` whose lstat is ``st``: from the stat cache when
+        nothing changed, else hashed through a descriptor. If it turned into a folder meanwhile,
+        its name goes to ``subfolders`` to be walked."""
         known = self.cache.get(rel)
         if (
             known is not None
@@ -189,18 +290,44 @@ class Tree:
             and known[0] == st.st_size
             and known[2] == st.st_ctime_ns
             and known[3] == st.st_ino
+            and stat.S_ISREG(st.st_mode)
         ):
             into[rel] = known
             result.files[rel] = known[4]
             return
-        try:
-            sha, _ = self.blobs.put_file(path)
-        except FileNotFoundError:
+        opened = _open_entry(folder, name, rel, result)
+        if opened is None:
             result.files.pop(rel, None)
             return
+        fd, st = opened
+        try:
+            if stat.S_ISDIR(st.st_mode):
+                result.files.pop(rel, None)
+                subfolders.append(name)
+            elif stat.S_ISREG(st.st_mode):
+                self._hash(fd, rel, st, result, into)
+            else:
+                result.files.pop(rel, None)
+                result.skipped.append(rel)
+        finally:
+            os.close(fd)
+
+    def _hash(self, fd: int, rel: str, st: os.stat_result, result: ScanResult, into: dict[str, StatEntry]) -> None:
+        """Store the open file's content. A file written to while we read it is read again (a
+        blob is then a state the file really had); one that never holds still is recorded as read
+        but left out of the stat cache, so the next snapshot reads it again."""
+        sha = ""
+        for _ in range(RETRIES):
+            sha = self.blobs.put_fd(fd)
+            after = os.fstat(fd)
+            if (after.st_size, after.st_mtime_ns, after.st_ctime_ns) == (st.st_size, st.st_mtime_ns, st.st_ctime_ns):
+                into[rel] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, sha)
+                break
+            st = after
+        else:
+            into.pop(rel, None)
         result.hashed += 1
         result.files[rel] = sha
-        into[rel] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, sha)
         self._cache_changed = True
 
     # -- writing the directory -----------------------------------------------------------------
@@ -290,6 +417,84 @@ def _ignored(name: str) -> bool:
     return name.startswith(COOKIE_PREFIX) or name.endswith(TMP_SUFFIX)
 
 
+def _below(rel: str, folders: set[str]) -> bool:
+    """Whether ``rel`` is under one of ``folders``."""
+    while rel:
+        rel = rel.rpartition("/")[0]
+        if rel in folders:
+            return True
+    return False
+
+
+def _utf8(name: str) -> bool:
+    """Whether a name from the file system is valid UTF-8 (else it holds surrogate escapes)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _shown(rel: str) -> str:
+    """A name that is not valid UTF-8, readable and unambiguous: each bad byte as \\xNN."""
+    return os.fsencode(rel).decode("utf-8", "backslashreplace")
+
+
+def _open_entry(folder: int, name: str, rel: str, result: ScanResult) -> tuple[int, os.stat_result] | None:
+    """Open ``name`` in ``folder`` for reading, never through a link: (descriptor, its fstat),
+    or None when it is gone (or a link, or unreadable: noted in ``result``)."""
+    try:
+        fd = os.open(name, _OPEN_READ, dir_fd=folder)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno in _LINK_ERRNOS or exc.errno == errno.ENXIO:  # a link, or a socket, by now
+            result.skipped.append(rel)
+        else:
+            log.warning("cannot read %s in a workspace: %s", _shown(rel), exc.strerror)
+            result.unversioned.append(_shown(rel))
+        return None
+    try:
+        return fd, os.fstat(fd)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+class _Folders:
+    """The folders above the paths a rescan visits, each opened from its parent with O_NOFOLLOW.
+    Paths come in sorted order, so only the current chain is kept open."""
+
+    def __init__(self, root: int) -> None:
+        self._chain: list[tuple[str, int]] = [("", root)]  # (folder, descriptor; -1: not a folder)
+
+    def open(self, rel: str) -> int | None:
+        chain = self._chain
+        while len(chain) > 1 and not (rel == chain[-1][0] or rel.startswith(chain[-1][0] + "/")):
+            fd = chain.pop()[1]
+            if fd >= 0:
+                os.close(fd)
+        while chain[-1][0] != rel:
+            folder, fd = chain[-1]
+            if fd < 0:
+                return None
+            depth = folder.count("/") + 1 if folder else 0
+            child = "/".join(rel.split("/")[: depth + 1])
+            try:
+                fd = os.open(child.rpartition("/")[2], _OPEN_DIR, dir_fd=fd)
+            except OSError:  # gone, or a file or a link now: nothing under it is in the workspace
+                fd = -1
+            chain.append((child, fd))
+        fd = chain[-1][1]
+        return fd if fd >= 0 else None
+
+    def close(self) -> None:
+        for _, fd in self._chain:
+            if fd >= 0:
+                os.close(fd)
+        self._chain = []
+
+
 def _directories(files: Files) -> set[str]:
     dirs: set[str] = set()
     for path in files:
@@ -300,9 +505,10 @@ def _directories(files: Files) -> set[str]:
     return dirs
 
 
-def _drop(files: Files, cache: dict[str, StatEntry], rel: str) -> None:
-    files.pop(rel, None)
-    cache.pop(rel, None)
+def _drop(files: Files, cache: dict[str, StatEntry], rel: str, *, keep_self: bool = False) -> None:
+    if not keep_self:
+        files.pop(rel, None)
+        cache.pop(rel, None)
     under = rel + "/"
     for key in [k for k in files if k.startswith(under)]:
         del files[key]
