@@ -187,7 +187,7 @@ export interface ServerNotifications {
   "$/progress": { params: T.ProgressParams };
   /** One step of a running turn, for the assistant message messageId, in seq order. */
   "chat/event": { params: T.ChatEventParams };
-  /** Files of a chat's workspace changed from outside the sidecar (an editor); the change is saved as a new edit version. */
+  /** Files of a chat's workspace changed from outside the sidecar (an editor); the change is saved as a new edit version. Also sent, with empty changes, when a snapshot meets paths it cannot version (see unversioned). */
   "workspace/changed": { params: T.ChangedParams };
   /** A toolset imported from a folder (sourceType local) followed an edit of that folder. */
   "toolsets/changed": { params: T.ToolsetChangedParams };

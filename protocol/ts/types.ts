@@ -456,6 +456,8 @@ export interface ChangedParams {
   chatId: string;
   manifestId: string;
   changed: Changes;
+  /** Paths a snapshot found but left out of every version, each announced once: names that are not valid UTF-8 (each bad byte shown as \xNN; a folder stands for all under it) and entries it could not read. They stay in the folder untouched; rename them to have them versioned. */
+  unversioned?: string[];
 }
 
 export interface InspectParams {

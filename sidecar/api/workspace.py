@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -112,6 +112,10 @@ class ChangedParams(Model):
     chat_id: str
     manifest_id: str
     changed: Changes
+    unversioned: Annotated[list[str], msgspec.Meta(description=(
+        "Paths a snapshot found but left out of every version, each announced once: names that are "
+        "not valid UTF-8 (each bad byte shown as \\xNN; a folder stands for all under it) and entries "
+        "it could not read. They stay in the folder untouched; rename them to have them versioned."))] = []
 
 
 SPECS = (
@@ -141,6 +145,7 @@ SPECS = (
                params=GcParams, result=GcResult, errors=(_NF, _ST)),
     MethodSpec("workspace/changed", "serverToClient", "notification",
                "Files of a chat's workspace changed from outside the sidecar (an editor); "
-               "the change is saved as a new edit version.",
+               "the change is saved as a new edit version. Also sent, with empty changes, when a "
+               "snapshot meets paths it cannot version (see unversioned).",
                params=ChangedParams),
 )

@@ -48,6 +48,10 @@ class Notifier:
         await self._peer.notify("workspace/changed",
                                 ChangedParams(chat_id, manifest_id, Changes(added, removed, modified)))
 
+    async def workspace_unversioned(self, chat_id: str, manifest_id: str, paths: list[str]) -> None:
+        await self._peer.notify("workspace/changed",
+                                ChangedParams(chat_id, manifest_id, Changes([], [], []), paths))
+
     async def mcp_server_changed(self, server: McpServer) -> None:
         await self._peer.notify("mcpServers/status", ServerStatusParams(server))
 

@@ -27,6 +27,8 @@ EDIT_DEBOUNCE = 0.3  # seconds of quiet before outside edits are saved as a vers
 Changes = tuple[list[str], list[str], list[str]]  # added, removed, modified
 # (chat id, manifest id, changes): a version made of outside edits, for the UI to hear of.
 ChangeListener = Callable[[str, str, Changes], Awaitable[None]]
+# (chat id, manifest id, paths): what a snapshot found but could not version, for the UI to hear of.
+UnversionedListener = Callable[[str, str, list[str]], Awaitable[None]]
 # Saves a chat's outside edits under its lock: (manifest id, changes), or None when nothing changed.
 SaveEdits = Callable[[str], Awaitable["tuple[str, Changes] | None"]]
 

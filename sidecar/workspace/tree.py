@@ -152,8 +152,8 @@ class Tree:
                 head, _, name = rel.rpartition("/")
                 if _ignored(name) or _below(rel, looked):
                     continue
-                if not (rel.isascii() or _utf8(rel)):
-                    result.unversioned.append(_shown(rel))
+                if not (rel.isascii() or is_utf8(rel)):
+                    result.unversioned.append(shown_name(rel))
                     continue
                 looked.add(rel)
                 parent = folders.open(head)
@@ -262,8 +262,8 @@ class Tree:
             for entry in entries:
                 name = entry.name
                 rel = prefix + name
-                if not (name.isascii() or _utf8(name)):
-                    result.unversioned.append(_shown(rel))  # and nothing under it
+                if not (name.isascii() or is_utf8(name)):
+                    result.unversioned.append(shown_name(rel))  # and nothing under it
                 elif entry.is_dir(follow_symlinks=False):
                     subfolders.append(name)
                 elif not entry.is_file(follow_symlinks=False):
@@ -426,7 +426,7 @@ def _below(rel: str, folders: set[str]) -> bool:
     return False
 
 
-def _utf8(name: str) -> bool:
+def is_utf8(name: str) -> bool:
     """Whether a name from the file system is valid UTF-8 (else it holds surrogate escapes)."""
     try:
         name.encode("utf-8")
@@ -435,7 +435,7 @@ def _utf8(name: str) -> bool:
     return True
 
 
-def _shown(rel: str) -> str:
+def shown_name(rel: str) -> str:
     """A name that is not valid UTF-8, readable and unambiguous: each bad byte as \\xNN."""
     return os.fsencode(rel).decode("utf-8", "backslashreplace")
 
@@ -451,8 +451,8 @@ def _open_entry(folder: int, name: str, rel: str, result: ScanResult) -> tuple[i
         if exc.errno in _LINK_ERRNOS or exc.errno == errno.ENXIO:  # a link, or a socket, by now
             result.skipped.append(rel)
         else:
-            log.warning("cannot read %s in a workspace: %s", _shown(rel), exc.strerror)
-            result.unversioned.append(_shown(rel))
+            log.warning("cannot read %s in a workspace: %s", shown_name(rel), exc.strerror)
+            result.unversioned.append(shown_name(rel))
         return None
     try:
         return fd, os.fstat(fd)

@@ -23,7 +23,7 @@ from ..store import Database
 from ..store.chats import ChatRepo, ChatRow
 from ..store.manifests import ManifestRepo, ManifestRow, ManifestSource
 from .blobs import BlobStore, MissingBlob
-from .outside_edits import ChangeListener, Changes, OutsideEdits
+from .outside_edits import ChangeListener, Changes, OutsideEdits, UnversionedListener
 from .tree import Files, Tree, diff
 from .watcher import Journal
 
@@ -44,11 +44,12 @@ class ChatWorkspace:
     loaded: bool = False  # active_* read from the database
     in_sync: bool = False  # the directory is known to hold active_files (else: walk it all)
     journal: Journal | None = None  # set while outside edits are watched
+    announced: set[str] = field(default_factory=set)  # unversioned paths the UI has heard of
 
 
 class Versions:
     def __init__(self, db: Database, data_dir: Path, *, on_change: ChangeListener | None = None,
-                 watch: bool = True) -> None:
+                 on_unversioned: UnversionedListener | None = None, watch: bool = True) -> None:
         self.db = db
         self.chats = ChatRepo(db)
         self.manifests = ManifestRepo(db)
@@ -56,6 +57,7 @@ class Versions:
         self.root = data_dir / "chats"
         self._open: dict[str, ChatWorkspace] = {}
         self.edits = OutsideEdits(self._save_outside_edits, on_change, enabled=watch)
+        self._on_unversioned = on_unversioned
 
     def bind(self, tg: anyio.abc.TaskGroup) -> None:
         """Called once the app's task group runs: watchers need somewhere to live."""
@@ -141,13 +143,30 @@ class Versions:
             log.debug("snapshot of %s skipped links/special files: %s", chat.id, scan.skipped[:5])
         if scan.hashed:  # hashes are what is expensive to redo after a restart; the rest waits
             await self.run(ws.tree.save_cache)  # for close
-        if scan.files == ws.active_files:
-            return None
-        manifest = self.manifests.new(chat.id, ws.active_manifest_id, scan.files, source, source_ref)
-        await self.manifests.make_active(manifest, chat.active_leaf_message_id)
-        ws.active_manifest_id, ws.active_files = manifest.id, scan.files
-        chat.active_manifest_id = manifest.id
+        manifest = None
+        if scan.files != ws.active_files:
+            manifest = self.manifests.new(chat.id, ws.active_manifest_id, scan.files, source, source_ref)
+            await self.manifests.make_active(manifest, chat.active_leaf_message_id)
+            ws.active_manifest_id, ws.active_files = manifest.id, scan.files
+            chat.active_manifest_id = manifest.id
+        if scan.unversioned:
+            await self._announce_unversioned(ws, scan.unversioned)
         return manifest
+
+    async def _announce_unversioned(self, ws: ChatWorkspace, paths: list[str]) -> None:
+        """Tell the UI, once per path, what a snapshot had to leave out (a name that is not UTF-8
+        cannot travel in JSON or be stored as a manifest key). Waits for a first version: the
+        notification names one."""
+        new = sorted(set(paths) - ws.announced)
+        if not new or ws.active_manifest_id is None:
+            return
+        log.warning("chat %s: %d path(s) left out of its versions, e.g. %s", ws.chat_id, len(new), new[0])
+        ws.announced.update(new)
+        if self._on_unversioned is not None:
+            try:
+                await self._on_unversioned(ws.chat_id, ws.active_manifest_id, new)
+            except Exception:  # a notification must never fail the request that took the snapshot
+                log.exception("announcing unversioned paths of chat %s failed", ws.chat_id)
 
     async def materialize(self, ws: ChatWorkspace, manifest_id: str | None) -> Files:
         """Make the directory hold ``manifest_id`` (None: empty), touching only what differs."""

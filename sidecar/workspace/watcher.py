@@ -26,6 +26,7 @@ log = logging.getLogger("sidecar.workspace")
 COOKIE_PREFIX = ".sidecar-sync-"
 STEP_MS = 3  # how often the Rust side hands over events: bounds the latency of a sync
 BURST_LIMIT = 10_000  # one batch this large may hide an event-queue overflow: distrust it
+RESTART_FIRST, RESTART_MAX = 0.25, 30.0  # seconds before a failed watcher is replaced
 _cookie_ids = itertools.count(1)
 
 
@@ -38,6 +39,8 @@ class Journal:
         self._dirty: set[str] = set()
         self._cookies: set[str] = set()
         self._trusted = False
+        self._down = False  # between a watcher that failed and its replacement
+        self._healthy = False  # the current watcher has delivered events
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -67,19 +70,53 @@ class Journal:
             self._cond.notify_all()
 
     def _run(self, notify: RustNotify) -> None:
+        failures = 0
         try:
-            with notify:
-                while not self._stop.is_set():
-                    batch = notify.watch(20, STEP_MS, 1000, self._stop)
-                    if isinstance(batch, str):
-                        continue  # 'timeout' / 'signal'; 'stop' ends via the flag
-                    self._record(batch)
+            while self._follow(notify):
+                # A name that is not valid UTF-8 made every later ``watch`` fail with the same
+                # error (watchfiles never clears the event), so a fresh watcher takes over. A
+                # folder with such a name fails the fresh one at once too (registering it reports
+                # it), hence the growing pause. Meanwhile the journal is distrusted: snapshots walk.
+                with self._cond:
+                    self._down, self._trusted = True, False
+                    self._cond.notify_all()
+                failures += 1
+                if failures == 1:
+                    log.info("the file watcher for %s met a name that is not UTF-8; restarting it", self.root)
+                if self._stop.wait(min(RESTART_MAX, RESTART_FIRST * 2 ** (failures - 1))):
+                    return
+                from watchfiles._rust_notify import RustNotify  # already loaded by start()
+
+                notify = RustNotify([str(self.root)], False, False, 50, True, True)
+                with self._cond:
+                    self._down = False
+                if self._on_activity is not None:
+                    self._on_activity()  # what changed while it was down is saved by a walk
+                if self._healthy:
+                    failures = 0
         except Exception:
             log.exception("the file watcher for %s failed; snapshots will walk the tree", self.root)
         finally:
             with self._cond:
                 self._trusted = False
                 self._cond.notify_all()
+
+    def _follow(self, notify: RustNotify) -> bool:
+        """Hand over events until stopped (False) or until the watcher must be replaced (True)."""
+        self._healthy = False
+        with notify:
+            while not self._stop.is_set():
+                try:
+                    batch = notify.watch(20, STEP_MS, 1000, self._stop)
+                except Exception as exc:  # WatchfilesRustInternalError("Unable to decode path ...")
+                    if "decode" not in str(exc):
+                        raise
+                    return True
+                if isinstance(batch, str):
+                    continue  # 'timeout' / 'signal'; 'stop' ends via the flag
+                self._healthy = True  # it delivered events: a later failure starts a short pause
+                self._record(batch)
+        return False
 
     def _record(self, batch: set[tuple[int, str]]) -> None:
         outside = False
@@ -117,7 +154,7 @@ class Journal:
     def take(self, timeout: float = 0.5) -> set[str] | None:
         """Paths changed since the last ``take``/``restart``, or None when only a full walk is safe.
         Blocking: call it on a worker thread."""
-        if not self.running or not self._trusted or not self._sync(timeout):
+        if not self.running or self._down or not self._trusted or not self._sync(timeout):
             return None
         with self._cond:
             if not self._trusted:
@@ -134,7 +171,7 @@ class Journal:
     def restart(self, timeout: float = 0.5) -> None:
         """Call right before a full walk: from here on the journal is complete again. (Clearing
         *before* the walk means a change made during it stays in the journal.)"""
-        if not self.running:
+        if not self.running or self._down:  # no cookie can be reported: do not wait for one
             return
         synced = self._sync(timeout)
         with self._cond:

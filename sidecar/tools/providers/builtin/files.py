@@ -9,13 +9,14 @@ from __future__ import annotations
 import base64
 import os
 import shutil
+import stat
 from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
 
 from ....workspace.paths import PathRejected, inside
-from ....workspace.tree import TMP_SUFFIX, write_atomic
+from ....workspace.tree import TMP_SUFFIX, is_utf8, shown_name, write_atomic
 from . import Builtin, BuiltinCall, BuiltinError
 
 READ_LIMIT = 256 << 10
@@ -77,18 +78,34 @@ async def list_files(call: BuiltinCall) -> dict[str, Any]:
     prefix = call.args.get("path") or ""
     base = _target(call, prefix) if prefix else call.workspace
 
+    def rel(full: str) -> str:
+        return os.path.relpath(full, call.workspace).replace(os.sep, "/")
+
+    # Names that are not valid UTF-8 are left out as the workspace's versions leave them out
+    # (they cannot travel in JSON), and named with \xNN escapes so the model knows they are there.
+    unversioned: list[str] = []
+
     def walk() -> list[tuple[str, int]]:
         if not base.is_dir() or base.is_symlink():
             raise BuiltinError(f"{prefix!r} is not a folder in the workspace")
         found: list[tuple[str, int]] = []
         for directory, dirs, names in os.walk(base):
-            dirs[:] = sorted(d for d in dirs if not os.path.islink(os.path.join(directory, d)))
+            unversioned.extend(shown_name(rel(os.path.join(directory, d))) for d in dirs if not is_utf8(d))
+            dirs[:] = sorted(d for d in dirs if is_utf8(d) and not os.path.islink(os.path.join(directory, d)))
             for name in sorted(names):
                 full = os.path.join(directory, name)
-                if name.endswith(TMP_SUFFIX) or os.path.islink(full):
+                if not is_utf8(name):
+                    unversioned.append(shown_name(rel(full)))
                     continue
-                found.append((os.path.relpath(full, call.workspace).replace(os.sep, "/"),
-                              os.stat(full).st_size))
+                if name.endswith(TMP_SUFFIX):
+                    continue
+                try:
+                    st = os.lstat(full)
+                except OSError:  # gone since the folder was listed
+                    continue
+                if stat.S_ISLNK(st.st_mode):
+                    continue
+                found.append((rel(full), st.st_size))
                 if len(found) > LIST_LIMIT:
                     return found
         return found
@@ -99,6 +116,9 @@ async def list_files(call: BuiltinCall) -> dict[str, Any]:
     listing = "\n".join(f"- `{p}` ({size} bytes)" for p, size in found) or "(no files)"
     if truncated:
         listing += f"\n\n(only the first {LIST_LIMIT} files are listed)"
+    if unversioned:
+        listing += ("\n\n(left out, their names are not valid UTF-8: "
+                    + ", ".join(f"`{p}`" for p in sorted(unversioned)) + ")")
     return {"files": [{"path": p, "size": size} for p, size in found], "count": len(found),
             "truncated": truncated, "listing": listing}
 
