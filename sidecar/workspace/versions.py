@@ -153,21 +153,6 @@ class Versions:
             await self._announce_unversioned(ws, scan.unversioned)
         return manifest
 
-    async def _announce_unversioned(self, ws: ChatWorkspace, paths: list[str]) -> None:
-        """Tell the UI, once per path, what a snapshot had to leave out (a name that is not UTF-8
-        cannot travel in JSON or be stored as a manifest key). Waits for a first version: the
-        notification names one."""
-        new = sorted(set(paths) - ws.announced)
-        if not new or ws.active_manifest_id is None:
-            return
-        log.warning("chat %s: %d path(s) left out of its versions, e.g. %s", ws.chat_id, len(new), new[0])
-        ws.announced.update(new)
-        if self._on_unversioned is not None:
-            try:
-                await self._on_unversioned(ws.chat_id, ws.active_manifest_id, new)
-            except Exception:  # a notification must never fail the request that took the snapshot
-                log.exception("announcing unversioned paths of chat %s failed", ws.chat_id)
-
     async def materialize(self, ws: ChatWorkspace, manifest_id: str | None) -> Files:
         """Make the directory hold ``manifest_id`` (None: empty), touching only what differs."""
         target: Files = {}
@@ -191,6 +176,21 @@ class Versions:
         if manifest is None:
             return None
         return manifest.id, diff(before, manifest.files)
+
+    async def _announce_unversioned(self, ws: ChatWorkspace, paths: list[str]) -> None:
+        """Tell the UI, once per path, what a snapshot had to leave out (a name that is not UTF-8
+        cannot travel in JSON or be stored as a manifest key). Waits for a first version: the
+        notification names one."""
+        new = sorted(set(paths) - ws.announced)
+        if not new or ws.active_manifest_id is None:
+            return
+        log.warning("chat %s: %d path(s) left out of its versions, e.g. %s", ws.chat_id, len(new), new[0])
+        ws.announced.update(new)
+        if self._on_unversioned is not None:
+            try:
+                await self._on_unversioned(ws.chat_id, ws.active_manifest_id, new)
+            except Exception:  # a notification must never fail the request that took the snapshot
+                log.exception("announcing unversioned paths of chat %s failed", ws.chat_id)
 
     async def run(self, fn: Callable[[Unpack[Args]], T], *args: *Args) -> T:
         """Blocking file work on a worker thread, its failures as ``StorageError``."""
