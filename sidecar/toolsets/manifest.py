@@ -24,6 +24,9 @@ from ..tools.providers.http.spec import check as check_http
 
 ENTRYPOINT_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
 MAX_MANIFEST_BYTES = 1 << 20
+# Real manifests nest about 10 levels (an HTTP tool's input_schema the deepest); 64 leaves room
+# and keeps parsing far from the C stack's limit.
+MAX_MANIFEST_DEPTH = 64
 # A config field's name: what a tool reads as ``get_context().settings[name]`` and what the secret
 # store's internal names end with, so it stays a plain lower-case identifier.
 CONFIG_KEY_PATTERN = r"^[a-z_][a-z0-9_]{0,63}(?![\s\S])"
@@ -143,34 +146,32 @@ class Parsed:
 _NO_ALIASES = "YAML anchors and aliases (*name) are not supported in toolset.yaml"
 
 
-def _reject_aliases() -> type:
-    import yaml
-
-    class NoAliasLoader(yaml.SafeLoader):
-        # An alias bomb ("billion laughs") is a few lines that expand to gigabytes once walked;
-        # manifests have no need for anchors, so none are accepted.
-        def compose_node(self, parent, index):
-            if self.check_event(yaml.AliasEvent):
-                event = self.peek_event()
-                raise ManifestError(f"line {event.start_mark.line + 1}", _NO_ALIASES)
-            return super().compose_node(parent, index)
-
-    return NoAliasLoader
-
-
 def load_yaml(text: bytes) -> Any:
     import yaml
 
     if len(text) > MAX_MANIFEST_BYTES:
         raise ManifestError("", f"the manifest is {len(text)} bytes; the limit is {MAX_MANIFEST_BYTES}")
+    fast = getattr(yaml, "CSafeLoader", None)  # libyaml: several times faster when present
     try:
-        fast = getattr(yaml, "CSafeLoader", None)  # libyaml: several times faster when present
-        if fast is None:
-            return yaml.load(text, Loader=_reject_aliases())  # noqa: S506 - a SafeLoader subclass
-        for event in yaml.parse(text, Loader=fast):  # events only: nothing is expanded yet
-            if isinstance(event, yaml.AliasEvent):
+        # The event stream first: its parser keeps its own stack (no recursion), while building
+        # the data recurses once per level (in C with libyaml), so a few KiB of "[[[[..." would
+        # overflow the C stack and kill the process. Nothing is expanded or built until the
+        # depth and the aliases are known to be harmless.
+        depth = 0
+        for event in yaml.parse(text, Loader=fast or yaml.SafeLoader):
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_MANIFEST_DEPTH:
+                    raise ManifestError(f"line {event.start_mark.line + 1}",
+                                        f"nested more than {MAX_MANIFEST_DEPTH} levels deep; a manifest "
+                                        "needs far fewer: flatten this part")
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+            elif isinstance(event, yaml.AliasEvent):
+                # An alias bomb ("billion laughs") is a few lines that expand to gigabytes once
+                # walked; manifests have no need for anchors, so none are accepted.
                 raise ManifestError(f"line {event.start_mark.line + 1}", _NO_ALIASES)
-        return yaml.load(text, Loader=fast)  # noqa: S506 - libyaml's safe loader
+        return yaml.load(text, Loader=fast or yaml.SafeLoader)  # noqa: S506 - a safe loader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else ""
