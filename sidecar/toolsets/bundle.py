@@ -9,11 +9,14 @@ module (``ast``), never by importing it: nothing from a bundle runs while it is 
 from __future__ import annotations
 
 import ast
+import itertools
 import os
 import stat
+import struct
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from ..errors import BundleError
 from ..store.toolsets import FileKind, SourceType
@@ -27,6 +30,9 @@ MAX_FILE_BYTES = 64 << 20
 MAX_TOTAL_BYTES = 256 << 20
 MAX_RATIO = 200  # uncompressed / compressed, for entries large enough to matter
 SKIPPED_DIRS = {"__pycache__", ".git", ".venv", "node_modules", ".mypy_cache", ".pytest_cache"}
+# A ZIP local file header: signature, versions, flags, method, time, date, CRC, sizes, then the
+# lengths of the name and the extra field that sit between it and the entry's data.
+_LOCAL_HEADER = struct.Struct("<4s5H3L2H")
 
 
 @dataclass
@@ -62,14 +68,19 @@ def read(source: str | os.PathLike[str], *, tolerate_vanished: bool = False) -> 
     path = Path(source)
     if not path.is_absolute():
         raise BundleError("", f"{source}: give an absolute path to a .zip file or a folder")
+    try:
+        mode = path.stat().st_mode  # the path the user gave may be a link; what is inside may not
+    except OSError:
+        raise BundleError("", f"{source} does not exist") from None
     source_type: SourceType
-    if path.is_dir():
+    if stat.S_ISDIR(mode):
         files, source_type = _read_dir(path), "local"
-    elif path.is_file():
+    elif stat.S_ISREG(mode):
         files, source_type = _read_zip(path), "zip"
     else:
-        raise BundleError("", f"{source} does not exist")
+        raise BundleError("", f"{source} is {_kind_name(mode)}, not a .zip file or a folder")
     files = _strip_top_folder(files)
+    _refuse_file_folder_clashes(files)
     try:
         parsed = parse(files[MANIFEST])
     except ManifestError as exc:
@@ -108,13 +119,16 @@ def _entry_name(raw: str) -> str:
 
 
 def _read_zip(path: Path) -> dict[str, bytes]:
+    handle = _open_regular(path, path.name)
     try:
-        archive = zipfile.ZipFile(path)
+        archive = zipfile.ZipFile(handle)
     except (zipfile.BadZipFile, OSError) as exc:
+        handle.close()
         raise BundleError("", f"{path.name} is not a readable ZIP file: {exc}") from None
     files: dict[str, bytes] = {}
     budget = _Budget()
-    with archive:
+    with handle, archive:
+        _refuse_overlaps(archive, handle)
         for info in archive.infolist():
             if info.is_dir():
                 continue
@@ -145,24 +159,110 @@ def _read_entry(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> b
     return b"".join(chunks)
 
 
+def _kind_name(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a folder")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _open_regular(path: Path, name: str) -> BinaryIO:
+    """``path`` opened for reading if it is a regular file. O_NONBLOCK: should it have been swapped
+    for a FIFO after it was looked at, the open returns at once instead of waiting for a writer
+    that never comes (and holding a worker thread forever); fstat then says what was opened."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise BundleError(name, f"cannot be read: {exc.strerror}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise BundleError(name, f"is {_kind_name(mode)}: a toolset holds only regular files and folders")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
 def _read_dir(root: Path) -> dict[str, bytes]:
+    """Every regular file under ``root``. Each entry is classified by lstat before anything is
+    opened: a link, FIFO, socket or device is refused by name (a FIFO opened for reading would
+    block until someone writes to it)."""
     files: dict[str, bytes] = {}
     budget = _Budget()
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
-        base = Path(dirpath)
-        for name in [*dirnames, *filenames]:
-            full = base / name
-            if full.is_symlink():
-                rel = full.relative_to(root).as_posix()
+    pending = [root]
+    while pending:
+        folder = pending.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            raise BundleError(Path(folder).relative_to(root).as_posix() or ".",
+                              f"cannot be listed: {exc.strerror}") from None
+        subfolders = []
+        for entry in entries:
+            full = Path(entry.path)
+            mode = entry.stat(follow_symlinks=False).st_mode
+            if stat.S_ISDIR(mode):
+                if entry.name not in SKIPPED_DIRS:
+                    subfolders.append(full)
+                continue
+            rel = full.relative_to(root).as_posix()
+            if stat.S_ISLNK(mode):
                 raise BundleError(rel, "symbolic links are not allowed in a toolset: copy the file instead")
-        for name in sorted(filenames):
-            full = base / name
-            rel = _entry_name(full.relative_to(root).as_posix())
-            size = full.stat().st_size
-            budget.add(rel, size)
-            files[rel] = full.read_bytes()
+            if not stat.S_ISREG(mode):
+                raise BundleError(rel, f"is {_kind_name(mode)}: a toolset holds only regular files and folders")
+            rel = _entry_name(rel)
+            with _open_regular(full, rel) as f:
+                if os.fstat(f.fileno()).st_size > MAX_FILE_BYTES:
+                    budget.add(rel, MAX_FILE_BYTES + 1)  # refused before a byte is read
+                # What is read counts, not what stat said: a file growing meanwhile stops at the limit.
+                data = f.read(MAX_FILE_BYTES + 1)
+            budget.add(rel, len(data))
+            files[rel] = data
+        pending.extend(reversed(subfolders))
     return files
+
+
+def _refuse_overlaps(archive: zipfile.ZipFile, handle: BinaryIO) -> None:
+    """Refuse an archive whose entries share bytes: the "overlapping ZIP" bomb points thousands of
+    entries at one compressed stream, each within the ratio limit, so only the total (after
+    inflating hundreds of MiB) would stop it. Each entry's data must end before the next begins."""
+    spans = []
+    for info in archive.infolist():
+        handle.seek(info.header_offset)
+        header = handle.read(_LOCAL_HEADER.size)
+        if len(header) != _LOCAL_HEADER.size or header[:4] != b"PK\x03\x04":
+            raise BundleError(info.filename, "the archive's directory points at no entry: a damaged or crafted ZIP")
+        name_len, extra_len = _LOCAL_HEADER.unpack(header)[-2:]
+        start = info.header_offset
+        end = start + _LOCAL_HEADER.size + name_len + extra_len + info.compress_size
+        spans.append((start, end, info.filename))
+    spans.sort()
+    for (_, end, name), (start, _, following) in itertools.pairwise(spans):
+        if start < end:
+            raise BundleError(following, f"overlaps {name!r} in the archive: refused as a possible ZIP bomb")
+    if spans and spans[-1][1] > archive.start_dir:
+        raise BundleError(spans[-1][2], "runs into the archive's directory: a damaged or crafted ZIP")
+
+
+def _refuse_file_folder_clashes(files: dict[str, bytes]) -> None:
+    """``tools`` and ``tools/t.py`` cannot both be written out; neither can two names that differ
+    only in case on the case-insensitive disks of macOS and Windows. Refused here, before
+    anything is written."""
+    seen: dict[str, str] = {name.casefold(): name for name in files}
+    if len(seen) != len(files):
+        for name in sorted(files):
+            if seen[name.casefold()] != name:
+                raise BundleError(name, f"differs from {seen[name.casefold()]!r} only in case: rename one of them")
+    for name in sorted(files):
+        parts = name.split("/")
+        for i in range(1, len(parts)):
+            folder = "/".join(parts[:i])
+            if folder.casefold() in seen:
+                raise BundleError(seen[folder.casefold()],
+                                  f"is a file, and {name!r} needs a folder of that name: rename one of them")
 
 
 def _strip_top_folder(files: dict[str, bytes]) -> dict[str, bytes]:
@@ -217,6 +317,9 @@ def _check_entrypoints(bundle: Bundle, tolerate_vanished: bool) -> None:
                 trees[path] = ast.parse(bundle.files[path], filename=path)
             except SyntaxError as exc:
                 raise BundleError(f"{path}:{exc.lineno}", f"syntax error: {exc.msg}") from None
+            except (RecursionError, MemoryError, ValueError) as exc:
+                # Nested too deep for CPython's parser (a long chain of "-" or "a.b.c"), or NUL bytes.
+                raise BundleError(path, f"cannot be parsed as Python: {exc or 'nested too deeply'}") from None
         if not _defines(trees[path], function):
             gone = BundleError(where, f'"{tool.entrypoint}" has no function {function} in {path}')
             if not tolerate_vanished:

@@ -1,9 +1,8 @@
 """toolsets/inspect: what installing a bundle would add, with every secret masked; it installs
-and runs nothing (ZIP and folder are read, their Python is parsed, never imported)."""
+and runs nothing (ZIP and folder are read, their Python is parsed, never imported: the service
+reads the bundle, this describes it)."""
 
 from __future__ import annotations
-
-import anyio.to_thread
 
 from .. import secrets
 from ..api.toolsets import (
@@ -19,8 +18,7 @@ from . import bundle
 from .manifest import ConfigSchema, McpServerDecl
 
 
-async def inspect(path: str) -> InspectResult:
-    b = await anyio.to_thread.run_sync(bundle.read, path)  # a BundleError is InvalidBundle on the wire
+def inspect(b: bundle.Bundle) -> InspectResult:
     m = b.manifest
     renderers = {o.tool_id: o.renderer for o in b.parsed.overrides if o.renderer}
     return InspectResult(

@@ -24,7 +24,6 @@ from ..store.rows import now
 from ..store.toolset_sources import ToolsetSourceRepo
 from ..store.toolsets import ToolsetRow
 from ..tools import frozen
-from .bundle import read as read_bundle
 from .download import Downloader, Fetched, Progress, Validators, check_sha256, check_url
 from .service import Remote, ToolsetService
 
@@ -72,7 +71,7 @@ class RemoteBundles:
             return UpdateCheck(toolset_id, url, False, row.version, current_sha, not_modified=fetched is None)
         await self.sources.checked(toolset_id, now())
         try:
-            bundle = await anyio.to_thread.run_sync(read_bundle, str(fetched.path))
+            bundle = await self.toolsets.read(str(fetched.path))
         finally:
             await _remove(fetched.path)
         return UpdateCheck(toolset_id, url, True, row.version, current_sha,

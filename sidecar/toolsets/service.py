@@ -7,6 +7,7 @@ leaves a half-replaced folder behind.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import logging
@@ -42,6 +43,8 @@ from .bundle import read as read_bundle
 from .export import drop_empty
 from .manifest import ConfigSchema, ManifestError, Parsed, ToolDecl, from_data
 
+READ_THREADS = 2  # bundles read at once; the others wait their turn (a read is bounded)
+
 if TYPE_CHECKING:
     from ..api.toolsets import InspectResult, ListToolsetsParams
     from ..secrets.store import SecretStore
@@ -75,9 +78,19 @@ class ToolsetService:
         self.root = data_dir / "toolsets"
         self.workers = workers
         self._lock = anyio.Lock()  # one install/uninstall at a time
+        # Reading a bundle is bounded (sizes, no blocking opens) but can take a second of CPU; its
+        # own few threads keep a burst of imports and inspects from taking the shared pool's
+        # threads, which every workspace operation needs.
+        self.reads = anyio.CapacityLimiter(READ_THREADS)
         # Called with a toolset id after it was installed, upgraded, switched or uninstalled (the
         # MCP host and the authoring loop follow the toolsets this way).
         self._on_change = on_change
+
+    async def read(self, source: str, *, tolerate_vanished: bool = False) -> Bundle:
+        """The bundle at ``source``, read on one of the toolsets' own threads (a BundleError is
+        InvalidBundle on the wire)."""
+        reading = functools.partial(read_bundle, source, tolerate_vanished=tolerate_vanished)
+        return await anyio.to_thread.run_sync(reading, limiter=self.reads)
 
     async def get(self, toolset_id: str) -> ToolsetRow:
         row = await self.repo.get(toolset_id)
@@ -116,7 +129,7 @@ class ToolsetService:
     async def install(self, source: str, *, replace: bool = False, remote: Remote | None = None) -> ToolsetRow:
         """Install the bundle at ``source`` (a path); ``remote``: it was downloaded from a URL."""
         # A BundleError is InvalidBundle on the wire. An upgrade keeps a tool whose code vanished.
-        b = await anyio.to_thread.run_sync(functools.partial(read_bundle, source, tolerate_vanished=replace))
+        b = await self.read(source, tolerate_vanished=replace)
         m = b.manifest
         if remote is not None and remote.upgrade_of is not None and m.id != remote.upgrade_of:
             raise InvalidBundle(MANIFEST, f"the bundle at {remote.url} is now the toolset {m.id!r}, not "
@@ -134,13 +147,14 @@ class ToolsetService:
             if existing is not None:
                 frozen.refuse_if_deleted(m.id, existing.soft_deleted_at, "upgrade it")
             revision = self.root / m.id / uuid.uuid4().hex[:12]
-            await anyio.to_thread.run_sync(_write_files, revision, b.files)
             try:
+                await anyio.to_thread.run_sync(_write_files, revision, b.files)
                 described = await self._describe(m, revision, b.vanished)
                 await self._write_rows(b, revision, described, replace=existing is not None, remote=remote)
             except BaseException:
                 with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(shutil.rmtree, revision, True)
+                    # A refused first install leaves no folder at all, not an empty one per try.
+                    await anyio.to_thread.run_sync(_remove_revision, revision, existing is None)
                 raise
             if existing is not None:
                 await self.workers.restart(m.id)  # running workers still hold the old code
@@ -240,9 +254,9 @@ class ToolsetService:
     async def inspect(self, path: str) -> InspectResult:
         """What installing the bundle at `path` would add, and which of the variables its servers
         refer to are set here (the user is asked for the others)."""
-        from .inspect import inspect  # yaml and ast: loaded on first use
+        from .inspect import inspect  # the API models of the answer: loaded on first use
 
-        found = await inspect(path)
+        found = inspect(await self.read(path))
         try:
             have = await self.vault.environ([v.name for v in found.variables])
         except StorageError:  # a locked keystore: only the environment can say
@@ -374,6 +388,13 @@ def _with_current(tools: list[StoredTool]) -> list[StoredTool]:
 def schema_data(schema: ConfigSchema) -> dict[str, Any]:
     """A config_schema as stored and exported: each field with what it sets beyond the defaults."""
     return {key: {k: v for k, v in msgspec.structs.asdict(f).items() if v is not None} for key, f in schema.items()}
+
+
+def _remove_revision(revision: Path, first: bool) -> None:
+    shutil.rmtree(revision, ignore_errors=True)
+    if first:
+        with contextlib.suppress(OSError):  # not empty: something else lives there; leave it
+            revision.parent.rmdir()
 
 
 def _write_files(revision: Path, files: dict[str, bytes]) -> None:
