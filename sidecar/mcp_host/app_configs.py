@@ -11,16 +11,30 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import msgspec
+
 from ..api.base import is_id
 from ..api.mcp import ServerType
 
 Source = Literal["claude", "vscode", "cursor"]
-MAX_CONFIG_BYTES = 4 << 20
+# These files hold a few servers (KiBs); a MiB is far beyond any real one and keeps the time
+# spent on a hostile one small.
+MAX_CONFIG_BYTES = 1 << 20
+MAX_CONFIG_DEPTH = 64  # real configs nest 4-6 levels (servers, one server, its env)
+# json5 is pure Python and recursive (about a second per 100 KiB): only the fallback for small
+# files that JSON with comments does not cover (unquoted keys, single quotes).
+MAX_JSON5_BYTES = 64 << 10
+
+# JSONC tokens that matter for removing comments and trailing commas: strings (kept whole),
+# comments (dropped), and commas before a closing bracket (dropped).
+_JSONC = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|/\*[\s\S]*?\*/|,(?=(?:\s|//[^\n]*|/\*[\s\S]*?\*/)*[}\]])')
+_NESTING = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|//[^\n]*|/\*[\s\S]*?\*/|[\[{]|[\]}]')
 
 _INPUT = re.compile(r"\$\{input:([^}]+)\}")
 _ENV = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -65,7 +79,7 @@ def discover(path: Path | None) -> tuple[list[Found], list[str]]:
     """The servers of one given file, or of every app's usual file on this machine; one entry per
     id (the first found wins, with a warning)."""
     if path is not None:
-        if not path.is_file():
+        if not path.exists():  # a FIFO or a device exists: read() says what it is instead
             raise FileNotFoundError(path)
         found, warnings = read(path)
     else:
@@ -91,18 +105,10 @@ def discover(path: Path | None) -> tuple[list[Found], list[str]]:
 
 def read(path: Path, source: Source | None = None) -> tuple[list[Found], list[str]]:
     """The servers in one file, and warnings about entries that were skipped."""
-    import json5  # JSON with comments and trailing commas, as VS Code writes it
-
     try:
-        if path.stat().st_size > MAX_CONFIG_BYTES:
-            raise ConfigError(f"{path} is larger than {MAX_CONFIG_BYTES >> 20} MiB; not an MCP config")
-        data = json5.loads(path.read_text(encoding="utf-8"))
-    except ConfigError:
-        raise
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path} cannot be read: {exc}") from None
-    except ValueError as exc:
-        raise ConfigError(f"{path} is not valid JSON: {exc}") from None
+        data = parse(_read_text(path))
+    except ConfigError as exc:
+        raise ConfigError(f"{path} {exc}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path} holds {type(data).__name__}, not an object with mcpServers or servers")
     if source is None:
@@ -120,6 +126,57 @@ def read(path: Path, source: Source | None = None) -> tuple[list[Found], list[st
         except ConfigError as exc:
             warnings.append(f"{path}: {name!r} skipped: {exc}")
     return found, warnings
+
+
+def _read_text(path: Path) -> str:
+    """The file's text, if it is a regular file within the size limit. Opened non-blocking and
+    checked with fstat: a FIFO put at the path would otherwise hold the thread until written to."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise ConfigError(f"cannot be read: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError("is not a regular file; give the path of an MCP config (.json)")
+        os.set_blocking(fd, True)
+        raw = f.read(MAX_CONFIG_BYTES + 1)
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"is larger than {MAX_CONFIG_BYTES >> 20} MiB; not an MCP config")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"is not UTF-8 text: {exc.reason} at byte {exc.start}") from None
+
+
+def parse(text: str) -> Any:
+    """JSON, JSON with comments and trailing commas (VS Code's), or small JSON5; nesting beyond
+    MAX_CONFIG_DEPTH is refused before any parser (all recursive) sees the text."""
+    depth = 0
+    for token in _NESTING.finditer(text):
+        first = token[0][0]
+        if first in "[{":
+            depth += 1
+            if depth > MAX_CONFIG_DEPTH:
+                line = text.count("\n", 0, token.start()) + 1
+                raise ConfigError(f"is nested more than {MAX_CONFIG_DEPTH} levels deep (line {line}); "
+                                  "not an MCP config")
+        elif first in "]}":
+            depth -= 1
+    plain = _JSONC.sub(lambda m: m[0] if m[0][0] == '"' else "", text)
+    try:
+        return msgspec.json.decode(plain)
+    except msgspec.DecodeError as exc:
+        problem = str(exc)
+    if len(text.encode()) > MAX_JSON5_BYTES:
+        raise ConfigError(f"is not valid JSON: {problem}")
+    import json5  # a pure-Python parser of the rest of JSON5 (unquoted keys, single quotes)
+
+    try:
+        return json5.loads(text)
+    except ValueError:
+        raise ConfigError(f"is not valid JSON: {problem}") from None
 
 
 def _guess(path: Path, data: dict[str, Any]) -> Source:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -85,3 +87,63 @@ def test_discover_reads_every_app_and_offers_each_id_once(tmp_path: Path, monkey
     assert any("'github' is also in" in w for w in warnings)
     with pytest.raises(FileNotFoundError):
         discover(tmp_path / "missing.json")
+
+
+def test_a_config_nested_deeper_than_any_real_one_is_refused(tmp_path: Path):
+    deep = '{"mcpServers": {"a": ' + '{"x": ' * 3_000 + "1" + "}" * 3_000 + "}}"  # was a RecursionError: -32603
+    with pytest.raises(ConfigError, match="nested more than 64 levels"):
+        read(write(tmp_path / "deep.json", deep))
+    arrays = '{"mcpServers": {}, "other": ' + "[" * 100 + "]" * 100 + "}"
+    with pytest.raises(ConfigError, match="nested more than 64 levels"):
+        read(write(tmp_path / "arrays.json", arrays))
+
+
+def test_a_config_over_the_size_limit_is_refused(tmp_path: Path):
+    servers = {f"s{i}": {"command": "x", "args": ["a" * 40]} for i in range(50_000)}  # 3.7 MB: 138 s of json5
+    with pytest.raises(ConfigError, match="larger than 1 MiB"):
+        read(write(tmp_path / "big.json", json.dumps({"mcpServers": servers})))
+
+
+def test_a_big_plain_json_config_is_read_whole(tmp_path: Path):
+    servers = {f"s{i}": {"command": "x", "args": ["a", "b"]} for i in range(15_000)}
+    found, warnings = read(write(tmp_path / "many.json", json.dumps({"mcpServers": servers})))
+    assert len(found) == 15_000 and warnings == []
+
+
+def test_comments_and_trailing_commas_go_but_strings_keep_what_looks_like_them(tmp_path: Path):
+    text = """{
+      "servers": {
+        "a": {"command": "run // not a comment", "args": ["/* kept */", "x,]",],  // gone
+              "url": null,},
+        /* a block
+           comment */
+      },
+    }"""
+    found, _ = read(write(tmp_path / "Code" / "User" / "mcp.json", text))
+    assert [(f.id, f.command, f.args) for f in found] == [("a", "run // not a comment", ["/* kept */", "x,]"])]
+
+
+def test_small_json5_still_reads(tmp_path: Path):
+    found, _ = read(write(tmp_path / "x.json", "{mcpServers: {a: {command: 'npx', args: ['-y', 'x']}}}"))
+    assert [(f.id, f.command, f.args) for f in found] == [("a", "npx", ["-y", "x"])]
+
+
+def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path: Path):
+    pipe = tmp_path / "mcp.json"
+    os.mkfifo(pipe)
+    outcome: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            discover(pipe)
+            outcome.append(None)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(20)
+    if thread.is_alive():
+        os.close(os.open(pipe, os.O_WRONLY | os.O_NONBLOCK))  # release the blocked reader
+        pytest.fail("reading the config blocked on a FIFO")
+    assert isinstance(outcome[0], ConfigError) and "not a regular file" in str(outcome[0])
