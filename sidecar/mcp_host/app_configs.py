@@ -31,10 +31,16 @@ MAX_CONFIG_DEPTH = 64  # real configs nest 4-6 levels (servers, one server, its 
 # files that JSON with comments does not cover (unquoted keys, single quotes).
 MAX_JSON5_BYTES = 64 << 10
 
+# JSON5 ends a line comment at CR, U+2028 and U+2029 too: stopping only at LF would hide from the
+# nesting count the brackets json5 then reads.
+_LINE_COMMENT = r"//[^\n\r\u2028\u2029]*"
+_BLOCK_COMMENT = r"/\*[\s\S]*?\*/"
+_STRING = r'"(?:[^"\\\n]|\\.)*"'
 # JSONC tokens that matter for removing comments and trailing commas: strings (kept whole),
 # comments (dropped), and commas before a closing bracket (dropped).
-_JSONC = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|/\*[\s\S]*?\*/|,(?=(?:\s|//[^\n]*|/\*[\s\S]*?\*/)*[}\]])')
-_NESTING = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|//[^\n]*|/\*[\s\S]*?\*/|[\[{]|[\]}]')
+_JSONC = re.compile(rf"{_STRING}|{_LINE_COMMENT}|{_BLOCK_COMMENT}"
+                    rf"|,(?=(?:\s|{_LINE_COMMENT}|{_BLOCK_COMMENT})*[}}\]])")
+_NESTING = re.compile(rf"{_STRING}|'(?:[^'\\\n]|\\.)*'|{_LINE_COMMENT}|{_BLOCK_COMMENT}|[\[{{]|[\]}}]")
 
 _INPUT = re.compile(r"\$\{input:([^}]+)\}")
 _ENV = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -169,6 +175,8 @@ def parse(text: str) -> Any:
         return msgspec.json.decode(plain)
     except msgspec.DecodeError as exc:
         problem = str(exc)
+    except RecursionError:  # deeper than the count saw: still a refusal, never -32603
+        raise ConfigError(f"is nested more than {MAX_CONFIG_DEPTH} levels deep; not an MCP config") from None
     if len(text.encode()) > MAX_JSON5_BYTES:
         raise ConfigError(f"is not valid JSON: {problem}")
     import json5  # a pure-Python parser of the rest of JSON5 (unquoted keys, single quotes)
@@ -177,6 +185,8 @@ def parse(text: str) -> Any:
         return json5.loads(text)
     except ValueError:
         raise ConfigError(f"is not valid JSON: {problem}") from None
+    except RecursionError:
+        raise ConfigError(f"is nested more than {MAX_CONFIG_DEPTH} levels deep; not an MCP config") from None
 
 
 def _guess(path: Path, data: dict[str, Any]) -> Source:

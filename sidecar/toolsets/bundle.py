@@ -128,6 +128,8 @@ def _read_zip(path: Path) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     budget = _Budget()
     with handle, archive:
+        if sum(not info.is_dir() for info in archive.infolist()) > MAX_FILES:
+            raise BundleError("", f"more than {MAX_FILES} files: a toolset this large is refused")
         _refuse_overlaps(archive, handle)
         for info in archive.infolist():
             if info.is_dir():
@@ -203,7 +205,11 @@ def _read_dir(root: Path) -> dict[str, bytes]:
         subfolders = []
         for entry in entries:
             full = Path(entry.path)
-            mode = entry.stat(follow_symlinks=False).st_mode
+            try:
+                mode = entry.stat(follow_symlinks=False).st_mode
+            except OSError as exc:  # removed since it was listed: the folder is being edited
+                raise BundleError(full.relative_to(root).as_posix(),
+                                  f"changed while the toolset was read ({exc.strerror}); try again") from None
             if stat.S_ISDIR(mode):
                 if entry.name not in SKIPPED_DIRS:
                     subfolders.append(full)

@@ -96,6 +96,10 @@ def test_a_config_nested_deeper_than_any_real_one_is_refused(tmp_path: Path):
     arrays = '{"mcpServers": {}, "other": ' + "[" * 100 + "]" * 100 + "}"
     with pytest.raises(ConfigError, match="nested more than 64 levels"):
         read(write(tmp_path / "arrays.json", arrays))
+    # JSON5 ends a line comment at a carriage return: the brackets after it count.
+    hidden = "{mcpServers: {}, // a comment\r other: " + "[" * 200 + "]" * 200 + "}"
+    with pytest.raises(ConfigError, match="nested more than 64 levels"):
+        read(write(tmp_path / "hidden.json", hidden))
 
 
 def test_a_config_over_the_size_limit_is_refused(tmp_path: Path):
