@@ -119,7 +119,7 @@ def _entry_name(raw: str) -> str:
 
 
 def _read_zip(path: Path) -> dict[str, bytes]:
-    handle = _open_regular(path, path.name)
+    handle = _open_regular(path, path.name, follow=True)
     try:
         archive = zipfile.ZipFile(handle)
     except (zipfile.BadZipFile, OSError) as exc:
@@ -170,11 +170,14 @@ def _kind_name(mode: int) -> str:
     return "not a regular file"
 
 
-def _open_regular(path: Path, name: str) -> BinaryIO:
+def _open_regular(path: Path, name: str, *, follow: bool = False) -> BinaryIO:
     """``path`` opened for reading if it is a regular file. O_NONBLOCK: should it have been swapped
     for a FIFO after it was looked at, the open returns at once instead of waiting for a writer
-    that never comes (and holding a worker thread forever); fstat then says what was opened."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+    that never comes (and holding a worker thread forever); fstat then says what was opened.
+    ``follow``: the path the user gave may be a link; a file inside a toolset may not."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if not follow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
         fd = os.open(path, flags)
     except OSError as exc:

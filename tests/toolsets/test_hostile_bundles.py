@@ -114,3 +114,10 @@ def test_python_too_deep_for_the_parser_is_an_invalid_bundle(tmp_path: Path, sou
     with pytest.raises(BundleError) as caught:
         bundle.read(make_zip(tmp_path / "deep.zip", entries))
     assert caught.value.path.startswith("tools/files.py")
+
+
+def test_the_bundle_path_itself_may_be_a_link(tmp_path: Path):
+    # Only what is inside a toolset may not be a link: the path the user picked may (a Downloads alias).
+    real = make_zip(tmp_path / "real.zip", example_entries())
+    (tmp_path / "alias.zip").symlink_to(real)
+    assert bundle.read(tmp_path / "alias.zip").manifest.id == "app-builder"
