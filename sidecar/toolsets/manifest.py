@@ -27,6 +27,9 @@ MAX_MANIFEST_BYTES = 1 << 20
 # Real manifests nest about 10 levels (an HTTP tool's input_schema the deepest); 64 leaves room
 # and keeps parsing far from the C stack's limit.
 MAX_MANIFEST_DEPTH = 64
+# Building the data (PyYAML's constructor, in Python) costs about 8 us a node: a MiB of tiny
+# lists was 3.5 s of CPU. A 100-tool manifest has about 5,000 nodes.
+MAX_MANIFEST_NODES = 50_000
 # A config field's name: what a tool reads as ``get_context().settings[name]`` and what the secret
 # store's internal names end with, so it stays a plain lower-case identifier.
 CONFIG_KEY_PATTERN = r"^[a-z_][a-z0-9_]{0,63}(?![\s\S])"
@@ -157,8 +160,13 @@ def load_yaml(text: bytes) -> Any:
         # the data recurses once per level (in C with libyaml), so a few KiB of "[[[[..." would
         # overflow the C stack and kill the process. Nothing is expanded or built until the
         # depth and the aliases are known to be harmless.
-        depth = 0
+        depth = nodes = 0
         for event in yaml.parse(text, Loader=fast or yaml.SafeLoader):
+            if isinstance(event, yaml.NodeEvent):
+                nodes += 1
+                if nodes > MAX_MANIFEST_NODES:
+                    raise ManifestError(f"line {event.start_mark.line + 1}",
+                                        f"more than {MAX_MANIFEST_NODES} values; a manifest needs far fewer")
             if isinstance(event, yaml.CollectionStartEvent):
                 depth += 1
                 if depth > MAX_MANIFEST_DEPTH:

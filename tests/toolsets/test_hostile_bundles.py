@@ -12,7 +12,7 @@ import pytest
 
 from sidecar.toolsets import bundle
 from sidecar.toolsets.bundle import BundleError
-from sidecar.toolsets.manifest import MAX_MANIFEST_DEPTH, ManifestError, parse
+from sidecar.toolsets.manifest import MAX_MANIFEST_DEPTH, MAX_MANIFEST_NODES, ManifestError, parse
 from tests.toolsets.hostile import deep_yaml, fifos, overlapping_zip
 from tests.toolsets.test_bundle import EXAMPLE, GOOD, example_entries, make_zip
 
@@ -46,6 +46,14 @@ def read_in_thread(source: Path) -> BaseException | None:
 def test_a_deeply_nested_manifest_is_refused_without_building_it(text: bytes):
     # Built with libyaml, 25,000 levels overflowed the C stack: SIGSEGV, the whole process gone.
     with pytest.raises(ManifestError, match=f"nested more than {MAX_MANIFEST_DEPTH} levels"):
+        parse(text)
+
+
+def test_a_manifest_of_too_many_values_is_refused_before_they_are_built():
+    # Under the 1 MiB limit, but building its 260,000 values took 3.5 s of CPU.
+    text = GOOD + b"x:\n" + b"  - [a, {b: c}]\n" * 65_000
+    assert len(text) < 1 << 20
+    with pytest.raises(ManifestError, match=f"more than {MAX_MANIFEST_NODES} values"):
         parse(text)
 
 
