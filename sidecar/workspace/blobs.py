@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import MissingBlob
@@ -49,12 +50,27 @@ class BlobStore:
 
     def put_file(self, source: Path | str) -> tuple[str, int]:
         """Copy ``source`` in, hashing as it streams. Returns (sha256, size)."""
+        with open(source, "rb") as src:
+            return self._put_chunks(iter(lambda: src.read(CHUNK), b""))
+
+    def put_fd(self, fd: int) -> str:
+        """Copy in the whole of an open file (from its start, whatever its offset), hashing as it
+        streams. The caller opened it, so nothing here can be led elsewhere by a link."""
+        def chunks() -> Iterator[bytes]:
+            offset = 0
+            while chunk := os.pread(fd, CHUNK, offset):
+                offset += len(chunk)
+                yield chunk
+
+        return self._put_chunks(chunks())[0]
+
+    def _put_chunks(self, chunks: Iterator[bytes]) -> tuple[str, int]:
         digest = hashlib.sha256()
         size = 0
-        fd, tmp_name = self._temp()
+        tmp_fd, tmp_name = self._temp()
         try:
-            with open(source, "rb") as src, os.fdopen(fd, "wb") as dst:
-                while chunk := src.read(CHUNK):
+            with os.fdopen(tmp_fd, "wb") as dst:
+                for chunk in chunks:
                     digest.update(chunk)
                     dst.write(chunk)
                     size += len(chunk)
@@ -65,26 +81,6 @@ class BlobStore:
                 os.unlink(tmp_name)
             raise
         return sha, size
-
-    def put_fd(self, fd: int) -> str:
-        """Copy in the whole of an open file (from its start, whatever its offset), hashing as it
-        streams. The caller opened it, so nothing here can be led elsewhere by a link."""
-        digest = hashlib.sha256()
-        tmp_fd, tmp_name = self._temp()
-        try:
-            with os.fdopen(tmp_fd, "wb") as dst:
-                offset = 0
-                while chunk := os.pread(fd, CHUNK, offset):
-                    digest.update(chunk)
-                    dst.write(chunk)
-                    offset += len(chunk)
-            sha = digest.hexdigest()
-            self._commit(tmp_name, sha)
-        except BaseException:
-            if os.path.exists(tmp_name):
-                os.unlink(tmp_name)
-            raise
-        return sha
 
     def put_bytes(self, data: bytes) -> str:
         sha = hashlib.sha256(data).hexdigest()
