@@ -165,9 +165,10 @@ class Versions:
             await self.capture(ws, chat)
         moving = manifest_id != ws.active_manifest_id
         if moving:
+            # From here until the position moves, the next lock looks for the switch and finishes
+            # it (set first: the record may be committed even if this task is cancelled in it).
+            ws.loaded = ws.in_sync = False
             await self.chats.begin_switch(chat.id, leaf_id, manifest_id)
-            ws.loaded = False  # from here until the position moves, the next lock finishes the switch
-            ws.in_sync = False
             await self.run(ws.tree.materialize, ws.active_files, target)
             ws.active_manifest_id, ws.active_files, ws.in_sync = manifest_id, target, True
         await self.chats.set_position(chat.id, leaf_id, manifest_id, switched=moving)
