@@ -93,6 +93,7 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
                                  on_unversioned=notifier.workspace_unversioned)
     on_close("workspace watchers", workspace.aclose)
     workspace.bind(tg)
+    tg.start_soon(workspace.finish_switches)  # branch switches the last run was killed in
     chats = ChatService(workspace)
     providers = ProviderService(db, secrets)
     oauth = OAuthTokens(secrets)

@@ -111,8 +111,8 @@ class ChatService:
                 raise NotFound("message", parent_id)
             await self.workspace.capture(ws, chat)  # outside edits stay with the branch they hit
             inherited = effective_manifest(by_id, parent_id)
-            if parent_id != chat.active_leaf_message_id:
-                await self.workspace.materialize(ws, inherited)
+            if parent_id != chat.active_leaf_message_id and inherited != ws.active_manifest_id:
+                await self.workspace.switch(ws, chat, parent_id, inherited)  # a crash in it keeps the old branch
             own = ws.active_manifest_id if ws.active_manifest_id != inherited else None
             first = new[0]
             first.parent_id, first.manifest_id = parent_id, own
@@ -133,9 +133,7 @@ class ChatService:
                 by_id = {m.id: m for m in messages}
             leaf = latest_leaf(messages, message_id)
             target = effective_manifest(by_id, leaf)
-            if target != ws.active_manifest_id:
-                await self.workspace.materialize(ws, target)
-            await self.repo.set_position(chat_id, leaf, target)
+            await self.workspace.switch(ws, chat, leaf, target)
             updated = await self.repo.get(chat_id)
             assert updated is not None
             return updated

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any, Literal, get_args
 
 import aiosqlite
@@ -21,6 +22,15 @@ class ChatRow(msgspec.Struct, kw_only=True):
     updated_at: str
     active_leaf_message_id: str | None = None
     active_manifest_id: str | None = None
+
+
+class SwitchRow(msgspec.Struct, kw_only=True):
+    """A branch switch that has begun and not yet moved the chat (see migration 0014)."""
+
+    chat_id: str
+    leaf_message_id: str | None = None
+    manifest_id: str | None = None
+    started_at: str
 
 
 class MessageRow(msgspec.Struct, kw_only=True):
@@ -46,6 +56,8 @@ _MSG_COLS = ("id, chat_id, parent_id, role, content, manifest_id, status, create
 _MSG_INSERT = (f"INSERT INTO messages ({_MSG_COLS}) VALUES (:id, :chat_id, :parent_id, :role, :content, :manifest_id, "
                ":status, :created_at, :parts, :provider, :model, :stop_reason, :usage)")
 
+
+_POSITION = "UPDATE chats SET active_leaf_message_id = ?, active_manifest_id = ?, updated_at = ? WHERE id = ?"
 
 _ROLES = frozenset(get_args(Role))
 _STATUSES = frozenset(get_args(MessageStatus))
@@ -133,14 +145,48 @@ class ChatRepo:
                 "UPDATE messages SET status = 'error', stop_reason = 'error' WHERE status = 'streaming'")
             return cursor.rowcount
 
-    async def set_position(self, chat_id: str, leaf_id: str | None, manifest_id: str | None) -> None:
-        """Move the active leaf and the active manifest."""
+    async def set_position(self, chat_id: str, leaf_id: str | None, manifest_id: str | None, *,
+                           switched: bool = False) -> None:
+        """Move the active leaf and the active manifest; ``switched``: this ends the switch
+        ``begin_switch`` recorded, in the same transaction."""
+        if not switched:
+            async with self.db.write() as w:
+                await self._position(w, chat_id, leaf_id, manifest_id)
+            return
+
+        def end(conn: sqlite3.Connection) -> None:  # one hand-off: a switch's cost is the budget's
+            conn.execute(_POSITION, (leaf_id, manifest_id, now(), chat_id))
+            conn.execute("DELETE FROM workspace_switches WHERE chat_id = ?", (chat_id,))
+
+        await self.db.write_whole(end)
+
+    # -- branch switches in progress ----------------------------------------------------------
+
+    async def begin_switch(self, chat_id: str, leaf_id: str | None, manifest_id: str | None) -> None:
+        """Record where the chat is going before a file moves: committed before this returns (WAL
+        commits survive the process being killed), so a restart knows the folder is mid-switch."""
+        def begin(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT OR REPLACE INTO workspace_switches (chat_id, leaf_message_id, manifest_id, started_at) "
+                "VALUES (?, ?, ?, ?)", (chat_id, leaf_id, manifest_id, now()))
+
+        await self.db.write_whole(begin)
+
+    async def pending_switch(self, chat_id: str) -> SwitchRow | None:
+        row = await self.db.fetchone(
+            "SELECT chat_id, leaf_message_id, manifest_id, started_at FROM workspace_switches WHERE chat_id = ?",
+            (chat_id,))
+        return named(SwitchRow, row) if row else None
+
+    async def switching_chats(self) -> list[str]:
+        """Chats a switch was begun on and not finished (by a crash, or a failure mid-way)."""
+        return [r["chat_id"] for r in await self.db.fetchall("SELECT chat_id FROM workspace_switches")]
+
+    async def end_switch(self, chat_id: str) -> None:
+        """Forget a switch that was rolled back (the chat stays where it was)."""
         async with self.db.write() as w:
-            await self._position(w, chat_id, leaf_id, manifest_id)
+            await w.execute("DELETE FROM workspace_switches WHERE chat_id = ?", (chat_id,))
 
     @staticmethod
     async def _position(w: aiosqlite.Connection, chat_id: str, leaf_id: str | None, manifest_id: str | None) -> None:
-        await w.execute(
-            "UPDATE chats SET active_leaf_message_id = ?, active_manifest_id = ?, updated_at = ? WHERE id = ?",
-            (leaf_id, manifest_id, now(), chat_id),
-        )
+        await w.execute(_POSITION, (leaf_id, manifest_id, now(), chat_id))

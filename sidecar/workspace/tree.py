@@ -412,6 +412,21 @@ class Tree:
                 rel = rel.rpartition("/")[0]
 
 
+def remove_leftovers(root: str | os.PathLike[str]) -> list[str]:
+    """Remove our own transient files (``_ignored``) that a killed run left in the folder, where a
+    user or a tool would see them; returns their paths. Only with the chat's lock held, when no
+    write of ours can be under way."""
+    removed: list[str] = []
+    for directory, dirs, names in os.walk(root):
+        for name in [*names, *dirs]:
+            if _ignored(name):
+                path = os.path.join(directory, name)
+                _unlink(Path(path))
+                removed.append(os.path.relpath(path, root))
+        dirs[:] = [d for d in dirs if not _ignored(d)]
+    return removed
+
+
 def _ignored(name: str) -> bool:
     """Our own transient files: sync cookies and half-written temp files."""
     return name.startswith(COOKIE_PREFIX) or name.endswith(TMP_SUFFIX)

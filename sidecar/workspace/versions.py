@@ -24,7 +24,7 @@ from ..store.chats import ChatRepo, ChatRow
 from ..store.manifests import ManifestRepo, ManifestRow, ManifestSource
 from .blobs import BlobStore, MissingBlob
 from .outside_edits import ChangeListener, Changes, OutsideEdits, UnversionedListener
-from .tree import Files, Tree, diff
+from .tree import Files, Tree, diff, remove_leftovers
 from .watcher import Journal
 
 log = logging.getLogger("sidecar.workspace")
@@ -103,6 +103,7 @@ class Versions:
             chat = await self.require_chat(chat_id)  # it may have been deleted while we waited
             if not ws.loaded or ws.active_manifest_id != chat.active_manifest_id:
                 await self._load_active(ws, chat)
+                await self._finish_switch(ws, chat)
             self.edits.watch(ws)
             try:
                 yield ws, chat
@@ -153,20 +154,89 @@ class Versions:
             await self._announce_unversioned(ws, scan.unversioned)
         return manifest
 
-    async def materialize(self, ws: ChatWorkspace, manifest_id: str | None) -> Files:
-        """Make the directory hold ``manifest_id`` (None: empty), touching only what differs."""
-        target: Files = {}
-        if manifest_id:
-            m = await self.manifests.get(ws.chat_id, manifest_id)
-            if m is None:
-                raise NotFound("manifest", manifest_id)
-            target = m.files
+    async def switch(self, ws: ChatWorkspace, chat: ChatRow, leaf_id: str | None, manifest_id: str | None) -> None:
+        """Move the chat to ``leaf_id`` with its files ``manifest_id`` (None: empty), touching only
+        the files that differ. Where the chat goes is stored before the first file moves and
+        forgotten in the transaction that moves the chat: a crash (or a failure) in between
+        leaves a folder that is neither branch, which ``_finish_switch`` completes instead of
+        saving it as an edit of the branch being left."""
+        target = await self._files(ws.chat_id, manifest_id)
         if not ws.in_sync:
-            await self.capture(ws, await self.require_chat(ws.chat_id))
-        ws.in_sync = False
-        await self.run(ws.tree.materialize, ws.active_files, target)
+            await self.capture(ws, chat)
+        moving = manifest_id != ws.active_manifest_id
+        if moving:
+            # From here until the position moves, the next lock looks for the switch and finishes
+            # it (set first: the record may be committed even if this task is cancelled in it).
+            ws.loaded = ws.in_sync = False
+            await self.chats.begin_switch(chat.id, leaf_id, manifest_id)
+            await self.run(ws.tree.materialize, ws.active_files, target)
+            ws.active_manifest_id, ws.active_files, ws.in_sync = manifest_id, target, True
+        await self.chats.set_position(chat.id, leaf_id, manifest_id, switched=moving)
+        ws.loaded = True
+        chat.active_leaf_message_id, chat.active_manifest_id = leaf_id, manifest_id
+
+    async def materialize(self, ws: ChatWorkspace, manifest_id: str | None) -> Files:
+        """Make the folder hold ``manifest_id`` (None: empty) at the chat's current message: a
+        ``switch`` that keeps the leaf, so a crash in it is finished as any switch is."""
+        chat = await self.require_chat(ws.chat_id)
+        await self.switch(ws, chat, chat.active_leaf_message_id, manifest_id)
+        return ws.active_files
+
+    async def _files(self, chat_id: str, manifest_id: str | None) -> Files:
+        if not manifest_id:
+            return {}
+        m = await self.manifests.get(chat_id, manifest_id)
+        if m is None:
+            raise NotFound("manifest", manifest_id)
+        return m.files
+
+    async def _finish_switch(self, ws: ChatWorkspace, chat: ChatRow) -> None:
+        """Complete a switch that was cut off (by a crash, or a failure mid-way), before anything
+        snapshots the half-switched folder. Finishing is what the user asked for, and the branch
+        being left lost nothing: its files were saved before the switch began. Only when the target
+        is gone (or cannot be written) is the switch rolled back to the branch being left."""
+        pending = await self.chats.pending_switch(chat.id)
+        if pending is None:
+            return
+        leaf, manifest_id = pending.leaf_message_id, pending.manifest_id
+        try:
+            if leaf is not None and leaf not in {m.id for m in await self.chats.messages(chat.id)}:
+                raise NotFound("message", leaf)
+            target = await self._files(chat.id, manifest_id)
+            await self._rebuild(ws, target)
+        except (NotFound, StorageError) as exc:
+            log.error("chat %s: cannot finish the branch switch a crash cut off (%s); going back to the "
+                      "branch it left", chat.id, exc)
+            await self._rebuild(ws, ws.active_files)  # (the chat's position never moved)
+            await self.chats.end_switch(chat.id)
+            return
+        await self.chats.set_position(chat.id, leaf, manifest_id, switched=True)
+        log.warning("chat %s: finished the branch switch begun at %s that was cut off", chat.id, pending.started_at)
         ws.active_manifest_id, ws.active_files, ws.in_sync = manifest_id, target, True
-        return target
+        chat.active_leaf_message_id, chat.active_manifest_id = leaf, manifest_id
+
+    async def _rebuild(self, ws: ChatWorkspace, target: Files) -> None:
+        """Make a folder in an unknown state hold ``target``: walk what is there (unchanged files
+        are known by the stat cache; written ones are hashed), then touch what differs."""
+        ws.in_sync = False
+        left = await self.run(remove_leftovers, ws.tree.root)
+        if left:
+            log.info("chat %s: removed temporary files a cut-off switch left: %s", ws.chat_id, left[:5])
+        found = await self.run(ws.tree.scan)
+        await self.run(ws.tree.materialize, found.files, target)
+        await self.run(ws.tree.save_cache)
+
+    async def finish_switches(self) -> None:
+        """At start-up: complete the switches the last run was killed in, without waiting for a
+        request to open those chats (each under its chat's lock, as any request would)."""
+        for chat_id in await self.chats.switching_chats():
+            try:
+                async with self.locked(chat_id):
+                    pass
+            except NotFound:
+                pass  # deleted meanwhile (its row went with it)
+            except StorageError as exc:
+                log.error("chat %s: the branch switch a crash cut off stays unfinished: %s", chat_id, exc.message)
 
     async def _save_outside_edits(self, chat_id: str) -> tuple[str, Changes] | None:
         """Outside edits as an ``edit`` version: (its manifest id, what changed), or None."""
