@@ -1,0 +1,94 @@
+"""Where the html renderer puts its data script: tags a browser would read as text do not count."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sidecar.tools.html_scan import insertion_point
+from sidecar.tools.render import inject_html
+from tests.chromium import HOSTILE, dump_dom, probe
+
+# "|" marks where the script must go (no page below has another "|").
+CASES = [
+    # the issue's case: the first "</head>" is inside a comment
+    "<html><head><!-- </head> --><title>t</title>|</head><body></body></html>",
+    "<head><!-- a -- b --!> |</head> -->",  # "--!>" ends a comment; the "-->" is text
+    "<head><!--> |</head> -->",  # "<!-->" is a whole (empty) comment
+    "<head><!---> x |</head> -->",  # so is "<!--->"
+    "<head><!-- <!-- </head> --><x>|</head>",
+    "<head><!doctype </head> >|</head>",  # a doctype (here a misplaced one) ends at the first ">"
+    "<head><? </head> >|</head>",  # a bogus comment
+    "<head><![CDATA[ </head> ]]>|</head>",  # outside svg: a bogus comment up to the first ">"
+    "<head></ x </head>|</head>",  # "</" and not a letter: a bogus comment
+    "<head><script>var s = '</head>';</script>|</head>",
+    "<head><script>var s = '</ script></head>';</script>|</head>",  # "</ script>" does not end it
+    "<head><script>a = '<!--<script>'; b = '</script></head>'; c = '-->'</script>|</HEAD>",  # double escaped
+    "<head><script>a = '<!--'; </script >|</head>",  # escaped, but "</script" still ends it
+    "<head><script>a = '<!-->'; b = '<script>';</script>|</head>",  # "<!-->" leaves the escape at once
+    "<head><script type=module src=x></script>|</head>",
+    "<head><style>a::after { content: '</head>' }</style>|</head>",
+    "<head><title></head></title>|</head>",
+    "<head><noscript></head></noscript>|</head>",
+    "<head><textarea></head></textarea foo='>'>|</head>",
+    "<head><template></head></template>|</head>",
+    "<head><template><template></template></head></template>|</head>",
+    "<head><meta content='</head>'><meta content=\"</head>\">|</head>",
+    "<head><meta content=a>|</head>",
+    "<head><svg></head><desc><template></desc></svg></head></template>|</head>",
+    "<head><svg><style></head></style></svg>|</head>",
+    "<head><svg><![CDATA[</svg></head>]]></svg>|</head>",
+    "<head><svg/>|</head>",  # self-closing: no foreign content after it
+    "<html><head></head ><body></body></html>".replace("</head >", "|</head >"),
+    # no "</head>": right after the first real <body ...>
+    '<body class="x" data-a=">">|hi</body>',
+    "<!-- <body> --><p><body a='>'>|x",
+    "<template><body></template><body>|x",
+    "<title><body></title><body>|x",
+    # neither: after a leading doctype, else at the start
+    "<!doctype html>|<p>fragment</p>",
+    "<!-- c --><!DOCTYPE html>|<p>x",
+    "|<p>fragment</p><!doctype html>",
+    "|",
+    "|<head><script></head>",  # an unterminated script: all text
+    "|<plaintext></head><body>",
+    "|<head </head>",  # a tag that never ends is no tag
+    "|<bodyguard></bodyguard>",
+]
+
+
+@pytest.mark.parametrize("marked", CASES)
+def test_the_script_goes_where_a_browser_reads_a_tag(marked: str):
+    page = marked.replace("|", "")
+    assert insertion_point(page) == marked.index("|")
+
+
+TRAPS = """<!doctype html><html><head>
+<!-- </head> -->
+<script>var a = '</head>'; var b = '<!--<script>'; var c = '</script></head>'; var d = '-->';</script>
+<style>p::after { content: '</head>' }</style>
+<title></head></title>
+<template></head></template>
+<svg><desc><template></desc></svg></head></template>
+</head><body><div id=out></div><div id=status></div>
+<script>
+document.getElementById('out').textContent = JSON.stringify(window.__TOOL_DATA__);
+document.getElementById('status').textContent = String(window.pwned);
+</script></body></html>"""
+
+
+def test_a_real_browser_sees_the_data_behind_every_trap(tmp_path: Path):
+    data, pwned = probe(inject_html(TRAPS, HOSTILE), tmp_path)
+    assert data == HOSTILE and pwned == "undefined"
+
+
+def test_the_issues_page_in_a_real_browser(tmp_path: Path):
+    # The reported artifact: a comment in its head holds "</head>". Read before the page's own
+    # script runs, so the data must already be there.
+    page = ("<!doctype html><html><head><!-- </head> --><meta charset=utf-8></head><body><p id=out></p>"
+            "<script>document.getElementById('out').textContent = typeof window.__TOOL_DATA__ + ' ' +"
+            " JSON.stringify(window.__TOOL_DATA__);</script></body></html>")
+    dom, _ = dump_dom(inject_html(page, {"rows": 3}), tmp_path)
+    assert '<p id="out">object {"rows":3}</p>' in dom
+    assert "<!-- </head> -->" in dom  # the comment is still a comment
