@@ -30,7 +30,9 @@ pytestmark = pytest.mark.anyio
 NAMES = ["a.txt", "b.bin", "d/c.txt", "d/e/f.txt", "up/a.txt", "notes.md"]
 DIRS = ["d", "d/e", "up", "link"]
 DESTS = ["", "d", "up", "link", "d/e"]
-STEPS = ("write", "write", "upload", "plant", "plant", "tool", "tool", "branch", "switch", "switch")
+# Set while workspace/upload still follows a destination folder replaced by a symlink.
+SKIP_LINKED_UPLOAD_DEST = False
+STEPS = ("write", "write", "upload", "plant", "plant", "edit", "tool", "tool", "branch", "switch", "switch")
 
 
 class Outside:
@@ -150,6 +152,9 @@ class Sequence:
         picked = self.rng.sample([src / "one.txt", src / "tree"], self.rng.randint(1, 2))
         dest = self.rng.choice(DESTS)
         self.log.append(f"{n}: workspace/upload {[p.name for p in picked]} to {dest!r}")
+        if SKIP_LINKED_UPLOAD_DEST and dest and self.through_link(dest):
+            self.log[-1] += " (skipped: the destination is a symlink)"
+            return
         await self.call("workspace/upload", {"chatId": self.cid, "paths": [str(p) for p in picked], "dest": dest})
 
     async def plant(self, n: int) -> None:
@@ -172,6 +177,23 @@ class Sequence:
         if path.is_symlink() or path.exists():
             path.unlink()
         path.symlink_to(target)
+
+    async def edit(self, n: int) -> None:
+        """The user changes a file with an editor, behind the sidecar's back."""
+        at = self.rng.choice(NAMES)
+        path = self.root / at
+        parents = [self.root.joinpath(*Path(at).parts[:i]) for i in range(1, len(Path(at).parts))]
+        if self.through_link(at) or path.is_dir() or any(p.is_file() for p in parents):
+            self.log.append(f"{n}: edit {at} (skipped: a symlink or a folder is on the way)")
+            return
+        if path.exists() and self.rng.random() < 0.3:
+            self.log.append(f"{n}: delete {at} on disk")
+            path.unlink()
+            return
+        data = self.content()
+        self.log.append(f"{n}: edit {at} on disk ({len(data)} bytes)")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
 
     async def tool(self, n: int) -> None:
         path = self.rng.choice(NAMES)
@@ -224,6 +246,10 @@ class Sequence:
             disk = {p: hashlib.sha256(b).hexdigest() for p, b in files_on_disk(self.root).items()}
             if sidecar_view != disk:
                 self.errors.append(f"workspace/files {sidecar_view} disagrees with the disk {disk}")
+
+    def through_link(self, at: str) -> bool:
+        parts = Path(at).parts
+        return any(self.root.joinpath(*parts[:i]).is_symlink() for i in range(1, len(parts) + 1))
 
     def ancestors(self, message: str) -> list[str]:
         line: list[str] = []
