@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import html as htmllib
+import json
+import random
+import re
 from pathlib import Path
 
 import pytest
@@ -92,3 +96,37 @@ def test_the_issues_page_in_a_real_browser(tmp_path: Path):
     dom, _ = dump_dom(inject_html(page, {"rows": 3}), tmp_path)
     assert '<p id="out">object {"rows":3}</p>' in dom
     assert "<!-- </head> -->" in dom  # the comment is still a comment
+
+
+PIECES = ["<!-- </head> -->", "<!-->", "<!--->", "--!>", "-->", "<!--", "<script>", "</script>", "<script>var s='",
+          "';</script>", "<script><!--<script>", "</ script>", "<title>", "</title>", "<textarea>", "</textarea>",
+          "<style>", "</style>", "<template>", "</template>", "<svg>", "</svg>", "<svg/>", "<math>", "</math>",
+          "<desc>", "</desc>", "<foreignObject>", "<p>", "</p>", "<head>", "</head>", "</HEAD >", "<body>",
+          "<body a='>'>", "</body>", "<html>", "<!doctype html>", "<![CDATA[", "]]>", "<noscript>", "</noscript>",
+          "<xmp>", "</xmp>", "<iframe>", "</iframe>", "<a href=x/>", "x", "<div title='</head>'>", "<table>",
+          "<select>", "<? </head> ?>", "</ x>", "<br>", "<noembed>", "</noembed>", " "]
+
+
+def test_random_pages_in_a_real_browser_always_see_the_data(tmp_path: Path):
+    # Pages made of the pieces that move a tag into text, each in its own frame of one page that
+    # Chromium loads once: wherever the scan put the script, the frame's window must have the data.
+    rng = random.Random(18)
+    pages = ["".join(rng.choice(PIECES) for _ in range(rng.randint(2, 12))) for _ in range(300)]
+    frames = "".join(f'<iframe id=f{i} srcdoc="{htmllib.escape(inject_html(p, {"n": i}), quote=True)}"></iframe>'
+                     for i, p in enumerate(pages))
+    collect = """<pre id=results></pre><script>
+window.onload = () => {
+  const seen = [];
+  for (const f of document.querySelectorAll('iframe')) {
+    let d; try { d = f.contentWindow.__TOOL_DATA__; } catch (e) { d = 'error ' + e; }
+    seen.push(d === undefined ? null : d);
+  }
+  document.getElementById('results').textContent = JSON.stringify(seen);
+};</script>"""
+    dom, stderr = dump_dom(f"<!doctype html><html><body>{frames}{collect}</body></html>", tmp_path,
+                           virtual_time_ms=20000)
+    found = re.search(r'<pre id="results">(.*?)</pre>', dom, re.DOTALL)
+    assert found and found[1], f"the frames were not collected:\n{stderr[-2000:]}"
+    seen = json.loads(htmllib.unescape(found[1]))
+    missed = [(i, pages[i]) for i, d in enumerate(seen) if d != {"n": i}]
+    assert not missed, missed[:10]
