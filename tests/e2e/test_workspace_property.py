@@ -30,8 +30,13 @@ pytestmark = pytest.mark.anyio
 NAMES = ["a.txt", "b.bin", "d/c.txt", "d/e/f.txt", "up/a.txt", "notes.md"]
 DIRS = ["d", "d/e", "up", "link"]
 DESTS = ["", "d", "up", "link", "d/e"]
+# Names the sidecar reserves for itself: a write of one is refused, or the file is versioned like
+# any other; never accepted and then left out of every version.
+RESERVED = ["x.sidecar-tmp", ".sidecar-sync-123"]
 # Set while workspace/upload still follows a destination folder replaced by a symlink.
 SKIP_LINKED_UPLOAD_DEST = False
+# Cleared while writes of reserved names are still accepted and then dropped.
+WRITE_RESERVED_NAMES = True
 STEPS = ("write", "write", "upload", "plant", "plant", "edit", "tool", "tool", "branch", "switch", "switch")
 
 
@@ -142,7 +147,7 @@ class Sequence:
     # --- steps ------------------------------------------------------------------------------
 
     async def write(self, n: int) -> None:
-        path, data = self.rng.choice(NAMES), self.content()
+        path, data = self.rng.choice(self.writable()), self.content()
         self.log.append(f"{n}: workspace/writeFile {path} ({len(data)} bytes)")
         await self.call("workspace/writeFile", {"chatId": self.cid, "path": path,
                                                 "base64": base64.b64encode(data).decode()})
@@ -196,7 +201,7 @@ class Sequence:
         path.write_bytes(data)
 
     async def tool(self, n: int) -> None:
-        path = self.rng.choice(NAMES)
+        path = self.rng.choice(self.writable())
         if self.rng.random() < 0.25:
             self.log.append(f"{n}: tools/call delete_file {path}")
             await self.call("tools/call", {"toolId": "delete_file", "args": {"path": path}, "chatId": self.cid})
@@ -246,6 +251,10 @@ class Sequence:
             disk = {p: hashlib.sha256(b).hexdigest() for p, b in files_on_disk(self.root).items()}
             if sidecar_view != disk:
                 self.errors.append(f"workspace/files {sidecar_view} disagrees with the disk {disk}")
+
+    @staticmethod
+    def writable() -> list[str]:
+        return NAMES + RESERVED if WRITE_RESERVED_NAMES else NAMES
 
     def through_link(self, at: str) -> bool:
         parts = Path(at).parts
