@@ -6,45 +6,50 @@ way the HTML standard's tokenizer does (WHATWG HTML §13.2.5) for what decides w
 comments (``<!-->`` and ``--!>`` included), doctypes and bogus comments, quoted attribute values,
 the raw text of ``script`` (with its escaped states), ``style``, ``title``, ``textarea``, ``xmp``,
 ``iframe``, ``noembed``, ``noframes``, ``noscript`` (scripting is on where the data script runs),
-``plaintext``, and the tree builder's two places where a script does not run as a page script:
-``<template>`` contents and foreign (``svg``/``math``) content. stdlib ``html.parser`` is not used:
-it ends a comment or a raw text element at other places than a browser does (``</ script>``), and
-those places changed between Python releases.
-
-The scan errs one way only: where it is unsure, it takes a later or the fallback position, never a
-place a browser reads as text.
+``plaintext``, and ``<template>`` contents, where a script does not run. Where the tokenizer's state
+depends on more of the tree builder than that (``svg`` and ``math`` content, ``select``,
+``frameset``), or the page is built to make the scan slow, the scan stops and the script goes to the
+fallback position, after a leading doctype or at the very start, where every browser runs it. stdlib
+``html.parser`` is not used: it ends a comment or a raw text element at other places than a browser
+does (``</ script>``), and those places changed between Python releases.
 """
 
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
-_SPACE = "\t\n\f\r "
 _TAG_NAME = re.compile(r"[A-Za-z][^\t\n\f\r />]*")
-# One step of a tag's inside: separators (``/`` counts as one unless right before ``>``), then
-# ``>``, or an attribute with an optional quoted or unquoted value (a ``>`` in quotes is no end).
-_ATTR = re.compile(r"""[\t\n\f\r /]*(?:(>)|[^\t\n\f\r />][^\t\n\f\r />=]*[\t\n\f\r ]*"""
-                   r"""(?:=[\t\n\f\r ]*(?:"[^"]*"|'[^']*'|[^\t\n\f\r >]*))?)""")
+# The rest of a tag after its name: attributes (separated by whitespace or "/", each with an optional
+# quoted or unquoted value; a ">" in quotes is no end, and a quote left open runs to the end of the
+# page, as in a browser), then the separators before ">".
+# Atomic groups and possessive repeats keep a page with no ">" linear.
+_TAG_REST = re.compile(r"""(?>[\t\n\f\r /]*+(?>[^\t\n\f\r />][^\t\n\f\r />=]*+[\t\n\f\r ]*+"""
+                       r"""(?:=[\t\n\f\r ]*+(?:"[^"]*+(?:"|\Z)|'[^']*+(?:'|\Z)|[^\t\n\f\r >]*+))?))*+"""
+                       r"""[\t\n\f\r /]*+>""")
 _RAW = {"style", "xmp", "iframe", "noembed", "noframes", "noscript", "title", "textarea"}
-# Start tags that end foreign content (WHATWG "in foreign content": these pop back to HTML).
-_BREAKOUT = {"b", "big", "blockquote", "body", "br", "center", "code", "dd", "div", "dl", "dt", "em",
-             "embed", "h1", "h2", "h3", "h4", "h5", "h6", "head", "hr", "i", "img", "li", "listing",
-             "menu", "meta", "nobr", "ol", "p", "pre", "ruby", "s", "small", "span", "strong", "strike",
-             "sub", "sup", "table", "tt", "u", "ul", "var"}
+# Start tags after which the tokenizer's state hangs on the tree builder: svg/math content (no raw
+# text there, CDATA sections), and select/frameset (where <style>, <title>, ... are ignored, not raw).
+_UNMODELLED = {"svg", "math", "select", "frameset"}
+# Past this many pieces of markup the scan gives up and takes the fallback position: a real page
+# meets its "</head>" or "<body>" long before, and a request's thread is bound.
+MAX_STEPS = 50_000
+_RAW_END = {name: re.compile(rf"</{name}(?=[\t\n\f\r />])", re.IGNORECASE) for name in _RAW}
+_COMMENT_CLOSE = re.compile(r"--!?>")
 _SCRIPT_STEP = re.compile(r"</script(?=[\t\n\f\r />])|<script(?=[\t\n\f\r />])|<!--|-->", re.IGNORECASE)
 
 
-class _Tag:
-    __slots__ = ("end", "name", "self_closing", "start", "stop")
-
-    def __init__(self, start: int, stop: int, name: str, end: bool, self_closing: bool) -> None:
-        self.start, self.stop, self.name, self.end, self.self_closing = start, stop, name, end, self_closing
+class _Tag(NamedTuple):
+    start: int
+    stop: int  # past its ">"; past the page's end when it has none
+    name: str  # lower case
+    end: bool
 
 
 def insertion_point(page: str) -> int:
     """Where a ``<script>`` goes: before the first ``</head>`` end tag, else right after the first
     ``<body>`` start tag, else after a leading doctype (so the page keeps its standards mode), else
-    at the start. Only tags outside ``<template>`` and foreign content count."""
+    at the start. Only tags outside ``<template>`` count."""
     scan = _Scan(page)
     scan.run()
     if scan.head_end is not None:
@@ -63,13 +68,16 @@ class _Scan:
         self.body_start: int | None = None
         self.doctype_end: int | None = None
         self.templates = 0
-        self.foreign: list[str] = []  # open svg/math elements and their descendants, innermost last
         self.seen_tag = False
-        self.done = False  # "<plaintext>": everything after it is text
+        self.done = False  # "<plaintext>" (everything after it is text), or a give-up
 
     def run(self) -> None:
         page, n, i = self.page, len(self.page), 0
+        steps = 0
         while self.head_end is None and self.body_start is None and not self.done:
+            steps += 1
+            if steps > MAX_STEPS:
+                return  # a page built to be slow to scan: the fallback position runs the script too
             lt = page.find("<", i)
             if lt < 0 or lt + 1 >= n:
                 return
@@ -89,10 +97,10 @@ class _Scan:
             self.seen_tag = True
             if tag.stop > n:
                 return  # a tag cut off by the end of the page is no tag
-            i = self._foreign_tag(tag) if self.foreign else self._html_tag(tag)
+            i = self._html_tag(tag)
 
     def _markup(self, lt: int) -> int:
-        """Past a comment, doctype, CDATA section or bogus comment at ``lt``."""
+        """Past a comment, doctype or bogus comment at ``lt``."""
         page = self.page
         if page.startswith("<!--", lt):
             return _comment_end(page, lt)
@@ -101,30 +109,7 @@ class _Scan:
             if not self.seen_tag and self.doctype_end is None:
                 self.doctype_end = end
             return end
-        if self.foreign and page.startswith("<![CDATA[", lt):
-            close = page.find("]]>", lt + 9)
-            return len(page) + 1 if close < 0 else close + 3
         return _to_gt(page, lt)
-
-    def _foreign_tag(self, tag: _Tag) -> int:
-        if tag.end and tag.name in ("br", "p") or not tag.end and tag.name in _BREAKOUT:
-            self.foreign.clear()  # back in HTML: the tag is an HTML one
-            return self._html_tag(tag)
-        if tag.end:
-            if tag.name == "template":
-                self.templates = max(0, self.templates - 1)
-            if tag.name in self.foreign:
-                del self.foreign[len(self.foreign) - 1 - self.foreign[::-1].index(tag.name):]
-            return tag.stop
-        # Inside an integration point (svg desc, foreignObject, ...) these are HTML elements; they
-        # are read as such everywhere in foreign content, which at worst skips a tag a browser sees.
-        if tag.name == "template":
-            self.templates += 1
-        if tag.name in _RAW or tag.name in ("script", "plaintext"):
-            return self._raw(tag)
-        if not tag.self_closing:
-            self.foreign.append(tag.name)
-        return tag.stop
 
     def _html_tag(self, tag: _Tag) -> int:
         if tag.end:
@@ -133,10 +118,10 @@ class _Scan:
             elif tag.name == "head" and not self.templates:
                 self.head_end = tag.start
             return tag.stop
-        if tag.name in ("svg", "math"):
-            if not tag.self_closing:
-                self.foreign.append(tag.name)
-        elif tag.name == "template":
+        if tag.name in _UNMODELLED:
+            self.done = True
+            return len(self.page) + 1
+        if tag.name == "template":
             self.templates += 1
         elif tag.name == "body" and not self.templates:
             self.body_start = tag.stop
@@ -161,18 +146,8 @@ def _tag(page: str, lt: int) -> _Tag | None:
     name = _TAG_NAME.match(page, lt + (2 if end else 1))
     if name is None:
         return None
-    i = name.end()
-    while True:
-        step = _ATTR.match(page, i)
-        assert step is not None  # every part of the pattern may be empty
-        if step[1]:
-            # "/" right before ">" makes it self-closing, but not as the end of an unquoted value
-            # ("<a href=x/>"), where no separator comes before ">".
-            self_closing = page[step.start(): step.start(1)].endswith("/")
-            return _Tag(lt, step.end(), name[0].lower(), end, self_closing)
-        if step.end() == i:
-            return _Tag(lt, len(page) + 1, name[0].lower(), end, False)  # the page ends inside the tag
-        i = step.end()
+    rest = _TAG_REST.match(page, name.end())
+    return _Tag(lt, len(page) + 1 if rest is None else rest.end(), name[0].lower(), end)
 
 
 def _to_gt(page: str, lt: int) -> int:
@@ -186,11 +161,8 @@ def _comment_end(page: str, lt: int) -> int:
         return body + 1  # "<!-->"
     if page.startswith("->", body):
         return body + 2  # "<!--->"
-    ends = [e for e in (page.find("-->", body), page.find("--!>", body)) if e >= 0]
-    if not ends:
-        return len(page) + 1
-    first = min(ends)
-    return first + (3 if page.startswith("-->", first) else 4)
+    close = _COMMENT_CLOSE.search(page, body)
+    return len(page) + 1 if close is None else close.end()
 
 
 def _end_tag_stop(page: str, at: int) -> int:
@@ -201,7 +173,7 @@ def _end_tag_stop(page: str, at: int) -> int:
 
 def _raw_end(page: str, i: int, name: str) -> int:
     """Past the end tag that closes a raw text or RCDATA element opened before ``i``."""
-    m = re.compile(rf"</{name}(?=[\t\n\f\r />])", re.IGNORECASE).search(page, i)
+    m = _RAW_END[name].search(page, i)
     return len(page) + 1 if m is None else _end_tag_stop(page, m.start())
 
 
@@ -209,7 +181,10 @@ def _script_end(page: str, i: int) -> int:
     """Past the ``</script>`` that ends a script's text: in its "escaped" state (after ``<!--``)
     a ``<script`` makes the next ``</script>`` text, up to ``-->``."""
     escaped = double = False
-    while m := _SCRIPT_STEP.search(page, i):
+    for _ in range(MAX_STEPS):
+        m = _SCRIPT_STEP.search(page, i)
+        if m is None:
+            break
         token = m[0].lower()
         i = m.start() + (2 if token == "<!--" else len(token))  # "<!-->": the "--" also starts "-->"
         if token == "<!--":

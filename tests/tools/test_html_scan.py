@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sidecar.tools.html_scan import insertion_point
+from sidecar.tools.html_scan import MAX_STEPS, insertion_point
 from sidecar.tools.render import inject_html
 from tests.chromium import HOSTILE, dump_dom, probe
 
@@ -40,10 +40,13 @@ CASES = [
     "<head><template><template></template></head></template>|</head>",
     "<head><meta content='</head>'><meta content=\"</head>\">|</head>",
     "<head><meta content=a>|</head>",
-    "<head><svg></head><desc><template></desc></svg></head></template>|</head>",
-    "<head><svg><style></head></style></svg>|</head>",
-    "<head><svg><![CDATA[</svg></head>]]></svg>|</head>",
-    "<head><svg/>|</head>",  # self-closing: no foreign content after it
+    # svg/math content, select and frameset: the scan stops, the fallback position is safe
+    "|<head><svg></head><desc><template></desc></svg></head></template></head>",
+    "|<head><svg><style></head></style></svg></head>",
+    "<!doctype html>|<head><math><![CDATA[</math></head>]]></head>",
+    "|<head><svg/></head>",
+    "|<select><iframe><a b=\"</iframe><body>",  # in a select an <iframe> is ignored, not raw text
+    "|<frameset><noscript></head>",
     "<html><head></head ><body></body></html>".replace("</head >", "|</head >"),
     # no "</head>": right after the first real <body ...>
     '<body class="x" data-a=">">|hi</body>',
@@ -58,6 +61,8 @@ CASES = [
     "|<head><script></head>",  # an unterminated script: all text
     "|<plaintext></head><body>",
     "|<head </head>",  # a tag that never ends is no tag
+    "|<head><meta content=\"x></head><body>",  # nor does one whose quote is never closed
+    "<head><a b=\"x'>\" c='y\"'>|</head>",
     "|<bodyguard></bodyguard>",
 ]
 
@@ -66,6 +71,16 @@ CASES = [
 def test_the_script_goes_where_a_browser_reads_a_tag(marked: str):
     page = marked.replace("|", "")
     assert insertion_point(page) == marked.index("|")
+
+
+@pytest.mark.parametrize("page", [
+    "<!doctype html>" + "<p>" * MAX_STEPS + "</head>",
+    "<!doctype html><script>" + "<!--<script>-->" * MAX_STEPS + "</script></head>",
+])
+def test_a_page_built_to_be_slow_to_scan_gets_the_fallback_position(page: str):
+    # Scanning on would cost time in proportion to the page (or worse); after the doctype the
+    # script runs as well.
+    assert insertion_point(page) == len("<!doctype html>")
 
 
 TRAPS = """<!doctype html><html><head>
@@ -104,7 +119,8 @@ PIECES = ["<!-- </head> -->", "<!-->", "<!--->", "--!>", "-->", "<!--", "<script
           "<desc>", "</desc>", "<foreignObject>", "<p>", "</p>", "<head>", "</head>", "</HEAD >", "<body>",
           "<body a='>'>", "</body>", "<html>", "<!doctype html>", "<![CDATA[", "]]>", "<noscript>", "</noscript>",
           "<xmp>", "</xmp>", "<iframe>", "</iframe>", "<a href=x/>", "x", "<div title='</head>'>", "<table>",
-          "<select>", "<? </head> ?>", "</ x>", "<br>", "<noembed>", "</noembed>", " "]
+          "<select>", "<? </head> ?>", "</ x>", "<br>", "<noembed>", "</noembed>", " ", "<meta content=\"x>",
+          "<a b='>", "'", "\"", "<math><mi>", "<svg><foreignObject><p>"]
 
 
 def test_random_pages_in_a_real_browser_always_see_the_data(tmp_path: Path):
