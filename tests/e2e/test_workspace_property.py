@@ -33,10 +33,14 @@ DESTS = ["", "d", "up", "link", "d/e"]
 # Names the sidecar reserves for itself: a write of one is refused, or the file is versioned like
 # any other; never accepted and then left out of every version.
 RESERVED = ["x.sidecar-tmp", ".sidecar-sync-123"]
-# Set while workspace/upload still follows a destination folder replaced by a symlink.
-SKIP_LINKED_UPLOAD_DEST = False
-# Cleared while writes of reserved names are still accepted and then dropped.
-WRITE_RESERVED_NAMES = True
+# Set while workspace/upload still follows a destination folder replaced by a symlink (issue 18
+# item 2; with it False, seed 0 shows "upload ['one.txt', 'tree'] to 'up'" writing into
+# outside/dir/sub after "plant symlink up -> outside/dir/sub").
+SKIP_LINKED_UPLOAD_DEST = True
+# Cleared while writes of reserved names are still accepted and then dropped (item 3; with it True,
+# seed 0 shows "workspace/writeFile x.sidecar-tmp", a new message, and x.sidecar-tmp missing after
+# the switch back).
+WRITE_RESERVED_NAMES = False
 STEPS = ("write", "write", "upload", "plant", "plant", "edit", "tool", "tool", "branch", "switch", "switch")
 
 
