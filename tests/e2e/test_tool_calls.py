@@ -109,7 +109,8 @@ async def install(sidecar: SidecarClient, tmp_path: Path) -> Path:
     text = (folder / "toolset.yaml").read_text().replace("\ntool_overrides:", FLAKY + "\ntool_overrides:", 1)
     (folder / "toolset.yaml").write_text(text)
     (folder / "tools" / "flaky.py").write_text(FLAKY_PY)
-    (folder / "artifacts" / "probe.html").write_text(PROBE_PAGE)
+    # The trap: a "</head>" in a comment of the head is no place for the data.
+    (folder / "artifacts" / "probe.html").write_text(PROBE_PAGE.replace("<head>", "<head><!-- </head> -->"))
     await sidecar.request("toolsets/import", {"path": str(folder)})
     return folder
 
