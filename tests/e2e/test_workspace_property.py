@@ -41,7 +41,8 @@ SKIP_LINKED_UPLOAD_DEST = True
 # seed 0 shows "workspace/writeFile x.sidecar-tmp", a new message, and x.sidecar-tmp missing after
 # the switch back).
 WRITE_RESERVED_NAMES = False
-STEPS = ("write", "write", "upload", "plant", "plant", "edit", "tool", "tool", "branch", "switch", "switch")
+STEPS = ("write", "write", "upload", "plant", "plant", "edit", "odd_name", "tool", "tool", "branch", "switch",
+         "switch")
 
 
 class Outside:
@@ -82,12 +83,23 @@ class Outside:
                            self.root / f"fresh-{self.fresh}", self.root / "dir" / f"fresh-{self.fresh}"])
 
 
+def _write_bytes_named(name: bytes, data: bytes) -> None:
+    os.makedirs(os.path.dirname(name), exist_ok=True)
+    with open(name, "wb") as f:
+        f.write(data)
+
+
 def files_on_disk(root: Path) -> dict[str, bytes]:
-    """The workspace's regular files; symlinks are not followed (they are not versioned)."""
+    """The workspace's regular files; symlinks are not followed, and names that are not UTF-8 are
+    left out: neither is versioned (ARCHITECTURE.md "Workspaces")."""
     found: dict[str, bytes] = {}
     for here, _dirs, files in os.walk(root):
         for name in files:
             path = Path(here) / name
+            try:
+                path.relative_to(root).as_posix().encode()
+            except UnicodeEncodeError:
+                continue
             if not path.is_symlink() and path.is_file():
                 found[path.relative_to(root).as_posix()] = path.read_bytes()
     return found
@@ -203,6 +215,16 @@ class Sequence:
         self.log.append(f"{n}: edit {at} on disk ({len(data)} bytes)")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
+
+    async def odd_name(self, n: int) -> None:
+        """A tool or an editor leaves a file whose name is not UTF-8; no request may break on it."""
+        folder = self.rng.choice(["", "d"])
+        if self.through_link(folder) if folder else False:
+            self.log.append(f"{n}: odd name in {folder!r} (skipped: a symlink is there)")
+            return
+        name = os.fsencode(self.root / folder) + b"/bad-\xff\xfe-" + str(n).encode()
+        self.log.append(f"{n}: file with a name that is not UTF-8 in {folder!r}")
+        _write_bytes_named(name, b"odd")
 
     async def tool(self, n: int) -> None:
         path = self.rng.choice(self.writable())
