@@ -137,7 +137,10 @@ async def run(data_dir: Path, verbose: bool) -> int:
         show("  render plan", f"{plan['renderer']}: artifact …/{Path(plan['config']['artifact']).name}, "
                               f"data = $return")
         page = (await sc.request("tools/htmlPage", {"toolCallId": stats["id"]}))["html"]
-        show("  tools/htmlPage", f"{len(page)} chars with window.__TOOL_DATA__ injected, for an iframe srcdoc")
+        at = page.index("<script>window.__TOOL_DATA__")
+        where = "before </head>" if page.startswith("</head>", page.index("</script>", at) + 9) else f"at char {at}"
+        show("  tools/htmlPage", f"{len(page)} chars with window.__TOOL_DATA__ injected {where} (the first one a "
+                                 "browser reads as a tag), for an iframe srcdoc")
         listed = await run_tool("run_command", {"command": "wc -w poem.txt"})
         show("  output", listed["result"]["output"].strip())
         missing = await run_tool("app-builder:read_file", {"path": "nope.txt"})

@@ -65,7 +65,7 @@ export interface ClientRequests {
   "tools/setOverride": { params: T.SetOverrideParams; result: T.SetOverrideResult };
   /** Run one tool now, as the user (no confirmation is asked). With chatId it runs in that chat's workspace, which is snapshotted after the call, even a failed one. A tool that runs and fails still answers with its toolCall (status error, errorKind says why); bad arguments are InvalidParams before anything runs, and a tool whose status is available (required config missing) is Conflict (reason "not configured", data.missing names the keys) before anything runs. */
   "tools/call": { params: T.ToolCallParams; result: T.ToolCallResult };
-  /** The page of a tool call whose render plan uses the html renderer. */
+  /** The page of a tool call whose render plan uses the html renderer, its data injected where the page's scripts see it. The artifact is read at this request from inside the toolset's folder, as a regular file and never through a symlink (else a storage error). */
   "tools/htmlPage": { params: T.HtmlPageParams; result: T.HtmlPageResult };
   /** Make an empty toolset of your own (sourceType user) to put HTTP tools into with tools/put; it exports and re-imports like any other. Conflict if the id is taken. */
   "toolsets/create": { params: T.CreateToolsetParams; result: T.ToolsetResult };

@@ -542,7 +542,9 @@ class HtmlPageResult(Model):
 
 _PAGE_SPECS = (
     MethodSpec("tools/htmlPage", "clientToServer", "request",
-               "The page of a tool call whose render plan uses the html renderer.",
+               "The page of a tool call whose render plan uses the html renderer, its data injected where "
+               "the page's scripts see it. The artifact is read at this request from inside the toolset's "
+               "folder, as a regular file and never through a symlink (else a storage error).",
                params=HtmlPageParams, result=HtmlPageResult, errors=(_NF, _IP, _ST)),
 )
 

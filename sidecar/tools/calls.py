@@ -8,6 +8,7 @@ worker), so arguments, workspace versions and the ``tool_calls`` record behave t
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import tempfile
 import time
@@ -279,28 +280,31 @@ class ToolCallService:
         plan = record.render_plan
         if not plan or plan.get("renderer") != "html":
             raise InvalidParams("params.toolCallId", "this tool call has no html render plan")
-        artifact = Path(plan["config"]["artifact"])
-        if not await anyio.to_thread.run_sync(artifact.exists):
-            # The plan names the revision that was current then; an upgrade since replaced it.
-            plan = {**plan, "config": {**plan["config"], "artifact": str(await self._current(record, artifact))}}
+        # The toolset's folder as stored now (a soft-deleted toolset keeps its files): what the
+        # artifact must still be inside when it is read.
+        current = await self.catalog.files_dir(record.tool_id)
+        if current is None:
+            raise StorageError(f"the artifact of tool call {call_id} is gone: its toolset was uninstalled")
         try:
-            return await anyio.to_thread.run_sync(load_artifact_page, plan)
+            return await anyio.to_thread.run_sync(_page, plan, current)
         except RenderError as exc:
             raise StorageError(str(exc)) from None
 
-    async def _current(self, record: ToolCallRow, artifact: Path) -> Path:
-        try:
-            target = await self.catalog.resolve(record.tool_id, live=False)
-        except NotFound:
-            return artifact  # uninstalled: the read fails and says which file is gone
-        toolset_dir = target.toolset_dir
-        if toolset_dir is None:
-            return artifact
-        revision_root = Path(toolset_dir).parent
-        if not artifact.is_relative_to(revision_root):
-            return artifact
-        inside = artifact.relative_to(revision_root).parts[1:]  # past the old revision's folder
-        return Path(toolset_dir).joinpath(*inside)
+
+def _page(plan: dict[str, Any], current: str) -> str:
+    """The page from the revision folder the plan named while it is there, else from the same
+    place in the toolset's current folder (an upgrade replaced the old one)."""
+    artifact = Path(plan["config"]["artifact"])
+    now = Path(os.path.realpath(current))
+    revisions = now.parent
+    if artifact.is_relative_to(now) or not artifact.is_relative_to(revisions):
+        return load_artifact_page(plan, now)  # refused there if it is not inside
+    inside = artifact.relative_to(revisions).parts
+    named = revisions / inside[0]
+    if os.path.isdir(named) and not os.path.islink(named):
+        return load_artifact_page(plan, named)
+    moved = now.joinpath(*inside[1:])
+    return load_artifact_page({**plan, "config": {**plan["config"], "artifact": str(moved)}}, now)
 
 
 _NULL = msgspec.Raw(b"null")

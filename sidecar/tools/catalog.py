@@ -199,6 +199,12 @@ class Catalog:
         # On every call's path; the catalog changes seldom, so it is read once per change.
         return await self.db.cached(CATALOG, tool_id, lambda: self._load(tool_id))
 
+    async def files_dir(self, tool_id: str) -> str | None:
+        """The folder of the tool's toolset as stored now, soft-deleted or not (None: no such
+        tool, or no files)."""
+        stored = await ToolCatalogRepo(self.db).tool(tool_id)
+        return None if stored is None else stored.files_dir
+
     async def _load(self, tool_id: str) -> Resolved:
         stored = await ToolCatalogRepo(self.db).tool(tool_id)
         if stored is None:

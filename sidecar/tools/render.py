@@ -12,15 +12,18 @@ is kept as it is. Substituted values are never scanned again, and nothing is eve
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 from ..api.render_plans import RENDERERS
 from ..workspace import paths
+from .html_scan import insertion_point
 
 _EXPR = re.compile(r"\$\$|\$([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z0-9_]+|\[[0-9]+\])*)")
 _SEGMENT = re.compile(r"\.([A-Za-z0-9_]+)|\[([0-9]+)\]")
@@ -202,8 +205,9 @@ def _file_or_content(renderer: str, config: dict[str, Any]) -> None:
 
 
 def inject_html(html: str, data: Any) -> str:
-    """Put ``data`` into the page as ``window.__TOOL_DATA__``: before ``</head>``, else right after
-    ``<body ...>``, else at the start."""
+    """Put ``data`` into the page as ``window.__TOOL_DATA__`` where a browser runs it: before the
+    ``</head>`` end tag, else right after ``<body ...>``, else after the doctype or at the start
+    (tags inside comments, scripts, titles, templates and svg do not count: see ``html_scan``)."""
     # <, > and & can only occur inside JSON strings, where \\uXXXX means the same character, so
     # the JSON stays valid while no value can close the script element or open a comment.
     # U+2028/9 are line breaks to older JS parsers; lone surrogates cannot be encoded as UTF-8.
@@ -213,21 +217,66 @@ def inject_html(html: str, data: Any) -> str:
         json.dumps(data, ensure_ascii=False),
     )
     script = f"<script>window.__TOOL_DATA__ = {payload};</script>"
-    if m := re.search(r"</head\s*>", html, re.IGNORECASE):
-        return html[: m.start()] + script + html[m.start() :]
-    if m := re.search(r"""<body\b(?:[^>"']|"[^"]*"|'[^']*')*>""", html, re.IGNORECASE):
-        return html[: m.end()] + script + html[m.end() :]
-    return script + html
+    at = insertion_point(html)
+    return html[:at] + script + html[at:]
 
 
-def load_artifact_page(plan: dict[str, Any]) -> str:
-    """The html renderer's page: its artifact (UTF-8) with ``config["data"]`` injected."""
+def load_artifact_page(plan: dict[str, Any], toolset_dir: str | Path) -> str:
+    """The html renderer's page: its artifact (UTF-8) with ``config["data"]`` injected.
+
+    The plan was checked when the call was made, but a tool may have replaced its artifact since
+    (with a symlink to ``/etc/passwd``, say): the file is read again below ``toolset_dir`` without
+    following a symlink at any step, and it must be a regular file."""
     if plan.get("renderer") != "html":
         raise RenderError(f"only an html plan has an artifact page, not {plan.get('renderer')!r}")
     config = plan["config"]
     artifact = config["artifact"]
+    root = os.path.realpath(toolset_dir)
+    parts = artifact[len(root) + 1:].split(os.sep) if artifact.startswith(root + os.sep) else []
+    if not parts or any(p in ("", ".", "..") for p in parts):
+        raise RenderError(f"artifact {artifact!r} is not inside the toolset folder {root!r}")
     try:
-        html = Path(artifact).read_text(encoding="utf-8")
+        html = _read_inside(root, parts).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise RenderError(f"artifact {artifact!r} cannot be read: {exc}") from None
     return inject_html(html, config.get("data"))
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # there on Linux and macOS; Windows has no symlinks to fear here
+_DIR = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+# O_NONBLOCK: opening a FIFO planted at the name must not wait for a writer.
+_FILE = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+MAX_ARTIFACT_BYTES = 32 << 20  # a page this big is a mistake or an attack, and it is sent in one answer
+
+
+def _read_inside(root: str, parts: list[str]) -> bytes:
+    """The bytes of the regular file ``root/parts...``, opening each folder from the one before it
+    (``dir_fd``) so that no symlink is followed anywhere below ``root``."""
+    fd = os.open(root, _DIR)
+    try:
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            try:
+                nxt = os.open(part, _FILE if last else _DIR, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):  # EMLINK: FreeBSD's ELOOP here
+                    what = "is a symlink" if last else "passes through a symlink or a file"
+                    raise RenderError(f"{'/'.join(parts)} {what}: it is not followed") from None
+                raise
+            os.close(fd)
+            fd = nxt
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise RenderError(f"{'/'.join(parts)} is not a regular file")
+        if info.st_size > MAX_ARTIFACT_BYTES:
+            raise RenderError(f"{'/'.join(parts)} is {info.st_size} bytes; an artifact may have "
+                              f"{MAX_ARTIFACT_BYTES} at most")
+        with os.fdopen(fd, "rb") as f:
+            fd = -1  # the file object closes it
+            data = f.read(MAX_ARTIFACT_BYTES + 1)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    if len(data) > MAX_ARTIFACT_BYTES:
+        raise RenderError(f"{'/'.join(parts)} grew past {MAX_ARTIFACT_BYTES} bytes while it was read")
+    return data

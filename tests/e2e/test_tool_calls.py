@@ -35,6 +35,8 @@ FLAKY = '''
       data: "$return"
   - id: bulk
     entrypoint: tools.flaky:bulk
+  - id: swap_artifact
+    entrypoint: tools.flaky:swap_artifact
 '''
 
 FLAKY_PY = '''
@@ -70,6 +72,14 @@ def echo(value: dict) -> dict:
 def bulk(rows: int) -> dict:
     return bulk_value(rows)
 
+@tool
+def swap_artifact(target: str) -> str:
+    """Replaces the echo tool's page with a symlink to ``target``."""
+    page = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "artifacts", "probe.html")
+    os.replace(page, page + ".bak")
+    os.symlink(target, page)
+    return page
+
 def bulk_value(rows: int) -> dict:
     # Escapes, non-ASCII, numbers of all kinds, nesting and null: all that JSON has to carry.
     return {"rows": [{"n": i, "half": i / 2, "even": i % 2 == 0,
@@ -99,7 +109,8 @@ async def install(sidecar: SidecarClient, tmp_path: Path) -> Path:
     text = (folder / "toolset.yaml").read_text().replace("\ntool_overrides:", FLAKY + "\ntool_overrides:", 1)
     (folder / "toolset.yaml").write_text(text)
     (folder / "tools" / "flaky.py").write_text(FLAKY_PY)
-    (folder / "artifacts" / "probe.html").write_text(PROBE_PAGE)
+    # The issue's trap: a "</head>" in a comment of the head is no place for the data.
+    (folder / "artifacts" / "probe.html").write_text(PROBE_PAGE.replace("<head>", "<head><!-- </head> -->"))
     await sidecar.request("toolsets/import", {"path": str(folder)})
     return folder
 
@@ -256,6 +267,30 @@ async def test_html_page_of_a_real_call_keeps_hostile_data_inside_the_script(sid
     with pytest.raises(RemoteError) as info:
         await sidecar.request("tools/htmlPage", {"toolCallId": "nope"})
     assert info.value.code == -32010
+
+
+async def test_html_page_never_serves_an_artifact_a_tool_replaced_with_a_symlink(
+        sidecar: SidecarClient, tmp_path: Path):
+    await install(sidecar, tmp_path)
+    tc = await call(sidecar, "app-builder:echo", {"value": {"n": 1}})
+    assert "__TOOL_DATA__" in (await sidecar.request("tools/htmlPage", {"toolCallId": tc["id"]}))["html"]
+    secret = tmp_path / "outside.txt"
+    secret.write_text("root:x:0:0:not-for-the-page")
+    swapped = await call(sidecar, "app-builder:swap_artifact", {"target": str(secret)})
+    assert swapped["status"] == "success", swapped
+    with pytest.raises(RemoteError) as info:
+        await sidecar.request("tools/htmlPage", {"toolCallId": tc["id"]})
+    assert info.value.code == -32030
+    assert "artifacts/probe.html is a symlink: it is not followed" in info.value.message
+    assert "not-for-the-page" not in info.value.message
+    # The same symlink planted before a call: the call gets no html plan, the page is refused.
+    later = await call(sidecar, "app-builder:echo", {"value": {"n": 2}})
+    assert later["status"] == "success" and "renderPlan" not in later
+    # Put back, the page is served again.
+    page = Path(swapped["result"])
+    page.unlink()
+    Path(str(page) + ".bak").rename(page)
+    assert "__TOOL_DATA__" in (await sidecar.request("tools/htmlPage", {"toolCallId": tc["id"]}))["html"]
 
 
 async def test_cancelling_a_call_stops_the_tool_and_keeps_the_chat_usable(sidecar: SidecarClient, tmp_path: Path):

@@ -341,20 +341,56 @@ def test_lone_surrogates_and_non_ascii_are_kept_as_json():
 
 def test_load_artifact_page(toolset: Path):
     (toolset / "artifacts" / "viz.html").write_text("<head><title>ü</title></head>", "utf-8")
-    page = load_artifact_page(plan("html", {"artifact": "artifacts/viz.html", "data": "$return.rows"}, toolset))
+    page = load_artifact_page(plan("html", {"artifact": "artifacts/viz.html", "data": "$return.rows"}, toolset),
+                              toolset)
     assert page == "<head><title>ü</title><script>window.__TOOL_DATA__ = [10, 20, 30];</script></head>"
 
 
 def test_load_artifact_page_errors(toolset: Path):
     with pytest.raises(RenderError, match="only an html plan"):
-        load_artifact_page(plan("code", {"content": "x"}))
+        load_artifact_page(plan("code", {"content": "x"}), toolset)
     html_plan = plan("html", {"artifact": "artifacts/viz.html"}, toolset)
     (toolset / "artifacts" / "viz.html").write_bytes(b"\xff\xfe")
     with pytest.raises(RenderError, match="cannot be read"):
-        load_artifact_page(html_plan)
+        load_artifact_page(html_plan, toolset)
     (toolset / "artifacts" / "viz.html").unlink()
     with pytest.raises(RenderError, match="cannot be read"):
-        load_artifact_page(html_plan)
+        load_artifact_page(html_plan, toolset)
+    (toolset.parent / "other").mkdir()
+    with pytest.raises(RenderError, match="not inside the toolset folder"):
+        load_artifact_page(html_plan, toolset.parent / "other")
+
+
+def test_an_artifact_replaced_after_the_call_is_read_without_following_symlinks(toolset: Path, tmp_path: Path):
+    html_plan = plan("html", {"artifact": "artifacts/viz.html"}, toolset)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("root:x:0:0:secret")
+    artifact = toolset / "artifacts" / "viz.html"
+    artifact.unlink()
+    artifact.symlink_to(secret)
+    with pytest.raises(RenderError, match="artifacts/viz.html is a symlink: it is not followed"):
+        load_artifact_page(html_plan, toolset)
+    # A symlink in place of a folder on the way, even one that leads back inside the toolset.
+    (toolset / "real").mkdir()
+    (toolset / "real" / "viz.html").write_text("<p>inside</p>")
+    (toolset / "artifacts").rename(toolset / "old")
+    (toolset / "artifacts").symlink_to(toolset / "real")
+    with pytest.raises(RenderError, match="passes through a symlink"):
+        load_artifact_page(html_plan, toolset)
+    # Not a regular file: a FIFO must not hang the read.
+    (toolset / "artifacts").unlink()
+    (toolset / "artifacts").mkdir()
+    os.mkfifo(toolset / "artifacts" / "viz.html")
+    with pytest.raises(RenderError, match="not a regular file"):
+        load_artifact_page(html_plan, toolset)
+
+
+def test_a_symlink_inside_the_toolset_at_call_time_is_read_where_it_led(toolset: Path):
+    (toolset / "pages").mkdir()
+    (toolset / "pages" / "real.html").write_text("<body>real</body>")
+    (toolset / "artifacts" / "link.html").symlink_to(toolset / "pages" / "real.html")
+    html_plan = plan("html", {"artifact": "artifacts/link.html", "data": 1}, toolset)
+    assert load_artifact_page(html_plan, toolset) == "<body><script>window.__TOOL_DATA__ = 1;</script>real</body>"
 
 
 # --- a real browser -------------------------------------------------------------------------------
