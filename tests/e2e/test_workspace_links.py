@@ -126,3 +126,16 @@ async def test_a_branch_switch_replaces_planted_links_and_writes_nothing_outside
     await sidecar.request("chats/switchBranch", {"chatId": cid, "messageId": b["id"]})
     assert tree(outside) == before
     assert tree(root) == {"notes.md": b"shared"} | planted
+
+
+async def test_a_link_at_the_spill_folder_cuts_a_big_result_and_the_turn_goes_on(sidecar: SidecarClient,
+                                                                                 outside: Path):
+    cid, root = await new_chat(sidecar)
+    (root / "big.txt").write_text("x" * 40_000)
+    os.symlink(outside, root / ".tool-results")  # where results too big for the context go
+    before = tree(outside)
+    line = '/tool read_file {"path": "big.txt"}'
+    turn = await sidecar.request("chat/send", {"chatId": cid, "content": line})
+    assert turn["stopReason"] == "endTurn", turn
+    assert tree(outside) == before
+    assert os.path.islink(root / ".tool-results")
