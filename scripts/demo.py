@@ -41,6 +41,18 @@ def show(label: str, value: Any) -> None:
     print(f"   {label:<22} {text}")
 
 
+async def write_through_a_link(sc: SidecarClient, cid: str, root: Path, victim: Path) -> None:
+    """A tool (or anything) leaves a link in the workspace pointing at a file of the user's."""
+    (root / "notes.md").symlink_to(victim)
+    try:
+        await sc.request("workspace/writeFile", {"chatId": cid, "path": "notes.md", "text": "pwned"})
+    except RemoteError as exc:
+        show("write through a link", f"refused ({exc.code}): {exc.message[:90]}…")
+    else:
+        show("write through a link", "NOT refused: this build writes through links")
+    (root / "notes.md").unlink()
+
+
 async def run(data_dir: Path, verbose: bool) -> int:
     step(f"spawn `python -m sidecar --data-dir {data_dir}`")
     started = time.perf_counter()
@@ -104,6 +116,8 @@ async def run(data_dir: Path, verbose: bool) -> int:
         history = (await sc.request("workspace/manifest", {"chatId": cid}))["manifest"]
         show("saved as version",
              f"{history['source']} {history['id'][:13]}…, previous kept as {history['parentId'][:13]}…")
+
+        await write_through_a_link(sc, cid, root, data_dir / "sidecar.db")
 
         step("a toolset: install the App Builder example and run its tools in this chat")
         example = ROOT / "tests" / "fixtures" / "toolsets" / "app-builder"

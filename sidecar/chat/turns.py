@@ -386,9 +386,15 @@ class TurnService:
             text = context.cut_text(text, view.max_chars)  # not kept: no file of it either
         elif len(text) > view.max_chars:
             # Too much for the context: the whole result goes to a workspace file the model can read.
-            step["spill"] = path = str(PurePosixPath(SPILL_DIR) / f"{row.id}.txt")
-            await self.workspace.write_file(turn.chat_id, path, text.encode("utf-8"))
-            text = context.spilled_text(text, path, view.max_chars)
+            path = str(PurePosixPath(SPILL_DIR) / f"{row.id}.txt")
+            try:
+                await self.workspace.write_file(turn.chat_id, path, text.encode("utf-8"))
+            except InvalidParams as exc:  # a tool put a link (or a file) at .tool-results: never
+                log.warning("chat %s: result of %s cut, not spilled: %s", turn.chat_id, row.id, exc.reason)
+                text = context.cut_text(text, view.max_chars)  # written through; the turn goes on
+            else:
+                step["spill"] = path
+                text = context.spilled_text(text, path, view.max_chars)
         failed = row.status != "success"
         # This turn sees its pictures and sound even when the result is ephemeral (as it sees the text).
         pictures, sound = context.media(row, view)

@@ -15,9 +15,9 @@ import anyio
 
 from ..errors import InvalidParams, NotFound
 from ..store.manifests import ManifestRow
-from . import paths
+from . import nofollow, paths
 from .outside_edits import Changes
-from .tree import diff, write_atomic
+from .tree import diff
 from .versions import ChatWorkspace, Versions
 
 __all__ = ["ChatWorkspace", "FileContent", "FileInfo", "WorkspaceService", "encode_content"]
@@ -87,13 +87,10 @@ class WorkspaceService(Versions):
         rel = _checked(path)
         async with self.locked(chat_id) as (ws, chat):
             await self.capture(ws, chat)  # outside edits first, so they get their own version
-            try:
-                target = paths.inside(ws.tree.root, rel)
+            try:  # never through a link, whatever a tool swaps in while this runs (see nofollow)
+                await self.run(nofollow.write_file, ws.tree.root, rel, data)
             except paths.PathRejected as exc:
                 raise InvalidParams("params.path", str(exc)) from None
-            if target.is_dir() and not target.is_symlink():
-                raise InvalidParams("params.path", f"{rel!r} is a directory")
-            await self.run(_write_atomic, target, data)
             await self.capture(ws, chat, "edit", None)
             assert ws.active_manifest_id is not None
             return ws.active_manifest_id
@@ -173,11 +170,6 @@ def _checked(path: str) -> str:
 def _within(path: str, folder: str) -> bool:
     """Whether ``path`` is ``folder`` or inside it (both real paths)."""
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
-
-
-def _write_atomic(target: Path, data: bytes) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(target, data)
 
 
 def _copy_in(sources: list[Path], base: Path) -> None:

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import base64
 import os
-import shutil
 import stat
 from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
 
-from ....workspace.paths import PathRejected, inside
-from ....workspace.tree import TMP_SUFFIX, is_utf8, shown_name, write_atomic
+from ....workspace import nofollow
+from ....workspace.nofollow import TMP_SUFFIX
+from ....workspace.paths import PathRejected, check, inside
+from ....workspace.tree import is_utf8, shown_name
 from . import Builtin, BuiltinCall, BuiltinError
 
 READ_LIMIT = 256 << 10
@@ -33,18 +34,23 @@ def _target(call: BuiltinCall, path: str) -> Path:
         raise BuiltinError(f"{path!r}: {exc}") from None
 
 
+def _checked(path: str) -> str:
+    try:
+        return check(path)
+    except PathRejected as exc:
+        raise BuiltinError(f"{path!r}: {exc}") from None
+
+
 async def write_file(call: BuiltinCall) -> dict[str, Any]:
     path, content = call.args["path"], call.args["content"]
     data = base64.b64decode(content) if call.args.get("encoding") == "base64" else content.encode()
-    target = _target(call, path)
+    rel = _checked(path)
 
     def write() -> bool:
-        if target.is_symlink() or target.is_dir():
-            raise BuiltinError(f"{path!r} is a {'link' if target.is_symlink() else 'folder'}; write to a file path")
-        created = not target.exists()
-        target.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(target, data)
-        return created
+        try:  # through folder descriptors, never a link (see workspace.nofollow)
+            return nofollow.write_file(call.workspace, rel, data)
+        except PathRejected as exc:
+            raise BuiltinError(str(exc)) from None
 
     created = await _fs(write)
     return {"path": path, "size": len(data), "created": created}
@@ -125,16 +131,16 @@ async def list_files(call: BuiltinCall) -> dict[str, Any]:
 
 async def delete_file(call: BuiltinCall) -> dict[str, Any]:
     path = call.args["path"]
-    target = _target(call, path)
+    rel = _checked(path)
 
     def delete() -> str:
-        if target.is_symlink() or target.is_file():
-            target.unlink()
-            return "file"
-        if target.is_dir():
-            shutil.rmtree(target)
-            return "folder"
-        raise BuiltinError(f"{path!r} does not exist in the workspace")
+        try:  # a link on the way is refused; a link at the path is removed, never its target
+            kind = nofollow.delete(call.workspace, rel)
+        except PathRejected as exc:
+            raise BuiltinError(str(exc)) from None
+        if kind is None:
+            raise BuiltinError(f"{path!r} does not exist in the workspace")
+        return "folder" if kind == "folder" else "file"
 
     kind = await _fs(delete)
     return {"path": path, "deleted": kind, "message": f"Deleted the {kind} `{path}`."}
