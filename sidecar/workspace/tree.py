@@ -463,12 +463,12 @@ def remove_leftovers(root: str | os.PathLike[str]) -> list[str]:
     user or a tool would see them; returns their paths. Only with the chat's lock held, when no
     write of ours can be under way."""
     removed: list[str] = []
-    for directory, dirs, names in os.walk(root):
+    # fwalk's folder descriptors: a folder swapped for a link mid-walk cannot take a removal outside.
+    for directory, dirs, names, dir_fd in os.fwalk(root):
         for name in [*names, *dirs]:
             if _ignored(name):
-                path = os.path.join(directory, name)
-                _unlink(Path(path))
-                removed.append(os.path.relpath(path, root))
+                nofollow.remove_at(dir_fd, name)
+                removed.append(os.path.relpath(os.path.join(directory, name), root))
         dirs[:] = [d for d in dirs if not _ignored(d)]
     return removed
 
