@@ -89,7 +89,8 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     secrets = SecretStore(data_dir, settings.secrets_backend, on_change=secret_changed)
     if secrets.chosen and secrets.backend == "keystore":
         tg.start_soon(secrets.warm)  # finds a locked or missing keystore now, not at the first tool call
-    workspace = WorkspaceService(db, data_dir, on_change=notifier.workspace_changed)
+    workspace = WorkspaceService(db, data_dir, on_change=notifier.workspace_changed,
+                                 max_upload_bytes=settings.max_upload_bytes)
     on_close("workspace watchers", workspace.aclose)
     workspace.bind(tg)
     chats = ChatService(workspace)

@@ -64,7 +64,19 @@ class WorkspaceHandlers:
 
     @method("workspace/upload")
     async def upload(self, p: UploadParams, ctx: RequestContext) -> UploadResult:
-        uploaded = await self.workspace.upload(p.chat_id, p.paths, p.dest)
+        token = p.work_done_token
+        if token is None:
+            uploaded = await self.workspace.upload(p.chat_id, p.paths, p.dest)
+        else:
+            async def progress(done: int, total: int) -> None:
+                await ctx.progress(token, {"kind": "report", "percentage": min(100, done * 100 // max(total, 1)),
+                                           "message": f"copied {done} of {total} bytes"})
+
+            await ctx.progress(token, {"kind": "begin", "title": "uploading", "percentage": 0})
+            try:
+                uploaded = await self.workspace.upload(p.chat_id, p.paths, p.dest, progress)
+            finally:
+                await ctx.progress(token, {"kind": "end"})
         if uploaded is None:
             return UploadResult()
         manifest, added, modified = uploaded

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import MissingBlob
@@ -58,6 +59,28 @@ class BlobStore:
                     digest.update(chunk)
                     dst.write(chunk)
                     size += len(chunk)
+            sha = digest.hexdigest()
+            self._commit(tmp_name, sha)
+        except BaseException:
+            if os.path.exists(tmp_name):
+                os.unlink(tmp_name)
+            raise
+        return sha, size
+
+    def put_stream(self, read: Callable[[int], bytes], on_chunk: Callable[[int], None]) -> tuple[str, int]:
+        """Store what ``read`` returns until it returns nothing, hashing as it streams. ``on_chunk``
+        gets each chunk's size once it is written and may raise to abandon the blob (nothing is
+        left behind). Returns (sha256, size)."""
+        digest = hashlib.sha256()
+        size = 0
+        fd, tmp_name = self._temp()
+        try:
+            with os.fdopen(fd, "wb") as dst:
+                while chunk := read(CHUNK):
+                    digest.update(chunk)
+                    dst.write(chunk)
+                    size += len(chunk)
+                    on_chunk(len(chunk))
             sha = digest.hexdigest()
             self._commit(tmp_name, sha)
         except BaseException:
