@@ -246,8 +246,8 @@ async def _copy_unlocked(copy: UploadCopy, on_progress: UploadProgress | None) -
 def _refuse_links_and_clashes(root: Path, dest: str, staged: Files) -> None:
     """Refuse an upload whose files would go through a symbolic link in the workspace, or whose
     folders and files clash with the workspace's files and folders (blocking; lock held)."""
-    folders: set[str] = {dest} if dest else set()
-    for rel in staged:
+    folders: set[str] = set()
+    for rel in [f"{dest}/-" if dest else "-", *staged]:  # every folder on the way to every file
         parent = rel.rpartition("/")[0]
         while parent and parent not in folders:
             folders.add(parent)
