@@ -141,7 +141,11 @@ class WorkspaceService(Versions):
         copy = UploadCopy(checked, dest_rel, ws.blobs, self.max_upload_bytes)
         self._uploads.setdefault(chat_id, set()).add(copy)
         try:
-            staged = await _copy_unlocked(copy, on_progress)
+            try:
+                staged = await _copy_unlocked(copy, on_progress)
+            except StorageError:
+                await self.require_chat(chat_id)  # deleted while copying (its store went): NotFound
+                raise
             if copy.skipped:
                 log.debug("upload to %s skipped links: %s", chat_id, copy.skipped[:5])
             async with self.locked(chat_id) as (ws, chat):
