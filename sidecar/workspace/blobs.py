@@ -67,10 +67,10 @@ class BlobStore:
             raise
         return sha, size
 
-    def put_stream(self, read: Callable[[int], bytes], on_chunk: Callable[[int], None]) -> tuple[str, int]:
+    def put_stream(self, read: Callable[[int], bytes], on_chunk: Callable[[bytes], None]) -> tuple[str, int]:
         """Store what ``read`` returns until it returns nothing, hashing as it streams. ``on_chunk``
-        gets each chunk's size once it is written and may raise to abandon the blob (nothing is
-        left behind). Returns (sha256, size)."""
+        gets each chunk once it is written (to copy it elsewhere too) and may raise to abandon the
+        blob (nothing is left behind). Returns (sha256, size)."""
         digest = hashlib.sha256()
         size = 0
         fd, tmp_name = self._temp()
@@ -80,7 +80,7 @@ class BlobStore:
                     digest.update(chunk)
                     dst.write(chunk)
                     size += len(chunk)
-                    on_chunk(len(chunk))
+                    on_chunk(chunk)
             sha = digest.hexdigest()
             self._commit(tmp_name, sha)
         except BaseException:

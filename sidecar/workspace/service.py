@@ -10,7 +10,8 @@ import logging
 import os
 import shutil
 import stat
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,8 +23,8 @@ from ..store import Database
 from ..store.manifests import ManifestRow
 from . import paths
 from .outside_edits import ChangeListener, Changes
-from .tree import Files, diff, write_atomic
-from .uploads import UploadCopy
+from .tree import Tree, diff, write_atomic
+from .uploads import Staged, UploadCopy, place
 from .versions import ChatWorkspace, Versions
 
 __all__ = ["ChatWorkspace", "FileContent", "FileInfo", "WorkspaceService", "encode_content"]
@@ -32,6 +33,7 @@ DEFAULT_READ_LIMIT = 8 << 20
 MAX_READ_LIMIT = 48 << 20  # base64 of this still fits the 64 MiB line cap
 DEFAULT_MAX_UPLOAD_BYTES = 4 << 30
 PROGRESS_EVERY = 0.25  # seconds between progress reports of an upload
+UPLOADS = "uploads"  # in a chat's folder, beside workspace/: uploads being copied
 
 UploadProgress = Callable[[int, int], Awaitable[None]]  # (bytes copied, bytes planned)
 
@@ -138,7 +140,7 @@ class WorkspaceService(Versions):
         ws = self._workspace(chat_id)
         await self.run(self._refuse_own_folders, [Path(s) for s in checked], ws.tree.root / dest_rel)
         await self.run(_refuse_links_and_clashes, ws.tree.root, dest_rel, {})  # early; again under the lock
-        copy = UploadCopy(checked, dest_rel, ws.blobs, self.max_upload_bytes)
+        copy = UploadCopy(checked, dest_rel, ws.blobs, self.chat_dir(chat_id) / UPLOADS, self.max_upload_bytes)
         self._uploads.setdefault(chat_id, set()).add(copy)
         try:
             try:
@@ -152,18 +154,24 @@ class WorkspaceService(Versions):
                 await self.capture(ws, chat)
                 before = ws.active_files
                 await self.run(_refuse_links_and_clashes, ws.tree.root, dest_rel, staged)
-                target = before | staged
-                if target == before:
+                todo = {rel: s for rel, s in staged.items() if before.get(rel) != s.sha256}
+                if not todo:
                     return None
+                assert copy.staging is not None
                 ws.in_sync = False  # until the files are in place
-                await self.run(ws.tree.materialize, before, target)
+                started = time.perf_counter()
+                await self.run(_place, ws.tree, copy.staging, todo)
                 ws.in_sync = True  # as after a tool run: the next capture looks at what changed
                 manifest = await self.capture(ws, chat, "user_upload", None)
+                log.debug("upload to %s: %d files (%d bytes) put in place and recorded in %.1f ms", chat_id,
+                          len(todo), copy.done, (time.perf_counter() - started) * 1000)
         finally:
             uploads = self._uploads.get(chat_id, set())
             uploads.discard(copy)
             if not uploads:
                 self._uploads.pop(chat_id, None)
+            with anyio.CancelScope(shield=True):  # a cancelled upload still leaves nothing behind
+                await anyio.to_thread.run_sync(copy.close)
         if manifest is None:
             return None
         added, _, modified = diff(before, manifest.files)
@@ -200,8 +208,9 @@ class WorkspaceService(Versions):
                     if sha not in referenced:
                         freed += ws.blobs.remove(sha)
                         removed += 1
-                if not uploading:  # an upload copies into it right now
+                if not uploading:  # else an upload copies into them right now
                     shutil.rmtree(ws.blobs.root / "tmp", ignore_errors=True)  # crashed writes
+                    shutil.rmtree(self.chat_dir(chat_id) / UPLOADS, ignore_errors=True)  # crashed uploads
                 return removed, freed
 
             return await self.run(sweep)
@@ -215,7 +224,7 @@ def _checked(path: str, param: str = "params.path", *, new: bool = False) -> str
         raise InvalidParams(param, str(exc)) from None
 
 
-async def _copy_unlocked(copy: UploadCopy, on_progress: UploadProgress | None) -> Files:
+async def _copy_unlocked(copy: UploadCopy, on_progress: UploadProgress | None) -> dict[str, Staged]:
     """Run ``copy`` on a worker thread, reporting progress every ``PROGRESS_EVERY`` seconds. A
     cancel returns at once and tells the thread to stop (it ends within one chunk)."""
 
@@ -225,7 +234,7 @@ async def _copy_unlocked(copy: UploadCopy, on_progress: UploadProgress | None) -
             await anyio.sleep(PROGRESS_EVERY)
             await on_progress(copy.done, copy.total)
 
-    result: Files | None = None
+    result: dict[str, Staged] | None = None
     error: Exception | None = None
     async with anyio.create_task_group() as tg:
         if on_progress is not None:
@@ -247,7 +256,15 @@ async def _copy_unlocked(copy: UploadCopy, on_progress: UploadProgress | None) -
     return result
 
 
-def _refuse_links_and_clashes(root: Path, dest: str, staged: Files) -> None:
+def _place(tree: Tree, staging: Path, files: dict[str, Staged]) -> None:
+    """Rename the staged files in and tell the stat cache what they hold (hashed while copying),
+    so the snapshot that records the upload reads none of them again."""
+    cache = tree.cache
+    for rel, st, sha in place(tree.root, staging, files):
+        cache[rel] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, sha)
+
+
+def _refuse_links_and_clashes(root: Path, dest: str, staged: Mapping[str, object]) -> None:
     """Refuse an upload whose files would go through a symbolic link in the workspace, or whose
     folders and files clash with the workspace's files and folders (blocking; lock held)."""
     folders: set[str] = set()

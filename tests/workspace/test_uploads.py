@@ -38,31 +38,33 @@ def test_a_file_that_grows_past_the_limit_is_stopped_while_it_is_copied(tmp_path
     log = tmp_path / "app.log"
     log.write_bytes(b"x" * 1000)
     blobs = BlobStore(tmp_path / "blobs")
-    copy = UploadCopy([str(log)], "", blobs, limit=1 << 20)
+    copy = UploadCopy([str(log)], "", blobs, tmp_path / "uploads", limit=1 << 20)
     planned = copy.plan()
     assert copy.total == 1000
     with log.open("ab") as f:  # it grows after it was looked at, as a log being written does
         f.write(b"y" * (3 << 20))
     with pytest.raises(InvalidParams, match="grew past the limit of 1048576 bytes"):
-        copy.copy(planned)
+        copy.run(planned)
     assert copy.done <= (2 << 20)  # stopped within a chunk of the limit, not at the end of the file
     assert os.listdir(tmp_path / "blobs" / "tmp") == []  # the half-copied blob is gone
+    assert os.listdir(tmp_path / "uploads") == []  # and so is its staging folder
     assert blobs.all_shas() == []
 
 
 def test_a_file_swapped_for_a_fifo_after_the_look_is_refused_without_blocking(tmp_path: Path):
     src = tmp_path / "data.csv"
     src.write_text("a,b\n")
-    copy = UploadCopy([str(src)], "in", BlobStore(tmp_path / "blobs"), limit=1 << 20)
+    copy = UploadCopy([str(src)], "in", BlobStore(tmp_path / "blobs"), tmp_path / "uploads", limit=1 << 20)
     planned = copy.plan()
     src.unlink()
     os.mkfifo(src)  # nobody ever writes to it: opening it for reading without O_NONBLOCK would hang
     with pytest.raises(InvalidParams, match="FIFO"):
-        copy.copy(planned)
+        copy.run(planned)
     src.unlink()
     os.symlink("/etc/hostname", src)
+    again = UploadCopy([str(src)], "in", BlobStore(tmp_path / "blobs"), tmp_path / "uploads", limit=1 << 20)
     with pytest.raises(InvalidParams, match="replaced by a symbolic link"):
-        copy.copy(planned)
+        again.run(planned)
 
 
 @pytest.mark.parametrize("make", ["fifo", "socket", "device", "proc"])
@@ -100,10 +102,11 @@ async def test_special_files_in_an_uploaded_folder_are_refused_by_name(ws: Works
 async def test_gc_during_an_upload_keeps_what_it_copied(ws: WorkspaceService, chat: ChatRow, tmp_path: Path):
     src = tmp_path / "a.txt"
     src.write_text("uploaded")
-    copy = UploadCopy([str(src)], "", ws._workspace(chat.id).blobs, limit=1 << 20)  # pyright: ignore[reportPrivateUsage] (the chat's own store)
+    copy = UploadCopy([str(src)], "", ws._workspace(chat.id).blobs,  # pyright: ignore[reportPrivateUsage] (its store)
+                      tmp_path / "uploads", limit=1 << 20)
     staged = copy.run()
     ws._uploads[chat.id] = {copy}  # pyright: ignore[reportPrivateUsage] (as upload holds it until committed)
     assert (await ws.gc(chat.id))[0] == 0
     ws._uploads.clear()  # pyright: ignore[reportPrivateUsage] (the upload was abandoned)
     assert (await ws.gc(chat.id))[0] == 1
-    assert staged == {"a.txt": copy.shas.pop()}
+    assert staged["a.txt"].sha256 == copy.shas.pop()
