@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import binascii
 
+import anyio
+
 from ..api.workspace import (
     Changes,
     DiffParams,
@@ -76,7 +78,8 @@ class WorkspaceHandlers:
             try:
                 uploaded = await self.workspace.upload(p.chat_id, p.paths, p.dest, progress)
             finally:
-                await ctx.progress(token, {"kind": "end"})
+                with anyio.CancelScope(shield=True):  # a cancelled upload still ends its progress
+                    await ctx.progress(token, {"kind": "end"})
         if uploaded is None:
             return UploadResult()
         manifest, added, modified = uploaded

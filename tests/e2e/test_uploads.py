@@ -58,6 +58,7 @@ async def test_an_upload_over_the_limit_is_refused_and_one_at_it_is_copied(data_
         got = await c.request("workspace/upload", {"chatId": cid, "paths": [str(fits)]})
         assert got["added"] == ["fits.bin"]
         assert (data_dir / "chats" / cid / "workspace" / "fits.bin").read_bytes() == fits.read_bytes()
+        assert list((data_dir / "chats" / cid / "uploads").iterdir()) == []  # staged, renamed in, gone
 
 
 async def test_a_destination_through_a_link_or_a_file_is_refused(sidecar: SidecarClient, data_dir: Path,
@@ -142,7 +143,8 @@ async def test_a_long_upload_reports_progress_leaves_the_chat_free_and_stops_whe
         assert reply["error"]["code"] == -32800
         await c.wait_notification("$/progress", progress("end"))
         # The copy stops within a chunk: its half-written blob goes, nothing reaches the workspace.
-        await c.wait_for(lambda: not any((chat_dir / "blobs" / "tmp").iterdir()))
+        await c.wait_for(lambda: not any((chat_dir / "blobs" / "tmp").iterdir())
+                         and not any((chat_dir / "uploads").iterdir()))
         assert await files_of(c, cid) == ["meanwhile.txt"]
         assert disk(chat_dir / "workspace") == {"meanwhile.txt": b"hi"}
         reports = [n for n in c.notifications if n.get("method") == "$/progress" and progress("report")(n["params"])]
