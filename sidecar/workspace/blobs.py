@@ -67,28 +67,6 @@ class BlobStore:
             raise
         return sha, size
 
-    def put_stream(self, read: Callable[[int], bytes], on_chunk: Callable[[bytes], None]) -> tuple[str, int]:
-        """Store what ``read`` returns until it returns nothing, hashing as it streams. ``on_chunk``
-        gets each chunk once it is written (to copy it elsewhere too) and may raise to abandon the
-        blob (nothing is left behind). Returns (sha256, size)."""
-        digest = hashlib.sha256()
-        size = 0
-        fd, tmp_name = self._temp()
-        try:
-            with os.fdopen(fd, "wb") as dst:
-                while chunk := read(CHUNK):
-                    digest.update(chunk)
-                    dst.write(chunk)
-                    size += len(chunk)
-                    on_chunk(chunk)
-            sha = digest.hexdigest()
-            self._commit(tmp_name, sha)
-        except BaseException:
-            if os.path.exists(tmp_name):
-                os.unlink(tmp_name)
-            raise
-        return sha, size
-
     def put_bytes(self, data: bytes) -> str:
         sha = hashlib.sha256(data).hexdigest()
         if not self.exists(sha):
@@ -123,3 +101,25 @@ class BlobStore:
         except FileNotFoundError:
             return 0
         return size
+
+    def put_stream(self, read: Callable[[int], bytes], on_chunk: Callable[[bytes], None]) -> tuple[str, int]:
+        """Store what ``read`` returns until it returns nothing, hashing as it streams. ``on_chunk``
+        gets each chunk once it is written (to copy it elsewhere too) and may raise to abandon the
+        blob (nothing is left behind). Returns (sha256, size)."""
+        digest = hashlib.sha256()
+        size = 0
+        fd, tmp_name = self._temp()
+        try:
+            with os.fdopen(fd, "wb") as dst:
+                while chunk := read(CHUNK):
+                    digest.update(chunk)
+                    dst.write(chunk)
+                    size += len(chunk)
+                    on_chunk(chunk)
+            sha = digest.hexdigest()
+            self._commit(tmp_name, sha)
+        except BaseException:
+            if os.path.exists(tmp_name):
+                os.unlink(tmp_name)
+            raise
+        return sha, size
