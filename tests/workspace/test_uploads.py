@@ -15,7 +15,7 @@ from sidecar.store import Database
 from sidecar.store.chats import ChatRow
 from sidecar.workspace.blobs import BlobStore
 from sidecar.workspace.service import WorkspaceService
-from sidecar.workspace.uploads import UploadCopy
+from sidecar.workspace.uploads import UploadCopy, place
 
 pytestmark = pytest.mark.anyio
 
@@ -110,3 +110,25 @@ async def test_gc_during_an_upload_keeps_what_it_copied(ws: WorkspaceService, ch
     ws._uploads.clear()  # pyright: ignore[reportPrivateUsage] (the upload was abandoned)
     assert (await ws.gc(chat.id))[0] == 1
     assert staged["a.txt"].sha256 == copy.shas.pop()
+
+
+def test_placing_never_follows_a_link_swapped_in_after_the_checks(tmp_path: Path):
+    """The checks under the lock say the way is clear; a tool (not bound by the lock) then swaps a
+    folder for a link. The rename goes through folders opened without following links: refused."""
+    src = tmp_path / "doc.txt"
+    src.write_text("doc")
+    copy = UploadCopy([str(src)], "in/deep", BlobStore(tmp_path / "blobs"), tmp_path / "uploads", limit=1 << 20)
+    staged = copy.run()
+    root, outside = tmp_path / "ws", tmp_path / "outside"
+    (root / "in").mkdir(parents=True)
+    (outside / "deep").mkdir(parents=True)
+    os.rmdir(root / "in")
+    os.symlink(outside, root / "in")
+    assert copy.staging is not None
+    with pytest.raises(InvalidParams, match="'in' in the workspace is a symbolic link"):
+        place(root, copy.staging, staged)
+    assert list((outside / "deep").iterdir()) == []
+    os.unlink(root / "in")
+    placed = place(root, copy.staging, staged)
+    assert [(rel, sha) for rel, _, sha in placed] == [("in/deep/doc.txt", staged["in/deep/doc.txt"].sha256)]
+    assert (root / "in" / "deep" / "doc.txt").read_text() == "doc"
