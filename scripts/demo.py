@@ -53,6 +53,26 @@ async def write_through_a_link(sc: SidecarClient, cid: str, root: Path, victim: 
     (root / "notes.md").unlink()
 
 
+async def upload_demo(sc: SidecarClient, cid: str) -> None:
+    """A folder uploaded with progress reports, and a device refused."""
+    with tempfile.TemporaryDirectory(prefix="demo-upload-") as picked:  # a folder the user picks
+        photos = Path(picked) / "photos"
+        photos.mkdir()
+        for n in range(3):
+            (photos / f"img{n}.jpg").write_bytes(bytes([n]) * (400 << 10))
+        seen_before = len(sc.notifications)
+        uploaded = await sc.request("workspace/upload", {"chatId": cid, "paths": [str(photos)], "dest": "in",
+                                                         "workDoneToken": "upload-1"})
+    kinds = [n["params"]["value"]["kind"] for n in sc.notifications[seen_before:]
+             if n.get("method") == "$/progress" and n["params"]["token"] == "upload-1"]
+    show("uploaded a folder", f"added {uploaded['added']}; $/progress {' '.join(kinds)} "
+                              "(copied outside the chat's lock)")
+    try:
+        await sc.request("workspace/upload", {"chatId": cid, "paths": ["/dev/zero"]})
+    except RemoteError as exc:
+        show("upload /dev/zero", f"refused {exc.code}: {exc.message}")
+
+
 async def run(data_dir: Path, verbose: bool) -> int:
     step(f"spawn `python -m sidecar --data-dir {data_dir}`")
     started = time.perf_counter()
@@ -118,6 +138,7 @@ async def run(data_dir: Path, verbose: bool) -> int:
              f"{history['source']} {history['id'][:13]}…, previous kept as {history['parentId'][:13]}…")
 
         await write_through_a_link(sc, cid, root, data_dir / "sidecar.db")
+        await upload_demo(sc, cid)
 
         step("a toolset: install the App Builder example and run its tools in this chat")
         example = ROOT / "tests" / "fixtures" / "toolsets" / "app-builder"

@@ -90,7 +90,8 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     if secrets.chosen and secrets.backend == "keystore":
         tg.start_soon(secrets.warm)  # finds a locked or missing keystore now, not at the first tool call
     workspace = WorkspaceService(db, data_dir, on_change=notifier.workspace_changed,
-                                 on_unversioned=notifier.workspace_unversioned)
+                                 on_unversioned=notifier.workspace_unversioned,
+                                 max_upload_bytes=settings.max_upload_bytes)
     on_close("workspace watchers", workspace.aclose)
     workspace.bind(tg)
     tg.start_soon(workspace.finish_switches)  # branch switches the last run was killed in

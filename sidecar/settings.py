@@ -33,6 +33,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # The largest bundle toolsets/import {url} downloads (the body is refused past it, or before
     # reading when its Content-Length says more).
     max_bundle_bytes: int = 256 << 20
+    # The most bytes one workspace/upload copies (counted while copying; the upload is refused past it).
+    max_upload_bytes: int = 4 << 30
     # Seconds a soft-deleted toolset (toolsets/delete) is kept, restorable, before the reaper removes it.
     soft_delete_retention: float = 2 * 86400.0
 
@@ -113,6 +115,10 @@ def parse(argv: list[str] | None = None, environ: dict[str, str] | None = None) 
                         default=env.get("SIDECAR_MAX_BUNDLE_BYTES") or 256 << 20,
                         help="largest bundle ZIP toolsets/import downloads from a URL (default 256 MiB; "
                              "env SIDECAR_MAX_BUNDLE_BYTES)")
+    parser.add_argument("--max-upload-bytes", type=_positive_int,
+                        default=env.get("SIDECAR_MAX_UPLOAD_BYTES") or 4 << 30,
+                        help="most bytes one workspace/upload copies in, counted while copying (default 4 GiB; "
+                             "env SIDECAR_MAX_UPLOAD_BYTES)")
     parser.add_argument("--soft-delete-retention", type=duration,
                         default=env.get("SIDECAR_SOFT_DELETE_RETENTION") or "2d",
                         help="how long a deleted toolset stays restorable before it is removed for good: "
@@ -134,5 +140,6 @@ def parse(argv: list[str] | None = None, environ: dict[str, str] | None = None) 
         secrets_backend=args.secrets_backend,
         oauth_client_metadata_url=cimd,
         max_bundle_bytes=int(args.max_bundle_bytes),
+        max_upload_bytes=int(args.max_upload_bytes),
         soft_delete_retention=float(args.soft_delete_retention),
     )

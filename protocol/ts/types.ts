@@ -402,8 +402,12 @@ export interface ManifestIdResult {
 
 export interface UploadParams {
   chatId: string;
+  /** Absolute paths of regular files or folders on this machine. Links inside folders are skipped; FIFOs, sockets, devices and kernel pseudo files (/proc, /sys) are refused (InvalidParams naming the path), as is an upload over the size limit (--max-upload-bytes, counted while copying). */
   paths: string[];
+  /** Folder inside the workspace to copy into (default: its root). Refused when it is, or passes through, a symbolic link or a file. */
   dest?: string;
+  /** Report progress as $/progress under this token: begin, a report about every 250 ms while copying (percentage, message "copied N of M bytes"), end. The copy holds no lock on the chat; $/cancelRequest stops it within one chunk and leaves the workspace as it was. */
+  workDoneToken?: number | string | null;
 }
 
 export interface UploadResult {

@@ -57,9 +57,17 @@ class ManifestIdResult(Model):
 
 class UploadParams(Model):
     chat_id: str
-    # Absolute paths of files or folders on this machine; links inside folders are skipped.
-    paths: list[str]
-    dest: str = ""  # folder inside the workspace
+    paths: Annotated[list[str], msgspec.Meta(description=(
+        "Absolute paths of regular files or folders on this machine. Links inside folders are skipped; "
+        "FIFOs, sockets, devices and kernel pseudo files (/proc, /sys) are refused (InvalidParams naming "
+        "the path), as is an upload over the size limit (--max-upload-bytes, counted while copying)."))]
+    dest: Annotated[str, msgspec.Meta(description=(
+        "Folder inside the workspace to copy into (default: its root). Refused when it is, or passes "
+        "through, a symbolic link or a file."))] = ""
+    work_done_token: Annotated[int | str | None, msgspec.Meta(description=(
+        "Report progress as $/progress under this token: begin, a report about every 250 ms while "
+        "copying (percentage, message \"copied N of M bytes\"), end. The copy holds no lock on the "
+        "chat; $/cancelRequest stops it within one chunk and leaves the workspace as it was."))] = None
 
 
 class UploadResult(Model):

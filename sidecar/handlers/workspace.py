@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import binascii
 
+import anyio
+
 from ..api.workspace import (
     Changes,
     DiffParams,
@@ -64,7 +66,20 @@ class WorkspaceHandlers:
 
     @method("workspace/upload")
     async def upload(self, p: UploadParams, ctx: RequestContext) -> UploadResult:
-        uploaded = await self.workspace.upload(p.chat_id, p.paths, p.dest)
+        token = p.work_done_token
+        if token is None:
+            uploaded = await self.workspace.upload(p.chat_id, p.paths, p.dest)
+        else:
+            async def progress(done: int, total: int) -> None:
+                await ctx.progress(token, {"kind": "report", "percentage": min(100, done * 100 // max(total, 1)),
+                                           "message": f"copied {done} of {total} bytes"})
+
+            await ctx.progress(token, {"kind": "begin", "title": "uploading", "percentage": 0})
+            try:
+                uploaded = await self.workspace.upload(p.chat_id, p.paths, p.dest, progress)
+            finally:
+                with anyio.CancelScope(shield=True):  # a cancelled upload still ends its progress
+                    await ctx.progress(token, {"kind": "end"})
         if uploaded is None:
             return UploadResult()
         manifest, added, modified = uploaded

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..errors import MissingBlob
@@ -116,3 +116,14 @@ class BlobStore:
         except FileNotFoundError:
             return 0
         return size
+
+    def put_stream(self, read: Callable[[int], bytes], on_chunk: Callable[[bytes], None]) -> tuple[str, int]:
+        """Store what ``read`` returns until it returns nothing, hashing as it streams. ``on_chunk``
+        gets each chunk once it is written (to copy it elsewhere too) and may raise to abandon the
+        blob (nothing is left behind). Returns (sha256, size)."""
+        def chunks() -> Iterator[bytes]:
+            while chunk := read(CHUNK):
+                yield chunk
+                on_chunk(chunk)  # back here once _put_chunks has hashed and written it
+
+        return self._put_chunks(chunks())

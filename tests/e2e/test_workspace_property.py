@@ -33,14 +33,6 @@ DESTS = ["", "d", "up", "link", "d/e"]
 # Names the sidecar reserves for itself: a write of one is refused, or the file is versioned like
 # any other; never accepted and then left out of every version.
 RESERVED = ["x.sidecar-tmp", ".sidecar-sync-123"]
-# Set while workspace/upload still follows a destination folder replaced by a symlink (issue 18
-# item 2; with it False, seed 0 shows "upload ['one.txt', 'tree'] to 'up'" writing into
-# outside/dir/sub after "plant symlink up -> outside/dir/sub").
-SKIP_LINKED_UPLOAD_DEST = True
-# Cleared while writes of reserved names are still accepted and then dropped (item 3; with it True,
-# seed 0 shows "workspace/writeFile x.sidecar-tmp", a new message, and x.sidecar-tmp missing after
-# the switch back).
-WRITE_RESERVED_NAMES = False
 STEPS = ("write", "write", "upload", "plant", "plant", "edit", "odd_name", "tool", "tool", "branch", "switch",
          "switch")
 
@@ -173,9 +165,6 @@ class Sequence:
         picked = self.rng.sample([src / "one.txt", src / "tree"], self.rng.randint(1, 2))
         dest = self.rng.choice(DESTS)
         self.log.append(f"{n}: workspace/upload {[p.name for p in picked]} to {dest!r}")
-        if SKIP_LINKED_UPLOAD_DEST and dest and self.through_link(dest):
-            self.log[-1] += " (skipped: the destination is a symlink)"
-            return
         await self.call("workspace/upload", {"chatId": self.cid, "paths": [str(p) for p in picked], "dest": dest})
 
     async def plant(self, n: int) -> None:
@@ -280,7 +269,7 @@ class Sequence:
 
     @staticmethod
     def writable() -> list[str]:
-        return NAMES + RESERVED if WRITE_RESERVED_NAMES else NAMES
+        return NAMES + RESERVED
 
     def through_link(self, at: str) -> bool:
         parts = Path(at).parts

@@ -16,7 +16,7 @@ import anyio.to_thread
 
 from ....workspace import nofollow
 from ....workspace.nofollow import TMP_SUFFIX
-from ....workspace.paths import PathRejected, check, inside
+from ....workspace.paths import PathRejected, check, check_new, inside
 from ....workspace.tree import is_utf8, shown_name
 from . import Builtin, BuiltinCall, BuiltinError
 
@@ -34,9 +34,10 @@ def _target(call: BuiltinCall, path: str) -> Path:
         raise BuiltinError(f"{path!r}: {exc}") from None
 
 
-def _checked(path: str) -> str:
+def _checked(path: str, *, new: bool = False) -> str:
+    """``new``: a path about to be written, so not a name the sidecar keeps for itself."""
     try:
-        return check(path)
+        return check_new(path) if new else check(path)
     except PathRejected as exc:
         raise BuiltinError(f"{path!r}: {exc}") from None
 
@@ -44,7 +45,7 @@ def _checked(path: str) -> str:
 async def write_file(call: BuiltinCall) -> dict[str, Any]:
     path, content = call.args["path"], call.args["content"]
     data = base64.b64decode(content) if call.args.get("encoding") == "base64" else content.encode()
-    rel = _checked(path)
+    rel = _checked(path, new=True)
 
     def write() -> bool:
         try:  # through folder descriptors, never a link (see workspace.nofollow)
