@@ -29,13 +29,14 @@ and the interpreter that runs it at their own paths, over whatever tmpfs those a
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import shutil
+import socket
 import sys
 import tempfile
 from collections import deque
-from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,7 +44,7 @@ import anyio
 import anyio.abc
 
 from ..net.lookup import Resolver, resolve_system
-from .egress_proxy import Limits, Refused, Rules, handle
+from .egress_proxy import Limits, Refused, Rules, UnixConnection, answer, handle
 from .policy import Confinement
 
 log = logging.getLogger("sidecar.sandbox.egress")
@@ -100,9 +101,13 @@ class Egress:
             raise RuntimeError("Egress.bind(tg) was not called: the proxy has no task group to run in")
         folder = tempfile.mkdtemp(prefix="sidecar-egress-")  # 0700: no other user reaches the socket
         path = os.path.join(folder, "proxy.sock")
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            listener = await anyio.create_unix_listener(path)
+            listener.bind(path)
+            listener.listen(self.limits.connections_per_sandbox)
+            listener.setblocking(False)
         except BaseException:
+            listener.close()
             shutil.rmtree(folder, ignore_errors=True)
             raise
         proxy = f"http://127.0.0.1:{PORT}"
@@ -121,16 +126,16 @@ class Egress:
         for plan in list(self._open):
             plan.close()
 
-    async def _serve(self, plan: NetworkPlan, listener: anyio.abc.SocketListener, rules: Rules,
-                     label: str) -> None:
+    async def _serve(self, plan: NetworkPlan, listener: socket.socket, rules: Rules, label: str) -> None:
         assert plan._scope is not None
+        loop = asyncio.get_running_loop()
         try:
-            with plan._scope:
-                async with listener, anyio.create_task_group() as connections:
+            with plan._scope, listener:
+                async with anyio.create_task_group() as connections:
                     own = [0]
                     while True:
                         try:
-                            client = await listener.accept()
+                            client = UnixConnection((await loop.sock_accept(listener))[0])
                         except OSError as exc:  # out of descriptors: the next accept may succeed
                             log.warning("%s: the network proxy cannot accept a connection: %s", label, exc)
                             await anyio.sleep(0.1)
@@ -142,16 +147,15 @@ class Egress:
             self._open.discard(plan)
             plan.close()
 
-    async def _connection(self, client: anyio.abc.SocketStream, rules: Rules, label: str, plan: NetworkPlan,
+    async def _connection(self, client: UnixConnection, rules: Rules, label: str, plan: NetworkPlan,
                           own: list[int]) -> None:
         limits = self.limits
         if own[0] >= limits.connections_per_sandbox or self._connections >= limits.connections:
             async with client:
-                busy = Refused(503, "Too many connections through the sandbox's proxy",
-                               f"the sandbox's proxy holds at most {limits.connections_per_sandbox} connections "
-                               f"of one tool at a time ({limits.connections} in all); close some first")
-                with anyio.move_on_after(5), suppress(anyio.BrokenResourceError, OSError):
-                    await client.send(busy.response())
+                await answer(client, Refused(
+                    503, "Too many connections through the sandbox's proxy",
+                    f"the sandbox's proxy holds at most {limits.connections_per_sandbox} connections of one "
+                    f"tool at a time ({limits.connections} in all); close some first"))
             return
         own[0] += 1
         self._connections += 1

@@ -20,10 +20,13 @@ allows it: urllib and httpx put the reason phrase in the exception a tool sees.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import anyio
 import anyio.abc
@@ -51,6 +54,46 @@ class Limits:
     head_timeout: float = 10.0  # seconds to send the request head
     connect_timeout: float = 10.0  # seconds to resolve and connect
     idle_timeout: float = 120.0  # seconds without a byte either way end a tunnel
+
+
+class Stream(Protocol):
+    async def receive(self, max_bytes: int = BLOCK) -> bytes: ...
+    async def send(self, item: bytes) -> None: ...
+    async def send_eof(self) -> None: ...
+
+
+class UnixConnection:
+    """One connection accepted on a sandbox's proxy socket, over asyncio's ``sock_recv`` and
+    ``sock_sendall``. Not anyio's UNIXSocketStream: on asyncio, a receive cancelled in the loop
+    iteration where its socket became readable makes a loop callback raise InvalidStateError (the
+    race of agronholm/anyio#1267, still in 4.16's ``_wait_until_readable``), and cancelling is how
+    a tunnel ends here; asyncio's own calls handle that case (bpo-30064). The sidecar runs anyio
+    on asyncio."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        sock.setblocking(False)
+        self._sock = sock
+
+    async def receive(self, max_bytes: int = BLOCK) -> bytes:
+        data = await asyncio.get_running_loop().sock_recv(self._sock, max_bytes)
+        if not data:
+            raise anyio.EndOfStream
+        return data
+
+    async def send(self, item: bytes) -> None:
+        await asyncio.get_running_loop().sock_sendall(self._sock, item)
+
+    async def send_eof(self) -> None:
+        self._sock.shutdown(socket.SHUT_WR)
+
+    async def aclose(self) -> None:
+        self._sock.close()
+
+    async def __aenter__(self) -> UnixConnection:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._sock.close()
 
 
 class Refused(Exception):
@@ -116,7 +159,7 @@ class Rules:
         return found
 
 
-async def handle(client: anyio.abc.SocketStream, rules: Rules, limits: Limits, label: str,
+async def handle(client: UnixConnection, rules: Rules, limits: Limits, label: str,
                  refused: Callable[[str], None]) -> None:
     """Serve one client connection to its end; never raises for what the client or upstream does."""
     async with client:
@@ -131,10 +174,10 @@ async def handle(client: anyio.abc.SocketStream, rules: Rules, limits: Limits, l
             if exc.status == 403:
                 log.info("%s: %s", label, exc.body)
                 refused(exc.body)
-            await _answer(client, exc)
+            await answer(client, exc)
             return
         except TimeoutError:
-            await _answer(client, Refused(504, "Gateway Timeout", "the request or the connection took too long"))
+            await answer(client, Refused(504, "Gateway Timeout", "the request or the connection took too long"))
             return
         except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
             return  # the client went away before asking for anything
@@ -151,12 +194,12 @@ async def handle(client: anyio.abc.SocketStream, rules: Rules, limits: Limits, l
             await relay(client, upstream, limits.idle_timeout)
 
 
-async def relay(a: anyio.abc.SocketStream, b: anyio.abc.SocketStream, idle: float) -> None:
+async def relay(a: Stream, b: Stream, idle: float) -> None:
     """Copy both ways until both ends finish or nothing moves for ``idle`` seconds. Each send waits
     for the other side to take the bytes, so a slow reader slows its writer (no buffering here)."""
     with anyio.move_on_after(idle) as scope:
 
-        async def pump(source: anyio.abc.SocketStream, sink: anyio.abc.SocketStream) -> None:
+        async def pump(source: Stream, sink: Stream) -> None:
             try:
                 while True:
                     chunk = await source.receive(BLOCK)
@@ -234,7 +277,7 @@ def _origin_head(method: bytes, path: str, fields: bytes, authority: str) -> byt
     return b"\r\n".join(kept) + b"\r\n\r\n"
 
 
-async def _read_head(client: anyio.abc.SocketStream, limit: int) -> tuple[bytes, bytes]:
+async def _read_head(client: Stream, limit: int) -> tuple[bytes, bytes]:
     """The request head through its blank line, and whatever the client sent after it."""
     buffer = b""
     while True:
@@ -260,11 +303,18 @@ async def _connect(rules: Rules, target: Target) -> anyio.abc.SocketStream:
     raise Refused(502, "Bad Gateway", f"cannot connect to {target.netloc}: {failure}")
 
 
-async def _answer(client: anyio.abc.SocketStream, refusal: Refused) -> None:
+async def answer(client: Stream, refusal: Refused) -> None:
+    """Send ``refusal``, then read what the client still sends for a moment (at most 1 MiB):
+    closing a socket with unread bytes resets the connection, and the client might lose the answer."""
     try:
         with anyio.move_on_after(5):
             await client.send(refusal.response())
-    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            await client.send_eof()
+        with anyio.move_on_after(1):
+            drained = 0
+            while drained < 1 << 20:
+                drained += len(await client.receive(BLOCK))
+    except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
         pass
 
 
