@@ -87,6 +87,7 @@ class Egress:
         self._tg: anyio.abc.TaskGroup | None = None
         self._open: set[NetworkPlan] = set()
         self._connections = 0  # all sandboxes, against limits.connections
+        self._lookups = anyio.CapacityLimiter(2)  # DNS lookups of all sandboxes at once
 
     def bind(self, tg: anyio.abc.TaskGroup) -> None:
         self._tg = tg
@@ -118,7 +119,7 @@ class Egress:
             argv_prefix=(self._python, "-I", "-S", str(BRIDGE), path, str(PORT), "--"),
             _scope=anyio.CancelScope(), _folder=folder)
         self._open.add(plan)
-        rules = Rules(confinement.allowed_hosts, self._resolver)
+        rules = Rules(confinement.allowed_hosts, self._resolver, self._lookups)
         self._tg.start_soon(self._serve, plan, listener, rules, label)
         return plan
 

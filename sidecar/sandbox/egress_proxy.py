@@ -127,9 +127,13 @@ class Target:
 class Rules:
     """Which hosts and addresses one sandbox may reach."""
 
-    def __init__(self, allowed_hosts: tuple[str, ...], resolver: Resolver) -> None:
+    def __init__(self, allowed_hosts: tuple[str, ...], resolver: Resolver,
+                 lookups: anyio.CapacityLimiter | None = None) -> None:
         self.allowed = allowed_hosts
         self._resolver = resolver
+        # getaddrinfo runs on the loop's default executor, a few threads the sidecar's own lookups
+        # share: sandboxes asking for slow names (any name under a '*.' entry) get a few of them.
+        self._lookups = lookups or anyio.CapacityLimiter(2)
 
     def check_name(self, target: Target) -> None:
         if host_allowed(self.allowed, target.host, target.port):
@@ -144,7 +148,8 @@ class Rules:
 
     async def addresses(self, target: Target) -> list[IPAddress]:
         """The checked addresses to connect to; Refused, or OSError when the name does not resolve."""
-        found = await lookup(self._resolver, target.host, target.port)
+        async with self._lookups:
+            found = await lookup(self._resolver, target.host, target.port)
         for address in found:
             verdict = classify(address)
             if verdict is None or host_allowed(self.allowed, _show(address), target.port):
