@@ -44,7 +44,7 @@ import anyio
 import anyio.abc
 
 from ..net.lookup import Resolver, resolve_system
-from .egress_proxy import Limits, Refused, Rules, UnixConnection, answer, handle
+from .egress_proxy import Connection, Limits, Refused, Rules, answer, handle
 from .policy import Confinement
 
 log = logging.getLogger("sidecar.sandbox.egress")
@@ -61,6 +61,7 @@ class NetworkPlan:
     bwrap_args: tuple[str, ...]
     env: dict[str, str]
     argv_prefix: tuple[str, ...] = ()
+    proxy_port: int | None = None  # prepare_loopback: the proxy's port on this machine's loopback
     refusals: deque[str] = field(default_factory=lambda: deque[str](maxlen=8))  # newest last
     _scope: anyio.CancelScope | None = None
     _folder: str | None = None
@@ -98,8 +99,6 @@ class Egress:
             return NetworkPlan(bwrap_args=(), env={})
         if confinement.network == "none":
             return NetworkPlan(bwrap_args=("--unshare-net",), env={})
-        if self._tg is None:
-            raise RuntimeError("Egress.bind(tg) was not called: the proxy has no task group to run in")
         folder = tempfile.mkdtemp(prefix="sidecar-egress-")  # 0700: no other user reaches the socket
         path = os.path.join(folder, "proxy.sock")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -111,17 +110,39 @@ class Egress:
             listener.close()
             shutil.rmtree(folder, ignore_errors=True)
             raise
-        proxy = f"http://127.0.0.1:{PORT}"
         plan = NetworkPlan(
             bwrap_args=("--unshare-net", "--ro-bind", folder, folder, "--ro-bind", str(BRIDGE), str(BRIDGE),
                         *self._python_args),
-            env={**dict.fromkeys(_VARIABLES, proxy), "NO_PROXY": "", "no_proxy": ""},
+            env=_proxy_env(PORT),
             argv_prefix=(self._python, "-I", "-S", str(BRIDGE), path, str(PORT), "--"),
             _scope=anyio.CancelScope(), _folder=folder)
+        self._start(plan, listener, confinement, label)
+        return plan
+
+    async def prepare_loopback(self, confinement: Confinement, *, label: str = "tool") -> NetworkPlan:
+        """For a sandbox without a network namespace of its own (macOS's Seatbelt, whose profile
+        allows connecting to ``proxy_port`` alone, sidecar/sandbox/seatbelt.py): the proxy listens
+        on a loopback TCP port, and the tool's environment points at it; no bridge.
+
+        Any process of the user's could connect to that port, and reach through it only the hosts
+        ``confinement`` allows; processes outside a sandbox reach those hosts anyway."""
+        if confinement.network != "allowedHosts":
+            return NetworkPlan(bwrap_args=(), env={})
+        listener = socket.create_server(("127.0.0.1", 0), backlog=self.limits.connections_per_sandbox)
+        listener.setblocking(False)
+        port = listener.getsockname()[1]
+        plan = NetworkPlan(bwrap_args=(), env=_proxy_env(port), proxy_port=port, _scope=anyio.CancelScope())
+        self._start(plan, listener, confinement, label)
+        return plan
+
+    def _start(self, plan: NetworkPlan, listener: socket.socket, confinement: Confinement, label: str) -> None:
+        if self._tg is None:
+            listener.close()
+            plan.close()
+            raise RuntimeError("Egress.bind(tg) was not called: the proxy has no task group to run in")
         self._open.add(plan)
         rules = Rules(confinement.allowed_hosts, self._resolver, self._lookups)
         self._tg.start_soon(self._serve, plan, listener, rules, label)
-        return plan
 
     async def aclose(self) -> None:
         for plan in list(self._open):
@@ -136,7 +157,7 @@ class Egress:
                     own = [0]
                     while True:
                         try:
-                            client = UnixConnection((await loop.sock_accept(listener))[0])
+                            client = Connection((await loop.sock_accept(listener))[0])
                         except OSError as exc:  # out of descriptors: the next accept may succeed
                             log.warning("%s: the network proxy cannot accept a connection: %s", label, exc)
                             await anyio.sleep(0.1)
@@ -148,7 +169,7 @@ class Egress:
             self._open.discard(plan)
             plan.close()
 
-    async def _connection(self, client: UnixConnection, rules: Rules, label: str, plan: NetworkPlan,
+    async def _connection(self, client: Connection, rules: Rules, label: str, plan: NetworkPlan,
                           own: list[int]) -> None:
         limits = self.limits
         if own[0] >= limits.connections_per_sandbox or self._connections >= limits.connections:
@@ -167,3 +188,7 @@ class Egress:
         finally:
             own[0] -= 1
             self._connections -= 1
+
+
+def _proxy_env(port: int) -> dict[str, str]:
+    return {**dict.fromkeys(_VARIABLES, f"http://127.0.0.1:{port}"), "NO_PROXY": "", "no_proxy": ""}

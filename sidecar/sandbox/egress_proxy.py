@@ -62,13 +62,13 @@ class Stream(Protocol):
     async def send_eof(self) -> None: ...
 
 
-class UnixConnection:
-    """One connection accepted on a sandbox's proxy socket, over asyncio's ``sock_recv`` and
-    ``sock_sendall``. Not anyio's UNIXSocketStream: on asyncio, a receive cancelled in the loop
-    iteration where its socket became readable makes a loop callback raise InvalidStateError (the
-    race of agronholm/anyio#1267, still in 4.16's ``_wait_until_readable``), and cancelling is how
-    a tunnel ends here; asyncio's own calls handle that case (bpo-30064). The sidecar runs anyio
-    on asyncio."""
+class Connection:
+    """One connection accepted on a sandbox's proxy socket (Unix, or loopback TCP for
+    ``prepare_loopback``), over asyncio's ``sock_recv`` and ``sock_sendall``. Not anyio's
+    UNIXSocketStream: on asyncio, a receive cancelled in the loop iteration where its socket became
+    readable makes a loop callback raise InvalidStateError (the race of agronholm/anyio#1267, still
+    in 4.16's ``_wait_until_readable``), and cancelling is how a tunnel ends here; asyncio's own
+    calls handle that case (bpo-30064). The sidecar runs anyio on asyncio."""
 
     def __init__(self, sock: socket.socket) -> None:
         sock.setblocking(False)
@@ -89,7 +89,7 @@ class UnixConnection:
     async def aclose(self) -> None:
         self._sock.close()
 
-    async def __aenter__(self) -> UnixConnection:
+    async def __aenter__(self) -> Connection:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -164,7 +164,7 @@ class Rules:
         return found
 
 
-async def handle(client: UnixConnection, rules: Rules, limits: Limits, label: str,
+async def handle(client: Connection, rules: Rules, limits: Limits, label: str,
                  refused: Callable[[str], None]) -> None:
     """Serve one client connection to its end; never raises for what the client or upstream does."""
     async with client:

@@ -436,3 +436,26 @@ async def test_the_bridge_holds_none_of_the_tools_pipes(egress: Egress) -> None:
         finally:
             process.kill()
             os.close(read_end)
+
+
+async def test_the_loopback_proxy_for_macos_applies_the_same_rules(egress: Egress, server: HttpServer) -> None:
+    """macOS has no network namespace: the proxy listens on a loopback port the profile allows."""
+    plan = await egress.prepare_loopback(allowed(f"127.0.0.1:{server.port}"))
+    assert plan.proxy_port is not None and plan.argv_prefix == () and plan.bwrap_args == ()
+    assert plan.env["HTTPS_PROXY"] == f"http://127.0.0.1:{plan.proxy_port}"
+    async with await anyio.connect_tcp("127.0.0.1", plan.proxy_port) as stream:
+        await stream.send(f"GET {server.url}/hello HTTP/1.1\r\n\r\n".encode())
+        answer = b""
+        with anyio.fail_after(10):
+            try:
+                while True:
+                    answer += await stream.receive()
+            except anyio.EndOfStream:
+                pass
+    assert answer.startswith(b"HTTP/1.1 200 ") and answer.endswith(b"hello from the allowed host")
+    async with await anyio.connect_tcp("127.0.0.1", plan.proxy_port) as stream:
+        await stream.send(b"CONNECT example.org:443 HTTP/1.1\r\n\r\n")
+        with anyio.fail_after(10):
+            assert (await stream.receive()).startswith(b"HTTP/1.1 403 Forbidden by the sandbox: example.org:443")
+    plan.close()
+    assert (await egress.prepare_loopback(Confinement())).proxy_port is None
