@@ -3,6 +3,7 @@ and the sidecar's filtering proxy, with real HTTP(S) servers on loopback address
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -406,7 +407,7 @@ async def test_close_removes_the_socket_and_stops_serving(egress: Egress) -> Non
 def test_the_bridge_imports_only_the_standard_library() -> None:
     source = (Path(__file__).parents[2] / "sidecar" / "sandbox" / "bridge.py").read_text()
     imports: Sequence[str] = [line.split()[1] for line in source.splitlines() if line.startswith(("import ", "from "))]
-    assert set(imports) <= {"__future__", "os", "signal", "socket", "sys", "threading"}
+    assert set(imports) <= {"__future__", "os", "selectors", "signal", "socket", "sys"}
 
 
 async def test_the_bridge_holds_none_of_the_tools_pipes(egress: Egress) -> None:
@@ -459,3 +460,36 @@ async def test_the_loopback_proxy_for_macos_applies_the_same_rules(egress: Egres
             assert (await stream.receive()).startswith(b"HTTP/1.1 403 Forbidden by the sandbox: example.org:443")
     plan.close()
     assert (await egress.prepare_loopback(Confinement())).proxy_port is None
+
+
+MANY = """
+import hashlib, json, socket, sys, urllib.request
+port = int(sys.argv[1])
+tunnels = []
+for _ in range(10):
+    s = socket.create_connection(("127.0.0.1", 3128))
+    s.sendall(f"CONNECT 127.0.0.1:{port} HTTP/1.1\\r\\n\\r\\n".encode())
+    assert s.recv(100).startswith(b"HTTP/1.1 200")
+    tunnels.append(s)
+threads = [l for l in open(f"/proc/{__import__('os').getppid()}/status") if l.startswith("Threads:")][0].split()[1]
+big = urllib.request.urlopen(f"http://127.0.0.1:{port}/big", timeout=30).read()
+body = b"u" * (8 << 20)
+echoed = urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{port}/echo", data=body), timeout=30).read()
+print(json.dumps({"threads": int(threads), "big": len(big), "sha": hashlib.sha256(big).hexdigest(),
+                  "echoed": len(json.loads(echoed)["body"])}))
+"""
+
+
+@needs_bwrap
+async def test_the_bridge_carries_many_connections_and_large_bodies_on_one_thread(
+        egress: Egress, server: HttpServer) -> None:
+    """A pids cgroup counts threads: the bridge must not spend the tool's process budget."""
+    payload = bytes(range(256)) * (64 << 10)  # 16 MiB
+    server.route("GET", "/big", Response(body=payload))
+    plan = await egress.prepare(allowed(f"127.0.0.1:{server.port}"))
+    result = await run_tool(plan, MANY, str(server.port))
+    assert result.returncode == 0, result.stderr.decode()
+    got = json.loads(result.stdout)
+    assert got["threads"] == 1
+    assert (got["big"], got["sha"]) == (len(payload), hashlib.sha256(payload).hexdigest())
+    assert got["echoed"] == 8 << 20
