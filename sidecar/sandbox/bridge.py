@@ -14,26 +14,31 @@ nothing: the bridge is the sandbox's first process, so when it dies the sandbox'
 kernel kills every process of the sandbox, the tool included. It listens before ARGV starts, so the
 tool never finds the port free to put a listener of its own there.
 
-It is one thread: a selector carries every connection, with at most 64 KiB waiting in each
+It is one thread: an epoll set carries every connection, with at most 64 KiB waiting in each
 direction (a direction is not read while its bytes wait, so a slow reader slows its writer), and
-learns of the tool's end from the same selector. Threads would count against the sandbox's
+learns of the tool's end from the same set. Threads would count against the sandbox's
 process limit (a pids cgroup counts threads), which is the tool's budget, not the bridge's.
 
 It runs with ``-I -S`` (no site, no user paths, no environment variables read by Python) and imports
-only the standard library: nothing from the tool's folder or the workspace is ever imported.
+only C modules of the standard library (``_socket``, ``_signal``, ``select``): nothing from the
+tool's folder or the workspace is ever imported, and ``socket.py``, ``signal.py`` and
+``selectors`` (enum and collections, about 12 ms) do not delay the tool's start. Linux only.
 """
 
 from __future__ import annotations
 
+import _signal  # pyright: ignore[reportMissingImports] -- a C module typeshed has no stub for; signal.py loads enum
+import _socket
 import os
-import selectors
-import signal
-import socket
+import select
 import sys
 
 BLOCK = 64 * 1024
 MAX_CONNECTIONS = 64  # beyond this a new connection is closed at once; the proxy has its own bound
-_FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
+_FORWARDED = (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP, _signal.SIGQUIT, _signal.SIGUSR1, _signal.SIGUSR2)
+_IN, _OUT = select.EPOLLIN, select.EPOLLOUT
+_READABLE = select.EPOLLIN | select.EPOLLHUP | select.EPOLLERR  # a hang-up or error shows on the next recv
+_WRITABLE = select.EPOLLOUT | select.EPOLLHUP | select.EPOLLERR
 
 
 def main(argv: list[str]) -> int:
@@ -41,12 +46,10 @@ def main(argv: list[str]) -> int:
         sys.stderr.write("usage: bridge.py SOCKET PORT -- PROGRAM [ARG...]\n")
         return 2
     unix_path, port, command = argv[0], int(argv[1]), argv[3:]
-    listener = socket.create_server(("127.0.0.1", port), backlog=MAX_CONNECTIONS)
+    listener = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", port))  # before the tool runs: it never finds the port free
+    listener.listen(MAX_CONNECTIONS)
     listener.setblocking(False)
-    wake_read, wake_write = os.pipe()  # SIGCHLD lands here, so the selector hears the tool end
-    os.set_blocking(wake_write, False)
-    signal.set_wakeup_fd(wake_write)
-    signal.signal(signal.SIGCHLD, lambda _sig, _frame: None)
     try:
         pid = os.fork()
     except OSError as exc:
@@ -55,16 +58,24 @@ def main(argv: list[str]) -> int:
     if pid == 0:
         _run(command)  # never returns
     _detach_stdio()
+    wake_read, wake_write = os.pipe()  # SIGCHLD lands here, so epoll hears the tool end
+    os.set_blocking(wake_read, False)
+    os.set_blocking(wake_write, False)
+    _signal.set_wakeup_fd(wake_write)
+    _signal.signal(_signal.SIGCHLD, _ignore)  # Bridge.run looks with waitpid first: no end is missed
     for number in _FORWARDED:
-        signal.signal(number, lambda sig, _frame: _forward(pid, sig))
+        _signal.signal(number, lambda sig, _frame: _forward(pid, sig))
     return _exit_as(Bridge(listener, unix_path, wake_read).run(pid))
+
+
+def _ignore(_sig: int, _frame: object) -> None:
+    pass
 
 
 def _run(command: list[str]) -> None:
     """In the child: restore default signal dispositions and become the tool's program."""
-    signal.set_wakeup_fd(-1)
-    for number in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD):  # exec keeps an ignored signal ignored
-        signal.signal(number, signal.SIG_DFL)
+    for number in (_signal.SIGPIPE, _signal.SIGXFSZ):  # Python ignores them; exec would keep that
+        _signal.signal(number, _signal.SIG_DFL)
     try:
         os.execvp(command[0], command)
     except OSError as exc:
@@ -102,7 +113,7 @@ def _forward(pid: int, sig: int) -> None:
 def _exit_as(status: int) -> int:
     if os.WIFSIGNALED(status):
         number = os.WTERMSIG(status)
-        signal.signal(number, signal.SIG_DFL)
+        _signal.signal(number, _signal.SIG_DFL)
         os.kill(os.getpid(), number)  # end as the tool ended, so the sidecar words the same signal
         return 128 + number
     return os.waitstatus_to_exitcode(status)
@@ -111,7 +122,7 @@ def _exit_as(status: int) -> int:
 class Direction:
     """Bytes from ``source`` to ``sink``: at most BLOCK waiting, then EOF passed on once."""
 
-    def __init__(self, source: socket.socket, sink: socket.socket) -> None:
+    def __init__(self, source: _socket.socket, sink: _socket.socket) -> None:
         self.source, self.sink = source, sink
         self.waiting = b""
         self.eof = False
@@ -120,65 +131,68 @@ class Direction:
     def wants_read(self) -> bool:
         return not self.eof and not self.waiting
 
+    def send(self) -> None:
+        if self.waiting:
+            try:
+                sent = self.sink.send(self.waiting)
+            except BlockingIOError:
+                return
+            self.waiting = self.waiting[sent:]
+
     def finish(self) -> None:
         if self.eof and not self.waiting and not self.done:
             self.done = True
             try:
-                self.sink.shutdown(socket.SHUT_WR)
+                self.sink.shutdown(_socket.SHUT_WR)
             except OSError:
                 pass
-
-
-def _send(direction: Direction) -> None:
-    if direction.waiting:
-        try:
-            sent = direction.sink.send(direction.waiting)
-        except BlockingIOError:
-            return
-        direction.waiting = direction.waiting[sent:]
 
 
 class Pair:
     """One connection of the tool and its counterpart on the proxy's socket."""
 
-    def __init__(self, tool: socket.socket, proxy: socket.socket) -> None:
+    def __init__(self, tool: _socket.socket, proxy: _socket.socket) -> None:
         self.up, self.down = Direction(tool, proxy), Direction(proxy, tool)
+        self.sockets = (tool, proxy)
 
 
 class Bridge:
-    def __init__(self, listener: socket.socket, unix_path: str, wake: int) -> None:
+    def __init__(self, listener: _socket.socket, unix_path: str, wake: int) -> None:
         self.listener, self.unix_path, self.wake = listener, unix_path, wake
-        self.selector = selectors.DefaultSelector()
-        self.pairs = 0
+        self.epoll = select.epoll()
+        self.owners: dict[int, tuple[Pair, _socket.socket]] = {}  # fd -> its connection
+        self.interest: dict[int, int] = {}  # fd -> events it is registered for
 
     def run(self, pid: int) -> int:
         """Carry connections until the tool ``pid`` ends; its wait status."""
-        self.selector.register(self.listener, selectors.EVENT_READ, None)
-        self.selector.register(self.wake, selectors.EVENT_READ, None)
+        self.epoll.register(self.listener.fileno(), _IN)
+        self.epoll.register(self.wake, _IN)
         while True:
             ended, status = os.waitpid(pid, os.WNOHANG)
             if ended:
                 return status
-            for key, mask in self.selector.select():
-                if key.fileobj is self.listener:
+            for fd, mask in self.epoll.poll():
+                if fd == self.listener.fileno():
                     self.accept()
-                elif key.fileobj == self.wake:
+                elif fd == self.wake:
                     try:
                         os.read(self.wake, 512)
                     except BlockingIOError:
                         pass
-                else:
-                    self.step(key.data, key.fileobj, mask)  # type: ignore[arg-type] -- registered sockets only
+                elif fd in self.owners:
+                    pair, sock = self.owners[fd]
+                    self.step(pair, sock, mask)
 
     def accept(self) -> None:
         try:
-            tool, _ = self.listener.accept()
+            fd, _ = self.listener._accept()  # pyright: ignore[reportAttributeAccessIssue] -- what socket.py's accept wraps
         except OSError:
             return
-        if self.pairs >= MAX_CONNECTIONS:
+        tool = _socket.socket(fileno=fd)
+        if len(self.owners) >= 2 * MAX_CONNECTIONS:
             tool.close()
             return
-        proxy = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        proxy = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         try:
             proxy.connect(self.unix_path)  # local: completes at once or fails (backlog full)
         except OSError:
@@ -188,19 +202,19 @@ class Bridge:
         tool.setblocking(False)
         proxy.setblocking(False)
         pair = Pair(tool, proxy)
-        self.pairs += 1
-        self.selector.register(tool, selectors.EVENT_READ, pair)
-        self.selector.register(proxy, selectors.EVENT_READ, pair)
+        for sock in pair.sockets:
+            self.owners[sock.fileno()] = (pair, sock)
+            self._interest(sock, _IN)
 
-    def step(self, pair: Pair, sock: socket.socket, mask: int) -> None:
+    def step(self, pair: Pair, sock: _socket.socket, mask: int) -> None:
         try:
             for direction in (pair.up, pair.down):
-                if mask & selectors.EVENT_READ and direction.source is sock and direction.wants_read():
+                if mask & _READABLE and direction.source is sock and direction.wants_read():
                     data = sock.recv(BLOCK)
                     direction.waiting, direction.eof = data, not data
-                    _send(direction)  # most often the other side takes it at once: no second select
-                if mask & selectors.EVENT_WRITE and direction.sink is sock:
-                    _send(direction)
+                    direction.send()  # most often the other side takes it at once: no second poll
+                if mask & _WRITABLE and direction.sink is sock:
+                    direction.send()
                 direction.finish()
         except BlockingIOError:
             pass
@@ -210,31 +224,40 @@ class Bridge:
         if pair.up.done and pair.down.done:
             self.close(pair)
             return
-        for sock_ in (pair.up.source, pair.down.source):
+        for each in pair.sockets:
             events = 0
             for direction in (pair.up, pair.down):
-                if direction.source is sock_ and direction.wants_read():
-                    events |= selectors.EVENT_READ
-                if direction.sink is sock_ and direction.waiting:
-                    events |= selectors.EVENT_WRITE
-            self._interest(sock_, events, pair)
+                if direction.source is each and direction.wants_read():
+                    events |= _IN
+                if direction.sink is each and direction.waiting:
+                    events |= _OUT
+            self._interest(each, events)
 
-    def _interest(self, sock: socket.socket, events: int, pair: Pair) -> None:
-        registered = sock in self.selector.get_map()
-        if events and registered:
-            self.selector.modify(sock, events, pair)
-        elif events:
-            self.selector.register(sock, events, pair)
-        elif registered:
-            self.selector.unregister(sock)
+    def _interest(self, sock: _socket.socket, events: int) -> None:
+        fd = sock.fileno()
+        registered = self.interest.get(fd)
+        if events == registered or (not events and registered is None):
+            return
+        if not events:
+            self.epoll.unregister(fd)
+            del self.interest[fd]
+            return
+        if registered is None:
+            self.epoll.register(fd, events)
+        else:
+            self.epoll.modify(fd, events)
+        self.interest[fd] = events
 
     def close(self, pair: Pair) -> None:
-        for sock in (pair.up.source, pair.down.source):
-            if sock in self.selector.get_map():
-                self.selector.unregister(sock)
+        for sock in pair.sockets:
+            fd = sock.fileno()
+            if self.interest.pop(fd, None) is not None:
+                self.epoll.unregister(fd)
+            self.owners.pop(fd, None)
             sock.close()
-        self.pairs -= 1
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    code = main(sys.argv[1:])
+    sys.stderr.flush()
+    os._exit(code)  # the tool has ended: skip the interpreter's teardown (a few ms on every call's end)
