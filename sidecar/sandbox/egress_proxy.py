@@ -169,8 +169,7 @@ async def handle(client: Connection, rules: Rules, limits: Limits, label: str,
     """Serve one client connection to its end; never raises for what the client or upstream does."""
     async with client:
         try:
-            with anyio.fail_after(limits.head_timeout):
-                head, rest = await _read_head(client, limits.head_bytes)
+            head, rest = await _read_head(client, limits.head_bytes, limits.head_timeout)
             target = parse_head(head)
             rules.check_name(target)
             with anyio.fail_after(limits.connect_timeout):
@@ -182,7 +181,8 @@ async def handle(client: Connection, rules: Rules, limits: Limits, label: str,
             await answer(client, exc)
             return
         except TimeoutError:
-            await answer(client, Refused(504, "Gateway Timeout", "the request or the connection took too long"))
+            await answer(client, Refused(504, "Gateway Timeout", f"resolving and connecting took over "
+                                         f"{limits.connect_timeout:g} s"))
             return
         except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
             return  # the client went away before asking for anything
@@ -282,16 +282,18 @@ def _origin_head(method: bytes, path: str, fields: bytes, authority: str) -> byt
     return b"\r\n".join(kept) + b"\r\n\r\n"
 
 
-async def _read_head(client: Stream, limit: int) -> tuple[bytes, bytes]:
+async def _read_head(client: Stream, limit: int, within: float) -> tuple[bytes, bytes]:
     """The request head through its blank line, and whatever the client sent after it."""
     buffer = b""
-    while True:
-        end = buffer.find(b"\r\n\r\n")
-        if end >= 0:
-            return buffer[:end + 4], buffer[end + 4:]
-        if len(buffer) > limit:
-            raise Refused(431, "Request Header Fields Too Large", f"the request head is over {limit} bytes")
-        buffer += await client.receive(BLOCK)
+    with anyio.move_on_after(within):
+        while True:
+            end = buffer.find(b"\r\n\r\n")
+            if end >= 0:
+                return buffer[:end + 4], buffer[end + 4:]
+            if len(buffer) > limit:
+                raise Refused(431, "Request Header Fields Too Large", f"the request head is over {limit} bytes")
+            buffer += await client.receive(BLOCK)
+    raise Refused(408, "Request Timeout", f"the request head did not arrive within {within:g} s")
 
 
 async def _connect(rules: Rules, target: Target) -> anyio.abc.SocketStream:
