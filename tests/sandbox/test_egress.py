@@ -292,6 +292,16 @@ async def test_malformed_and_origin_form_requests_get_400(egress: Egress) -> Non
         assert answer.startswith(b"HTTP/1.1 400 "), (request, answer)
 
 
+async def test_a_refused_upload_still_gets_its_403(egress: Egress) -> None:
+    """The proxy reads what the client keeps sending after a refusal: closing on unread bytes
+    would reset the connection, and the client could lose the answer."""
+    plan = await egress.prepare(allowed("api.test"))
+    body = b"b" * (512 << 10)
+    request = b"POST http://example.org/upload HTTP/1.1\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+    answer = await _ask(plan, request)
+    assert answer.startswith(b"HTTP/1.1 403 Forbidden by the sandbox: example.org:80")
+
+
 async def test_a_metadata_address_is_refused_even_when_its_name_is_listed(egress: Egress) -> None:
     NAMES["metadata.test"] = "169.254.169.254"
     plan = await egress.prepare(allowed("metadata.test"))
