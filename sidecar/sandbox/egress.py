@@ -10,10 +10,10 @@
   honour them. A raw socket to anything else finds no route: the namespace has no other interface.
 
 One socket per sandboxed process, not per Confinement: its lifetime is the process's (``close``
-when it ends), a refusal is told to the call it belongs to (``NetworkPlan.refusals``), and one
+when it ends), the refusals are the process's own, for its call's error (``NetworkPlan.refusals``), and one
 sandbox's connections count against its own bound. The proxy runs in the sidecar's event loop;
 each connection holds at most two 64 KiB reads in flight and waits on the slower side, so a
-tool pushing or pulling fast never makes the loop busy with buffering.
+tool pushing or pulling fast costs the loop no buffering, only its share of turns.
 
 How the bubblewrap slice plugs it in (``egress`` built once in compose, ``bind(tg)`` there)::
 
