@@ -21,6 +21,7 @@ tokens the desktop app passed in) never reach a tool, a worker, an MCP server or
 from __future__ import annotations
 
 import errno
+import json
 import logging
 import os
 import shutil
@@ -158,6 +159,31 @@ class Child:
         self.label = label
         self.stderr = stderr
         self._stopped = False
+        self._sandbox_info: int | None = None  # bwrap's --info-fd pipe (sidecar/sandbox/runner.py)
+        self._sandbox_pid: int | None = None
+        self._sandboxed = False
+
+    def sandbox_info(self, fd: int) -> None:
+        """Keep the read end of bubblewrap's ``--info-fd`` pipe: it names the sandbox's pid 1."""
+        self._sandbox_info = fd
+        self._sandboxed = True
+
+    def interrupt(self) -> None:
+        """SIGINT for the program, so it can unwind. In a bubblewrap sandbox our child is bwrap,
+        which SIGINT would kill outright: the signal goes to the sandbox's own process group instead
+        (its pid 1 has no handler, so the kernel drops it there; the program gets it)."""
+        target = self._confined_group()
+        with suppress(ProcessLookupError, PermissionError):
+            if target is not None:
+                os.killpg(target, signal.SIGINT)
+            else:
+                os.kill(self.pid, signal.SIGINT)
+
+    def _confined_group(self) -> int | None:
+        if self._sandbox_pid is None and self._sandbox_info is not None:
+            with suppress(OSError, ValueError, TypeError):
+                self._sandbox_pid = int(json.loads(os.read(self._sandbox_info, 1 << 16))["child-pid"])
+        return self._sandbox_pid
 
     @property
     def stdin(self) -> anyio.abc.ByteSendStream:
@@ -171,7 +197,11 @@ class Child:
 
     @property
     def returncode(self) -> int | None:
-        return self.process.returncode
+        code = self.process.returncode
+        if self._sandboxed and code is not None and 128 < code < 128 + 65:
+            # bwrap reports a program killed by a signal as 128 + the signal, the way a shell does
+            return 128 - code
+        return code
 
     @property
     def alive(self) -> bool:
@@ -246,6 +276,9 @@ class Child:
                 self.signal_group(SIGKILL)
             await self.wait_exit(kill_wait)
             await self._close_pipes()
+            if self._sandbox_info is not None:
+                os.close(self._sandbox_info)
+                self._sandbox_info = None
         log.debug("%s: pid %d stopped (%s)", self.label, self.pid, exit_reason(self.returncode))
 
     async def _until_group_gone(self, within: float) -> None:
@@ -282,6 +315,7 @@ async def spawn(
     stderr_lines: int = 20,
     stderr_line_chars: int = 2000,
     logger: logging.Logger = log,
+    pass_fds: Sequence[int] = (),
 ) -> Child:
     """Start ``argv`` in a new session, tied to the sidecar's life where the OS allows.
 
@@ -302,7 +336,7 @@ async def spawn(
         with anyio.CancelScope(shield=True):  # a process started must also be tracked
             process = await anyio.open_process(
                 command, stdin=stdin, stdout=stdout, stderr=tail_write if stderr == TAIL else stderr,
-                cwd=cwd, env=env, start_new_session=True,
+                cwd=cwd, env=env, start_new_session=True, pass_fds=pass_fds,
             )
     except BaseException:
         if tail_read >= 0:

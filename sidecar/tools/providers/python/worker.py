@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import itertools
 import logging
-import os
 import re
-import signal
 import time
 from collections import deque
-from contextlib import suppress
 from typing import Any
 
 import anyio
@@ -207,8 +204,7 @@ class Worker:
         self.reusable = False
         with anyio.CancelScope(shield=True):
             if self.alive:
-                with suppress(ProcessLookupError):
-                    os.kill(self.child.pid, signal.SIGINT)
+                self.child.interrupt()
                 with anyio.move_on_after(INTERRUPT_GRACE):
                     await self._next_frame()  # the "cancelled" answer, or the exit
             self.child.kill()

@@ -28,16 +28,22 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import weakref
 from pathlib import Path
 from typing import Any
 
 import anyio
 import msgspec
 
-from ....children import dies_with_sidecar, scrubbed_env, spawn
+from ....children import Child, dies_with_sidecar, scrubbed_env, spawn
+from ....sandbox.policy import DEFAULT, Confinement
+from ....sandbox.runner import Sandbox, python_paths
 from .worker import CALL_REPLY, ENCODER, REPLY, CallAnswer, Decoder, ToolFailure, Worker, decode_result, stop_all
 
 log = logging.getLogger("sidecar.tools")
+
+# A worker's sandbox is fixed when it starts: the chat's workspace it may write and its Confinement.
+Scope = tuple[str | None, Confinement]
 
 WORKER_SCRIPT = Path(__file__).with_name("worker_main.py")
 SDK_DIR = Path(__file__).with_name("sdk")
@@ -63,15 +69,18 @@ class ToolsetWorkers:
     """The worker pool of one toolset."""
 
     def __init__(
-        self, toolset_id: str, toolset_dir: Path, limits: Limits = DEFAULT_LIMITS, env: dict[str, str] | None = None
+        self, toolset_id: str, toolset_dir: Path, limits: Limits = DEFAULT_LIMITS, env: dict[str, str] | None = None,
+        sandbox: Sandbox | None = None,
     ) -> None:
         self.toolset_id = toolset_id
+        self.sandbox = sandbox or Sandbox()
         self.toolset_dir = Path(toolset_dir).absolute()
         self.limits = limits
         self.env = dict(env or {})
         self._slots = anyio.Semaphore(limits.max_workers)
         self._idle: list[Worker] = []  # most recently used last
         self._busy: set[Worker] = set()
+        self._scopes: weakref.WeakKeyDictionary[Worker, Scope] = weakref.WeakKeyDictionary()
         self._generation = 0  # bumped when the code changes: older workers are not reused
         self._closed = False
 
@@ -96,11 +105,13 @@ class ToolsetWorkers:
         input_schema: dict[str, Any] | None = None,
         timeout: float | None = None,  # noqa: ASYNC109 - on expiry the worker is killed, which no cancel scope does
         raw: bool = False,
+        confinement: Confinement = DEFAULT,
     ) -> Any:
         """Run one tool. ``context`` holds ``workspace`` (absolute) and optionally ``chatId`` and
         ``toolCallId``; ``input_schema`` is checked for legacy functions only (``@tool`` ones
         carry their own). ``raw``: return the value as the worker's JSON (``msgspec.Raw``, see
-        ``decode_result``) instead of building it."""
+        ``decode_result``) instead of building it. The worker is sandboxed to that workspace under
+        ``confinement`` (its only writable place, besides ``confinement.writable``)."""
         params = {
             "tool": tool_id,
             "entrypoint": entrypoint,
@@ -109,7 +120,8 @@ class ToolsetWorkers:
             "context": context,
         }
         answer: CallAnswer = await self._request(
-            "call", params, timeout or self.limits.default_timeout, tool_id, CALL_REPLY, context.get("workspace"))
+            "call", params, timeout or self.limits.default_timeout, tool_id, CALL_REPLY,
+            context.get("workspace"), confinement)
         return answer.result if raw else await decode_result(answer.result)
 
     async def restart(self) -> None:
@@ -143,10 +155,10 @@ class ToolsetWorkers:
 
     async def _request(
         self, method: str, params: dict[str, Any], limit: float, what: str, decoder: Decoder = REPLY,
-        workspace: str | None = None,
+        workspace: str | None = None, confinement: Confinement = DEFAULT,
     ) -> Any:
         async with self._slots:
-            worker = await self._take(workspace)
+            worker = await self._take((workspace, confinement))
             try:
                 if self._closed:  # while the worker started
                     raise self._shut_down()
@@ -157,7 +169,7 @@ class ToolsetWorkers:
     def _shut_down(self) -> ToolFailure:
         return ToolFailure("cancelled", f"the workers of toolset {self.toolset_id} were shut down")
 
-    async def _take(self, workspace: str | None) -> Worker:
+    async def _take(self, scope: Scope) -> Worker:
         if self._closed:
             raise self._shut_down()
         # The worker quits by itself after idle_seconds: leave a margin so it never quits
@@ -165,14 +177,14 @@ class ToolsetWorkers:
         fresh_for = self.limits.idle_seconds - min(2.0, self.limits.idle_seconds / 4)
         while self._idle:
             worker = self._idle.pop()
-            # A worker whose tool left threads in one chat's folder never serves another (data scope).
-            foreign = workspace is not None and worker.bound_to not in (None, workspace)
+            # Each worker is sandboxed to one chat's workspace and confinement: it serves no other.
             if (worker.generation == self._generation and worker.alive and worker.idle_for() < fresh_for
-                    and not foreign):
+                    and self._scopes.get(worker) == scope):
                 self._busy.add(worker)
                 return worker
             await worker.stop()
-        worker = await self._spawn()
+        worker = await self._spawn(*scope)
+        self._scopes[worker] = scope
         self._busy.add(worker)
         return worker
 
@@ -183,7 +195,7 @@ class ToolsetWorkers:
         else:
             await worker.stop()
 
-    async def _spawn(self) -> Worker:
+    async def _spawn(self, workspace: str | None = None, confinement: Confinement = DEFAULT) -> Worker:
         config = ENCODER.encode({
             "toolsetId": self.toolset_id,
             "toolsetDir": str(self.toolset_dir),
@@ -196,19 +208,22 @@ class ToolsetWorkers:
             # Only where spawn cannot arm the parent-death signal: the worker then arms it itself.
             "parentPid": None if dies_with_sidecar() else os.getpid(),
         }).decode()
+        jail = await self.sandbox.prepare(
+            [sys.executable, "-I", str(WORKER_SCRIPT), config],
+            env=worker_env(self.toolset_id, self.toolset_dir, self.env), cwd=str(self.toolset_dir),
+            workspace=workspace, read_only=[*python_paths(), str(WORKER_SCRIPT), str(SDK_DIR), str(self.toolset_dir)],
+            confinement=confinement)
+        child: Child | None = None
         try:
-            child = await spawn(
-                [sys.executable, "-I", str(WORKER_SCRIPT), config],
-                env=worker_env(self.toolset_id, self.toolset_dir, self.env),
-                cwd=self.toolset_dir,
-                label=self.toolset_id,
-                logger=log,
-            )
+            child = await spawn(jail.argv, env=jail.env, cwd=jail.cwd, label=self.toolset_id, logger=log,
+                                pass_fds=jail.pass_fds)
         except OSError as exc:
             why = f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else str(exc)
             raise ToolFailure(
                 "load", f"cannot start a worker for toolset {self.toolset_id} in {self.toolset_dir}: {why}"
             ) from None
+        finally:
+            jail.started(child)
         max_line = self.limits.output_bytes + _REPLY_MARGIN
         return Worker(child, self._generation, max_line)
 
@@ -216,8 +231,9 @@ class ToolsetWorkers:
 class WorkerHost:
     """Every toolset's pool, keyed by toolset id."""
 
-    def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
+    def __init__(self, limits: Limits = DEFAULT_LIMITS, sandbox: Sandbox | None = None) -> None:
         self.limits = limits
+        self.sandbox = sandbox or Sandbox()
         self._pools: dict[str, ToolsetWorkers] = {}
 
     def pool(self, toolset_id: str, toolset_dir: Path, env: dict[str, str] | None = None) -> ToolsetWorkers:
@@ -225,7 +241,7 @@ class WorkerHost:
         retires the workers running the old code."""
         pool = self._pools.get(toolset_id)
         if pool is None:
-            pool = self._pools[toolset_id] = ToolsetWorkers(toolset_id, toolset_dir, self.limits, env)
+            pool = self._pools[toolset_id] = ToolsetWorkers(toolset_id, toolset_dir, self.limits, env, self.sandbox)
         elif pool.toolset_dir != Path(toolset_dir).absolute() or pool.env != (env or {}):
             pool.retarget(toolset_dir, env)
         return pool

@@ -12,8 +12,13 @@ from typing import Any
 import anyio
 import pytest
 
+from sidecar.sandbox.runner import Sandbox
 from sidecar.tools.providers.python.workers import Limits, ToolFailure, ToolsetWorkers, WorkerHost
 from tests.procs import wait_gone
+
+# The pool's mechanics compare the pids tools see with the pool's: unconfined here (a sandboxed
+# worker sees its own pid namespace); tests/sandbox runs the sandboxed worker.
+UNCONFINED = Sandbox("none")
 
 pytestmark = pytest.mark.anyio
 
@@ -168,7 +173,7 @@ def workspace(tmp_path: Path) -> Path:
 
 @pytest.fixture
 async def pool(toolset: Path) -> Any:
-    p = ToolsetWorkers("demo", toolset, Limits(memory_bytes=256 << 20, output_bytes=64 << 10))
+    p = ToolsetWorkers("demo", toolset, Limits(memory_bytes=256 << 20, output_bytes=64 << 10), sandbox=UNCONFINED)
     yield p
     await p.aclose()
 
@@ -253,7 +258,7 @@ async def test_describe_reports_load_errors_by_file(tmp_path: Path) -> None:
         "syntax.py": "def f(:\n",
         "ok.py": "def f(workspace): return 1\n",
     })
-    pool = ToolsetWorkers("broken", root, Limits())
+    pool = ToolsetWorkers("broken", root, Limits(), sandbox=UNCONFINED)
     try:
         found = await pool.describe({
             "a": "tools.needs:f",
@@ -435,7 +440,7 @@ async def test_restart_loads_changed_code(pool: ToolsetWorkers, workspace: Path,
 
 
 async def test_idle_worker_is_replaced(toolset: Path, workspace: Path) -> None:
-    pool = ToolsetWorkers("demo", toolset, Limits(idle_seconds=0.4))
+    pool = ToolsetWorkers("demo", toolset, Limits(idle_seconds=0.4), sandbox=UNCONFINED)
     try:
         first = await call(pool, workspace, "pid")
         assert await wait_gone(first)  # the worker left by itself
@@ -446,7 +451,7 @@ async def test_idle_worker_is_replaced(toolset: Path, workspace: Path) -> None:
 
 async def test_host_pools_and_aclose(toolset: Path, tmp_path: Path, workspace: Path) -> None:
     other = make_toolset(tmp_path / "other", {"demo.py": TOOLS})
-    host = WorkerHost(Limits())
+    host = WorkerHost(Limits(), UNCONFINED)
     first = host.pool("demo", toolset)
     assert host.pool("demo", toolset) is first
     pids = [await call(first, workspace, "pid"), await call(host.pool("other", other), workspace, "pid")]
@@ -466,7 +471,7 @@ async def test_host_pools_and_aclose(toolset: Path, tmp_path: Path, workspace: P
 
 
 async def test_aclose_fails_a_running_call(toolset: Path, workspace: Path, tmp_path: Path) -> None:
-    pool = ToolsetWorkers("demo", toolset, Limits())
+    pool = ToolsetWorkers("demo", toolset, Limits(), sandbox=UNCONFINED)
     marker = tmp_path / "hanging"
     outcome: list[ToolFailure] = []
 

@@ -1,0 +1,83 @@
+"""The bubblewrap command line that confines one tool process.
+
+The sandbox starts from an empty root: the system's programs and libraries, the Python the worker
+runs on, the sidecar's worker script and SDK, and the toolset's folder are bound read-only; the
+chat's workspace (and ``Confinement.writable``) read-write; /tmp is a fresh tmpfs that also holds
+HOME. The data directory, other chats' workspaces and the user's home are simply not there. Every
+namespace is new (``--unshare-all``), so the tool sees its own process list (the sidecar's pid does
+not exist for it: no signal, no /proc/<pid>/environ) and, unless ``network`` is "full", a network
+with nothing but its own loopback. ``--die-with-parent`` takes the whole sandbox down with the
+bwrap process the sidecar started; ``--new-session`` keeps it off any terminal.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import msgspec
+
+from .policy import Network
+
+SANDBOX_HOME = "/tmp/home"
+
+# What programs need from /etc: the loader's cache, users and groups by name, time zone, TLS roots,
+# alternatives (where /usr/bin/python3 and friends point on Debian), MIME types. Never shadow or sudoers.
+ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "passwd", "group", "nsswitch.conf",
+       "localtime", "timezone", "ssl", "ca-certificates", "ca-certificates.conf", "pki", "mime.types",
+       "os-release", "protocols", "services", "login.defs", "profile", "bash.bashrc", "inputrc", "locale.alias",
+       "gai.conf", "host.conf", "fonts")
+NETWORK_ETC = ("resolv.conf", "hosts")  # only where the tool may use the network
+SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+
+
+class Binds(msgspec.Struct, frozen=True, kw_only=True):
+    """The paths one sandbox sees, each at its own path."""
+
+    read_only: tuple[str, ...] = ()
+    writable: tuple[str, ...] = ()
+
+
+def command(bwrap: str, argv: Sequence[str], *, binds: Binds, network: Network, cwd: str,
+            info_fd: int | None = None, root: str = "/") -> list[str]:
+    """``bwrap ... -- argv``. ``root`` is where the system paths are looked up (tests)."""
+    out = [bwrap, "--unshare-all"]
+    if network == "full":
+        out.append("--share-net")
+    out += ["--die-with-parent", "--new-session", "--cap-drop", "ALL",
+            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", SANDBOX_HOME]
+    out += _system(root, network)
+    for path, writable in _outermost(binds):
+        out += ["--bind" if writable else "--ro-bind", path, path]
+    out += ["--chdir", cwd]
+    if info_fd is not None:
+        out += ["--info-fd", str(info_fd)]
+    return [*out, "--", *argv]
+
+
+def _system(root: str, network: Network) -> list[str]:
+    out: list[str] = []
+    for path in SYSTEM:
+        host = os.path.join(root, path.lstrip("/"))
+        if os.path.islink(host):
+            # /lib -> usr/lib on merged-/usr systems: the same link, not a second mount
+            out += ["--symlink", os.readlink(host), path]
+        elif os.path.isdir(host):
+            out += ["--ro-bind", host, path]
+    names = ETC + (NETWORK_ETC if network != "none" else ())
+    for name in names:
+        host = os.path.join(root, "etc", name)
+        if os.path.exists(host):
+            out += ["--ro-bind", host, f"/etc/{name}"]
+    return out
+
+
+def _outermost(binds: Binds) -> list[tuple[str, bool]]:
+    """Absolute, without repeats (writable wins), a folder before what lies inside it: a writable
+    workspace bound inside a read-only folder stays writable, and the other way round."""
+    seen: dict[str, bool] = {}
+    for path in binds.read_only:
+        seen.setdefault(os.path.abspath(path), False)
+    for path in binds.writable:
+        seen[os.path.abspath(path)] = True
+    return sorted(seen.items(), key=lambda item: (item[0].count(os.sep), item[0]))

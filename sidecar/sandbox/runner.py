@@ -1,0 +1,102 @@
+"""Put a tool process in the sandbox: the command line and environment one confined child gets.
+
+    sandbox = Sandbox("auto")                     # settings.sandbox; probed at the first use
+    jail = await sandbox.prepare([python, "-I", script], env=env, cwd=ws, workspace=ws,
+                                 read_only=[toolset_dir], confinement=confinement)
+    child = await spawn(jail.argv, env=jail.env, cwd=jail.cwd, pass_fds=jail.pass_fds, ...)
+    jail.started(child)                           # the sandbox's own process group, for SIGINT
+
+With bubblewrap the child is ``bwrap``, which starts the program in fresh namespaces; with Landlock
+it is ``python -I landlock_exec.py`` that applies the rules and execs the program; with none it is
+the program itself (rlimits only). The caller keeps its own limits either way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import msgspec
+
+from ..children import Child
+from . import bwrap
+from .detect import Choice, Detected, detect, probe
+from .policy import DEFAULT, Confinement
+
+LANDLOCK_EXEC = Path(__file__).with_name("landlock_exec.py")
+_LANDLOCK_SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/proc", "/sys")
+
+
+class Jail(msgspec.Struct, kw_only=True):
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str
+    mechanism: str
+    pass_fds: tuple[int, ...] = ()
+    info_fd: int | None = None  # read end of bwrap's --info-fd pipe
+
+    def started(self, child: Child | None) -> None:
+        """Hand the sandbox's info to ``child`` (None: the spawn failed; the pipe is closed)."""
+        for fd in self.pass_fds:
+            os.close(fd)
+        self.pass_fds = ()
+        if self.info_fd is not None:
+            if child is None:
+                os.close(self.info_fd)
+            else:
+                child.sandbox_info(self.info_fd)
+            self.info_fd = None
+
+
+def python_paths() -> list[str]:
+    """What the sidecar's own Python needs to start a worker: its installation and its venv."""
+    paths = {sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable))}
+    return sorted(p for p in paths if p)
+
+
+class Sandbox:
+    def __init__(self, choice: Choice = "auto") -> None:
+        self.choice: Choice = choice
+        self._private_tmp: str | None = None
+
+    async def status(self) -> Detected:
+        return await probe(self.choice)
+
+    def detected(self) -> Detected:
+        """Synchronous, for callers that cannot wait (probes on this thread the first time)."""
+        return detect(self.choice)
+
+    async def prepare(
+        self, argv: Sequence[str], *, env: dict[str, str], cwd: str, workspace: str | None,
+        read_only: Sequence[str] = (), confinement: Confinement = DEFAULT,
+    ) -> Jail:
+        found = await probe(self.choice)
+        # A missing extra path would stop bwrap: it is left out (the tool's write there fails).
+        writable = [*([workspace] if workspace else []), *filter(os.path.exists, confinement.writable)]
+        if found.mechanism == "bubblewrap" and found.bwrap is not None:
+            info_read, info_write = os.pipe()
+            os.set_blocking(info_read, False)
+            binds = bwrap.Binds(read_only=tuple(read_only), writable=tuple(writable))
+            command = bwrap.command(found.bwrap, argv, binds=binds, network=confinement.network, cwd=cwd,
+                                    info_fd=info_write)
+            inside = env | {"HOME": bwrap.SANDBOX_HOME, "TMPDIR": "/tmp"}
+            return Jail(argv=command, env=inside, cwd=cwd, mechanism=found.mechanism, pass_fds=(info_write,),
+                        info_fd=info_read)
+        if found.mechanism == "landlock":
+            tmp = self._tmp()
+            rules = {"read": [*_LANDLOCK_SYSTEM, *read_only, "/dev"], "write": [*writable, tmp, "/dev/null"],
+                     "network": confinement.network}
+            command = [sys.executable, "-I", str(LANDLOCK_EXEC), json.dumps(rules), *argv]
+            return Jail(argv=command, env=env | {"HOME": tmp, "TMPDIR": tmp}, cwd=cwd, mechanism=found.mechanism)
+        return Jail(argv=list(argv), env=env, cwd=cwd, mechanism="none")
+
+    def _tmp(self) -> str:
+        # Landlock cannot give each tool a fresh /tmp: they share one private folder instead of the
+        # system's, where other programs' files are.
+        if self._private_tmp is None or not os.path.isdir(self._private_tmp):
+            self._private_tmp = tempfile.mkdtemp(prefix="covalt-tools-")
+        return self._private_tmp
