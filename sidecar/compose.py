@@ -21,6 +21,7 @@ from .chat.turns import TurnService
 from .errors import NotFound, StorageError
 from .handlers.notify import Notifier
 from .mcp_host.servers import McpServers
+from .sandbox.runner import Sandbox
 from .schedules.clock import Clock
 from .schedules.service import Schedules
 from .secrets.store import SecretStore
@@ -74,6 +75,7 @@ class Services:
     oauth: OAuthTokens  # HTTP tools' OAuth2 tokens: one cache, one lock per tool
     schedules: Schedules
     bundles: RemoteBundles  # toolsets installed from a URL: import, checkUpdate, upgrade
+    sandbox: Sandbox  # what confines tool processes (debug/info and initialize report it)
 
 
 async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGroup, on_close: OnClose,
@@ -100,7 +102,8 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     oauth = OAuthTokens(secrets)
     on_close("model providers", providers.aclose)
     tg.start_soon(_move_provider_keys, providers)
-    workers = WorkerHost()
+    sandbox = Sandbox(settings.sandbox)
+    workers = WorkerHost(sandbox=sandbox)
     on_close("tool workers", workers.aclose)
 
     async def toolset_changed(toolset_id: str) -> None:
@@ -123,7 +126,7 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     toolsets = ToolsetService(db, data_dir, workers, secrets, on_change=toolset_changed)
     servers = McpServers(db, toolsets, secrets, on_status=notifier.mcp_server_changed, elicit=notifier.elicit,
                          on_log=notifier.mcp_log, open_url=notifier.open_url,
-                         client_metadata_url=settings.oauth_client_metadata_url)
+                         client_metadata_url=settings.oauth_client_metadata_url, sandbox=sandbox)
     servers.bind(tg)
     catalog = Catalog(db, servers.host)
     await _recover(db, catalog, data_dir)
@@ -163,7 +166,8 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
                     audit=AuditTrail(tool_calls.repo, data_dir), schedules=schedules,
                     listing=listing, search=ToolSearch(db, catalog, listing.with_usage),
                     bundles=RemoteBundles(toolsets, Downloader(data_dir / "downloads",
-                                                               max_bytes=settings.max_bundle_bytes)))
+                                                               max_bytes=settings.max_bundle_bytes)),
+                    sandbox=sandbox)
 
 
 async def _move_provider_keys(providers: ProviderService) -> None:

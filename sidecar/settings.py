@@ -12,6 +12,7 @@ import msgspec
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 SECRETS_BACKENDS = ("auto", "keystore", "file")
+SANDBOXES = ("auto", "bubblewrap", "landlock", "none")
 # What the secret store records in the data directory (sidecar/secrets/store.py): the file backend's
 # values (mode 0600), or the keystore backend's service name and entry names (never a value).
 SECRETS_FILE = "secrets.json"
@@ -37,6 +38,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     max_upload_bytes: int = 4 << 30
     # Seconds a soft-deleted toolset (toolsets/delete) is kept, restorable, before the reaper removes it.
     soft_delete_retention: float = 2 * 86400.0
+    # What confines tool processes (sidecar/sandbox/detect.py): "auto" (bubblewrap, else Landlock, else
+    # rlimits only), one of those forced, or "none" (unconfined; status then says so loudly).
+    sandbox: Literal["auto", "bubblewrap", "landlock", "none"] = "auto"
 
     @property
     def db_path(self) -> Path:
@@ -123,7 +127,12 @@ def parse(argv: list[str] | None = None, environ: dict[str, str] | None = None) 
                         default=env.get("SIDECAR_SOFT_DELETE_RETENTION") or "2d",
                         help="how long a deleted toolset stays restorable before it is removed for good: "
                              "2d, 12h, 30m, 90s (default 2d; env SIDECAR_SOFT_DELETE_RETENTION)")
+    parser.add_argument("--sandbox", choices=SANDBOXES, default=env.get("SIDECAR_SANDBOX", "auto").lower(),
+                        help="what confines tool processes: auto (bubblewrap, else Landlock), bubblewrap, landlock "
+                             "or none, which runs tools unconfined (env SIDECAR_SANDBOX)")
     args = parser.parse_args(argv)
+    if args.sandbox not in SANDBOXES:
+        parser.error(f"--sandbox must be one of {', '.join(SANDBOXES)}")
     cimd = args.oauth_client_metadata_url
     if cimd is not None and (not cimd.startswith("https://") or urlsplit(cimd).path in ("", "/")):
         parser.error("--oauth-client-metadata-url must be an https:// URL with a path")
@@ -142,4 +151,5 @@ def parse(argv: list[str] | None = None, environ: dict[str, str] | None = None) 
         max_bundle_bytes=int(args.max_bundle_bytes),
         max_upload_bytes=int(args.max_upload_bytes),
         soft_delete_retention=float(args.soft_delete_retention),
+        sandbox=args.sandbox,
     )

@@ -33,6 +33,15 @@ export interface ServerCapabilities {
   experimental?: Record<string, unknown>;
   /** Where this data directory keeps secrets (see secrets/list): 'keystore' or 'file'; absent while the choice is not made yet (no secret was ever stored here and no backend is forced: the first secrets/set or secrets/list makes it). */
   secretsBackend?: "file" | "keystore" | null;
+  /** Which sandbox confines tool processes (Python workers, run_command, opted-in stdio MCP servers); see debug/info sandbox for the details. */
+  sandbox?: SandboxCapability | null;
+}
+
+export interface SandboxCapability {
+  /** What confines tool processes: 'bubblewrap', 'landlock', 'seatbelt' or 'none' (unconfined; debug/info sandbox.warning says why). */
+  mechanism: "bubblewrap" | "landlock" | "none" | "seatbelt";
+  /** Whether tools run confined by the operating system; false deserves a visible warning. */
+  confined: boolean;
 }
 
 /** An empty object: the result of methods that only acknowledge. */
@@ -1253,6 +1262,21 @@ export interface DebugInfo {
   secretsBackend?: string | null;
   secretsError?: string | null;
   frozenObjects?: number;
+  /** Which sandbox confines tool processes, what enforces their limits, and a warning when they run unconfined. */
+  sandbox?: SandboxInfo | null;
+}
+
+export interface SandboxInfo {
+  /** What confines tool processes (Python workers, run_command, opted-in stdio MCP servers): 'bubblewrap' (Linux namespaces: own filesystem view, process list and network), 'landlock' (Linux kernel rules on files, TCP and signals), 'seatbelt' (macOS sandbox-exec) or 'none' (unconfined: rlimits only). */
+  mechanism: "bubblewrap" | "landlock" | "none" | "seatbelt";
+  /** Whether tools run confined (mechanism is not 'none'). */
+  confined: boolean;
+  /** What enforces a tool's memory and process limits: a cgroup (v2 or v1) or rlimits. */
+  limits: "cgroup-v1" | "cgroup-v2" | "rlimit";
+  /** The kernel's Landlock ABI version (0: none); Landlock is the fallback below bubblewrap. */
+  landlockAbi?: number;
+  /** What is not confined and why, worded for the user; absent when fully confined. Show it: 'none' means a tool can read and write whatever this user can. */
+  warning?: string | null;
 }
 
 export interface SleepParams {

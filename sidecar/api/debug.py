@@ -2,9 +2,30 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
+
+import msgspec
 
 from .base import MethodSpec, Model
+
+SandboxMechanism = Literal["bubblewrap", "landlock", "seatbelt", "none"]
+
+
+class SandboxInfo(Model):
+    mechanism: Annotated[SandboxMechanism, msgspec.Meta(
+        description="What confines tool processes (Python workers, run_command, opted-in stdio MCP servers): "
+                    "'bubblewrap' (Linux namespaces: own filesystem view, process list and network), "
+                    "'landlock' (Linux kernel rules on files, TCP and signals), 'seatbelt' (macOS sandbox-exec) "
+                    "or 'none' (unconfined: rlimits only).")]
+    confined: Annotated[bool, msgspec.Meta(
+        description="Whether tools run confined (mechanism is not 'none').")]
+    limits: Annotated[Literal["cgroup-v2", "cgroup-v1", "rlimit"], msgspec.Meta(
+        description="What enforces a tool's memory and process limits: a cgroup (v2 or v1) or rlimits.")]
+    landlock_abi: Annotated[int, msgspec.Meta(
+        description="The kernel's Landlock ABI version (0: none); Landlock is the fallback below bubblewrap.")] = 0
+    warning: Annotated[str | None, msgspec.Meta(
+        description="What is not confined and why, worded for the user; absent when fully confined. Show it: "
+                    "'none' means a tool can read and write whatever this user can.")] = None
 
 
 class DebugInfo(Model):
@@ -31,6 +52,9 @@ class DebugInfo(Model):
     # once the MCP SDK loaded (they live as long as the process), so a full collection never holds
     # the event loop for the whole heap. 0 when the app runs inside another program (tests).
     frozen_objects: int = 0
+    sandbox: Annotated[SandboxInfo | None, msgspec.Meta(
+        description="Which sandbox confines tool processes, what enforces their limits, and a warning when "
+                    "they run unconfined.")] = None
 
 
 class SleepParams(Model):

@@ -44,6 +44,17 @@ class ServerCapabilities(Model):
         description="Where this data directory keeps secrets (see secrets/list): 'keystore' or 'file'; "
                     "absent while the choice is not made yet (no secret was ever stored here and no backend "
                     "is forced: the first secrets/set or secrets/list makes it).")] = None
+    sandbox: Annotated[SandboxCapability | None, msgspec.Meta(
+        description="Which sandbox confines tool processes (Python workers, run_command, opted-in stdio MCP "
+                    "servers); see debug/info sandbox for the details.")] = None
+
+
+class SandboxCapability(Model):
+    mechanism: Annotated[Literal["bubblewrap", "landlock", "seatbelt", "none"], msgspec.Meta(
+        description="What confines tool processes: 'bubblewrap', 'landlock', 'seatbelt' or 'none' (unconfined; "
+                    "debug/info sandbox.warning says why).")]
+    confined: Annotated[bool, msgspec.Meta(
+        description="Whether tools run confined by the operating system; false deserves a visible warning.")]
 
 
 class InitializeResult(Model):

@@ -36,7 +36,7 @@ def service_routes(s: Services) -> dict[str, Any]:
         BundleHandlers(s.toolsets, s.bundles),
         ChatHandlers(s.chats, s.turns, s.workspace, s.tool_calls.repo),
         ConfigHandlers(s.config),
-        DebugHandlers(s.settings, s.db, s.started_at, s.secrets, s.switch),
+        DebugHandlers(s.settings, s.db, s.started_at, s.secrets, s.switch, s.sandbox),
         McpHandlers(s.mcp_servers),
         ProviderHandlers(s.providers),
         ScheduleHandlers(s.schedules),

@@ -15,12 +15,14 @@ from ..api.debug import (
     RaiseParams,
     RoundTripParams,
     RoundTripResult,
+    SandboxInfo,
     SleepParams,
     SleepResult,
 )
 from ..errors import InvalidParams
 from ..process import rss_bytes
 from ..rpc import RequestContext
+from ..sandbox.runner import Sandbox
 from ..secrets.store import SecretStore
 from ..settings import Settings
 from ..store import Database
@@ -36,8 +38,9 @@ class DebugRaised(RuntimeError):
 
 class DebugHandlers:
     def __init__(self, settings: Settings, db: Database, started_at: float, secrets: SecretStore,
-                 switch: ToolSwitch) -> None:
+                 switch: ToolSwitch, sandbox: Sandbox) -> None:
         self.switch = switch
+        self.sandbox = sandbox
         self.settings = settings
         self.db = db
         self.started_at = started_at
@@ -45,6 +48,7 @@ class DebugHandlers:
 
     @method("debug/info")
     async def info(self, params: None, ctx: RequestContext) -> DebugInfo:
+        sandbox = await self.sandbox.status()
         return DebugInfo(
             pid=os.getpid(),
             version=__version__,
@@ -60,6 +64,8 @@ class DebugHandlers:
             secrets_backend=self.secrets.backend if self.secrets.chosen else None,
             secrets_error=self.secrets.error,
             frozen_objects=gc.get_freeze_count(),
+            sandbox=SandboxInfo(mechanism=sandbox.mechanism, confined=sandbox.confined, limits="rlimit",
+                                landlock_abi=sandbox.landlock_abi, warning=sandbox.warning),
         )
 
     @method("debug/sleep")

@@ -11,12 +11,14 @@ from ..api.lifecycle import (
     SERVER_REQUESTS,
     InitializeParams,
     InitializeResult,
+    SandboxCapability,
     ServerCapabilities,
     ServerInfo,
 )
 from ..errors import Conflict
 from ..process import EXIT_OK, EXIT_WITHOUT_SHUTDOWN
 from ..rpc import RequestContext
+from ..sandbox.detect import probe
 from ..settings import Settings
 from .routes import method
 
@@ -46,6 +48,7 @@ class LifecycleHandlers:
         if params.process_id:
             self.app.watch_parent(params.process_id)
         ctx.after_answer(self.app.initialized)
+        sandbox = await probe(self.app.settings.sandbox)  # once per process, on a thread (about 10 ms)
         return InitializeResult(
             protocol_version=PROTOCOL_VERSION,
             server_info=ServerInfo(name="covalt-sidecar", version=__version__),
@@ -55,6 +58,7 @@ class LifecycleHandlers:
                 tools_enabled=self.app.tools_enabled,
                 server_requests=list(SERVER_REQUESTS),
                 secrets_backend=self.app.settings.recorded_secrets_backend(),
+                sandbox=SandboxCapability(mechanism=sandbox.mechanism, confined=sandbox.confined),
             ),
             data_dir=str(self.app.settings.data_dir),
         )

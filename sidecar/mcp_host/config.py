@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from ..api.mcp import LogLevel, ServerType
+from ..sandbox.policy import Confinement
 
 DEFAULT_CONNECT_TIMEOUT = 30.0  # seconds a server gets to connect (and a sign-out to finish)
 
@@ -39,6 +40,8 @@ class ServerConfig:
     enabled: bool = True
     log_level: LogLevel | None = None
     """The least severe log message wanted (sent with logging/setLevel, applied to what arrives)."""
+    sandbox: Confinement | None = None
+    """A stdio server the user opted into the OS sandbox (option ``sandboxed``); None runs it as is."""
 
     @property
     def key(self) -> str:

@@ -18,6 +18,7 @@ import anyio.to_thread
 from ..children import scrubbed_env
 from ..errors import Conflict, SignInFailed, StorageError
 from ..process import freeze_heap
+from ..sandbox.runner import Sandbox
 from ..secrets import MissingVariable, references_in, resolve, resolve_mapping, secret_values
 from ..secrets.known import remember_all
 from . import signin
@@ -121,8 +122,11 @@ class Connector:
     def __init__(self, *, max_result_bytes: int, on_tools_changed: OnToolsChanged | None,
                  elicit: Elicit | None, variables: Variables = process_environment,
                  on_log: OnLog | None = None, vault: Vault | None = None,
-                 open_url: OpenUrl | None = None, client_metadata_url: str | None = None) -> None:
+                 open_url: OpenUrl | None = None, client_metadata_url: str | None = None,
+                 sandbox: Sandbox | None = None) -> None:
         self.max_result_bytes = max_result_bytes
+        self.sandbox = sandbox or Sandbox()
+        """Confines the stdio servers the user opted in (``ServerConfig.sandbox``)."""
         self.on_log = on_log
         self.variables = variables
         self.vault = vault

@@ -15,6 +15,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from ..errors import McpError
+from ..sandbox.runner import Sandbox
 from .config import DEFAULT_CONNECT_TIMEOUT, ServerConfig
 from .connect import Connector, OnToolsChanged, Variables, config_references, process_environment
 from .elicitation import Elicit
@@ -42,11 +43,12 @@ class McpHost:
                  elicit: Elicit | None = None, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
                  variables: Variables = process_environment, on_log: OnLog | None = None,
                  vault: Vault | None = None, open_url: OpenUrl | None = None,
-                 client_metadata_url: str | None = None) -> None:
+                 client_metadata_url: str | None = None, sandbox: Sandbox | None = None) -> None:
         self._on_status = on_status
         self._connector = Connector(max_result_bytes=max_result_bytes, on_tools_changed=on_tools_changed,
                                     elicit=elicit, variables=variables, on_log=on_log, vault=vault,
-                                    open_url=open_url, client_metadata_url=client_metadata_url)
+                                    open_url=open_url, client_metadata_url=client_metadata_url,
+                                    sandbox=sandbox)
         self._tg: TaskGroup | None = None
         self._servers: dict[str, LiveServer] = {}
         self._live: set[LiveServer] = set()  # every server whose supervisor has not finished, removed ones too

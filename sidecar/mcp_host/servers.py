@@ -30,6 +30,8 @@ from ..api.mcp import (
 )
 from ..errors import Conflict, InvalidParams, NotFound, StorageError
 from ..paging import Pages
+from ..sandbox.policy import Confinement
+from ..sandbox.runner import Sandbox
 from ..store import Database
 from ..store.mcp_servers import AmbiguousServer, McpServerRepo, McpServerRow
 from ..store.mcp_tools_seen import McpToolsSeenRepo
@@ -58,7 +60,20 @@ def config_of(row: McpServerRow) -> ServerConfig:
     return ServerConfig(server_id=row.server_id, toolset_id=row.toolset_id, type=row.type,
                         command=row.command, args=tuple(row.args), env=row.env, cwd=row.cwd, url=row.url,
                         headers=row.headers, enabled=row.should_run, log_level=row.options.get("log_level"),
-                        **timeouts)
+                        sandbox=sandbox_of(row.options) if row.type == "stdio" else None, **timeouts)
+
+
+def sandbox_of(options: dict[str, Any]) -> Confinement | None:
+    """The confinement of a server the user opted in (``sandboxed: true``, or ``sandbox: {network,
+    writable}``); an MCP server usually needs the network, so it keeps it unless told otherwise."""
+    given = options.get("sandbox")
+    if not options.get("sandboxed") and not isinstance(given, dict):
+        return None
+    given = given if isinstance(given, dict) else {}
+    network = given.get("network", "full")
+    return Confinement(network=network if network in ("none", "allowedHosts", "full") else "full",
+                       allowed_hosts=tuple(given.get("allowedHosts") or ()),
+                       writable=tuple(str(p) for p in given.get("writable") or ()))
 
 
 async def find(repo: McpServerRepo, ref: str) -> McpServerRow:
@@ -76,7 +91,8 @@ class McpServers:
     def __init__(self, db: Database, toolsets: ToolsetService, vault: SecretStore, *,
                  on_status: OnServerStatus | None = None, elicit: Elicit | None = None,
                  open_url: signin.OpenUrl | None = None, client_metadata_url: str | None = None,
-                 max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES, on_log: OnLog | None = None) -> None:
+                 max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES, on_log: OnLog | None = None,
+                 sandbox: Sandbox | None = None) -> None:
         self.repo = McpServerRepo(db)
         self.toolsets = toolsets
         self.vault = vault
@@ -87,7 +103,7 @@ class McpServers:
         # One mcpServers/status per change: a re-listing of tools comes through on_status too.
         self.host = McpHost(on_status=self._host_status, elicit=elicit, max_result_bytes=max_result_bytes,
                             variables=vault.environ, on_log=on_log, vault=vault, open_url=open_url,
-                            client_metadata_url=client_metadata_url)
+                            client_metadata_url=client_metadata_url, sandbox=sandbox)
 
     # -- lifecycle -------------------------------------------------------------------------------------
 

@@ -47,7 +47,9 @@ async def connect_and_serve(connector: Connector, srv: LiveServer, conn: Conn, s
     async with AsyncExitStack() as stack:
         if config.type == "stdio":
             transport = StdioTransport(spec.argv, env=spec.env, cwd=spec.cwd, label=config.key,
-                                       max_line=connector.max_result_bytes + (1 << 20), closed=conn.lost)
+                                       max_line=connector.max_result_bytes + (1 << 20), closed=conn.lost,
+                                       sandbox=connector.sandbox if config.sandbox is not None else None,
+                                       confinement=config.sandbox)
             conn.transport = transport
             # The args stay out of the log: people put tokens in them.
             log.info("MCP server %s: starting %s (%d args)", config.key, config.command, len(config.args))

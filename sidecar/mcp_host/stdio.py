@@ -22,6 +22,7 @@ Import this module lazily: it imports the SDK's types.
 from __future__ import annotations
 
 import logging
+import os
 import re
 from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -34,6 +35,8 @@ import mcp_types as types
 from mcp.shared.message import SessionMessage
 
 from ..children import Child, spawn
+from ..sandbox.policy import Confinement
+from ..sandbox.runner import Sandbox, python_paths
 
 __all__ = ["TOO_LARGE_CODE", "StdioTransport"]
 
@@ -201,6 +204,8 @@ class StdioTransport:
         stop_grace: float = 1.0,
         kill_grace: float = 1.0,
         closed: anyio.Event | None = None,
+        sandbox: Sandbox | None = None,
+        confinement: Confinement | None = None,
     ) -> None:
         self.argv = list(argv)
         self.env = dict(env)
@@ -218,6 +223,8 @@ class StdioTransport:
         self.closed = closed if closed is not None else anyio.Event()
         """Set when the child's stdout ends (it exited or closed it); the caller's event when given."""
         self._child: Child | None = None
+        self._sandbox = sandbox
+        self._confinement = confinement
 
     @property
     def returncode(self) -> int | None:
@@ -254,8 +261,7 @@ class StdioTransport:
         Raises:
             OSError: the child could not be started (bad cwd, not executable, ...).
         """
-        child = await spawn(self.argv, env=self.env, cwd=self.cwd, label=f"[{self.label}]",
-                            stderr_lines=self.stderr_lines, stderr_line_chars=1000, logger=log)
+        child = await self._spawn()
         # No awaits until the try: a cancellation here would leak the child.
         self._child = child
         self.pid = child.pid
@@ -268,6 +274,22 @@ class StdioTransport:
                 await read_r.aclose()
                 await write_w.aclose()
                 await child.stop(stdin_grace=self.stop_grace, term_grace=self.kill_grace, kill_wait=1.0)
+
+    async def _spawn(self) -> Child:
+        if self._sandbox is None or self._confinement is None:
+            return await spawn(self.argv, env=self.env, cwd=self.cwd, label=f"[{self.label}]",
+                               stderr_lines=self.stderr_lines, stderr_line_chars=1000, logger=log)
+        # Opted in: the server reads its own folder and its working folder, writes nowhere but
+        # ``sandbox.writable`` (and a private /tmp), and keeps the network unless told otherwise.
+        program = self.argv[0]
+        folders = {os.path.dirname(program), os.path.dirname(os.path.realpath(program))}  # noqa: ASYNC240 - no I/O but readlink of one path
+        if self.cwd:
+            folders.add(self.cwd)
+        jail = await self._sandbox.prepare(
+            self.argv, env=self.env, cwd=self.cwd or os.path.dirname(program), workspace=None,
+            read_only=[*python_paths(), *sorted(folders)], confinement=self._confinement)
+        return await jail.spawn(label=f"[{self.label}]", cwd=self.cwd, stderr_lines=self.stderr_lines,
+                                stderr_line_chars=1000, logger=log)
 
     # -- pipes -------------------------------------------------------------------------------------
 

@@ -5,6 +5,7 @@
                                  read_only=[toolset_dir], confinement=confinement)
     child = await spawn(jail.argv, env=jail.env, cwd=jail.cwd, pass_fds=jail.pass_fds, ...)
     jail.started(child)                           # the sandbox's own process group, for SIGINT
+    # or, both at once:  child = await jail.spawn(label="toolset x", logger=log)
 
 With bubblewrap the child is ``bwrap``, which starts the program in fresh namespaces; with Landlock
 it is ``python -I landlock_exec.py`` that applies the rules and execs the program; with none it is
@@ -19,10 +20,11 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
-from ..children import Child
+from ..children import Child, spawn
 from . import bwrap
 from .detect import Choice, Detected, detect, probe
 from .policy import DEFAULT, Confinement
@@ -38,6 +40,22 @@ class Jail(msgspec.Struct, kw_only=True):
     mechanism: str
     pass_fds: tuple[int, ...] = ()
     info_fd: int | None = None  # read end of bwrap's --info-fd pipe
+
+    async def spawn(self, *, label: str, cwd: str | os.PathLike[str] | None = None, **options: Any) -> Child:
+        """``children.spawn`` of the confined command (``cwd``: where bwrap itself starts; the
+        program starts in ``self.cwd``).
+
+        Raises:
+            OSError: the child could not be started.
+        """
+        try:
+            child = await spawn(self.argv, env=self.env, cwd=self.cwd if cwd is None else cwd, label=label,
+                                pass_fds=self.pass_fds, **options)
+        except BaseException:
+            self.started(None)
+            raise
+        self.started(child)
+        return child
 
     def started(self, child: Child | None) -> None:
         """Hand the sandbox's info to ``child`` (None: the spawn failed; the pipe is closed)."""

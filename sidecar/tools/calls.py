@@ -204,7 +204,8 @@ class ToolCallService:
         if tool.provider == "builtin":
             try:
                 assert workspace is not None  # built-ins need a chat (checked above)
-                return await BUILTINS[tool.id].run(BuiltinCall(workspace, args, timeout))
+                return await BUILTINS[tool.id].run(BuiltinCall(workspace, args, timeout,
+                                                                sandbox=self.workers.sandbox))
             except BuiltinError as exc:
                 raise _Failed(exc.message, exc.kind, exc.result) from None
         if tool.provider == "python":

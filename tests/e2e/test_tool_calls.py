@@ -276,8 +276,14 @@ async def test_html_page_never_serves_an_artifact_a_tool_replaced_with_a_symlink
     assert "__TOOL_DATA__" in (await sidecar.request("tools/htmlPage", {"toolCallId": tc["id"]}))["html"]
     secret = tmp_path / "outside.txt"
     secret.write_text("root:x:0:0:not-for-the-page")
-    swapped = await call(sidecar, "app-builder:swap_artifact", {"target": str(secret)})
-    assert swapped["status"] == "success", swapped
+    # The sandbox keeps the toolset's folder read-only to its own tools...
+    refused = await call(sidecar, "app-builder:swap_artifact", {"target": str(secret)})
+    assert refused["status"] == "error" and "Read-only file system" in refused["error"], refused
+    # ...so the link is planted from outside, as anything else writing there could.
+    data_dir = Path((await sidecar.request("debug/info"))["dataDir"])
+    page = next(data_dir.glob("**/app-builder*/**/artifacts/probe.html"))
+    page.rename(str(page) + ".bak")
+    page.symlink_to(secret)
     with pytest.raises(RemoteError) as info:
         await sidecar.request("tools/htmlPage", {"toolCallId": tc["id"]})
     assert info.value.code == -32030
@@ -287,7 +293,6 @@ async def test_html_page_never_serves_an_artifact_a_tool_replaced_with_a_symlink
     later = await call(sidecar, "app-builder:echo", {"value": {"n": 2}})
     assert later["status"] == "success" and "renderPlan" not in later
     # Put back, the page is served again.
-    page = Path(swapped["result"])
     page.unlink()
     Path(str(page) + ".bak").rename(page)
     assert "__TOOL_DATA__" in (await sidecar.request("tools/htmlPage", {"toolCallId": tc["id"]}))["html"]

@@ -7,9 +7,12 @@ tools (arguments checked against the schema, workspace materialised before and s
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ....sandbox.policy import DEFAULT, Confinement
+from ....sandbox.runner import Sandbox
 
 
 @dataclass(frozen=True)
@@ -17,6 +20,8 @@ class BuiltinCall:
     workspace: Path
     args: dict[str, Any]
     timeout: float  # seconds the call may take at most
+    confinement: Confinement = DEFAULT  # what a process the tool starts may do (run_command)
+    sandbox: Sandbox = field(default_factory=Sandbox)  # the sidecar's, which enforces it
 
 
 class BuiltinError(Exception):

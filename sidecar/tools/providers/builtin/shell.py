@@ -12,7 +12,8 @@ from typing import Any
 
 import anyio
 
-from ....children import DEVNULL, STDOUT, Child, scrubbed_env, signal_name, spawn
+from ....children import DEVNULL, STDOUT, Child, scrubbed_env, signal_name
+from ....sandbox.hints import hint
 from . import Builtin, BuiltinCall, BuiltinError
 
 OUTPUT_LIMIT = 128 << 10
@@ -46,11 +47,12 @@ async def run_command(call: BuiltinCall) -> dict[str, Any]:
     command: str = call.args["command"]
     timeout = min(float(call.args.get("timeout") or call.timeout), MAX_TIMEOUT)
     output = _Output(OUTPUT_LIMIT)
-    # Its own process group: everything it starts is stopped with it.
-    child = await spawn(
+    # In the sandbox, with the chat's workspace its only writable place; its own process group (its
+    # own sandbox) so everything it starts is stopped with it.
+    jail = await call.sandbox.prepare(
         ["/bin/sh", "-c", command] if sys.platform != "win32" else ["cmd", "/c", command],
-        cwd=call.workspace, env=scrubbed_env(), stdin=DEVNULL, stderr=STDOUT, label="run_command",
-    )
+        env=scrubbed_env(), cwd=str(call.workspace), workspace=str(call.workspace), confinement=call.confinement)
+    child = await jail.spawn(label="run_command", stdin=DEVNULL, stderr=STDOUT)
     result: dict[str, Any] = {"command": command, "exit_code": None, "output": ""}
     try:
         with anyio.fail_after(timeout):
@@ -64,6 +66,10 @@ async def run_command(call: BuiltinCall) -> dict[str, Any]:
         # No grace: a command past its time, or what it left running in the background, is killed.
         await child.stop(stdin_grace=0, term_grace=0)
     result["output"] = output.text()
+    if result["exit_code"] != 0 and jail.mechanism != "none":
+        said = hint(result["output"], call.confinement, str(call.workspace))
+        if said:
+            result["sandbox"] = said  # what the sandbox blocked, and which setting allows it
     if result["exit_code"] < 0:
         result["signal"] = signal_name(-result["exit_code"])
     return result

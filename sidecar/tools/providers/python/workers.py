@@ -35,7 +35,8 @@ from typing import Any
 import anyio
 import msgspec
 
-from ....children import Child, dies_with_sidecar, scrubbed_env, spawn
+from ....children import dies_with_sidecar, scrubbed_env
+from ....sandbox.hints import hint
 from ....sandbox.policy import DEFAULT, Confinement
 from ....sandbox.runner import Sandbox, python_paths
 from .worker import CALL_REPLY, ENCODER, REPLY, CallAnswer, Decoder, ToolFailure, Worker, decode_result, stop_all
@@ -119,9 +120,17 @@ class ToolsetWorkers:
             "inputSchema": input_schema,
             "context": context,
         }
-        answer: CallAnswer = await self._request(
-            "call", params, timeout or self.limits.default_timeout, tool_id, CALL_REPLY,
-            context.get("workspace"), confinement)
+        try:
+            answer: CallAnswer = await self._request(
+                "call", params, timeout or self.limits.default_timeout, tool_id, CALL_REPLY,
+                context.get("workspace"), confinement)
+        except ToolFailure as exc:
+            if exc.kind == "raised" and self.sandbox.detected().confined:
+                said = hint(exc.message, confinement, context.get("workspace"))
+                if said:
+                    exc.message = f"{exc.message}\n{said}"
+                    exc.args = (exc.message,)
+            raise
         return answer.result if raw else await decode_result(answer.result)
 
     async def restart(self) -> None:
@@ -213,17 +222,13 @@ class ToolsetWorkers:
             env=worker_env(self.toolset_id, self.toolset_dir, self.env), cwd=str(self.toolset_dir),
             workspace=workspace, read_only=[*python_paths(), str(WORKER_SCRIPT), str(SDK_DIR), str(self.toolset_dir)],
             confinement=confinement)
-        child: Child | None = None
         try:
-            child = await spawn(jail.argv, env=jail.env, cwd=jail.cwd, label=self.toolset_id, logger=log,
-                                pass_fds=jail.pass_fds)
+            child = await jail.spawn(label=self.toolset_id, logger=log)
         except OSError as exc:
             why = f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else str(exc)
             raise ToolFailure(
                 "load", f"cannot start a worker for toolset {self.toolset_id} in {self.toolset_dir}: {why}"
             ) from None
-        finally:
-            jail.started(child)
         max_line = self.limits.output_bytes + _REPLY_MARGIN
         return Worker(child, self._generation, max_line)
 

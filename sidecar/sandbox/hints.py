@@ -1,0 +1,61 @@
+"""What to tell the user when the sandbox stopped a tool: which setting would have allowed it.
+
+A tool sees the sandbox only as ordinary errors (a read-only file system, a path that does not
+exist, a refused connection). The sidecar reads them from the tool's error or output and adds
+what was blocked and which setting widens it (``sandbox.writable``, ``sandbox.network``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from .policy import Confinement
+
+_PATH_ERROR = re.compile(r"\[Errno (\d+)\] [^:'\n]*: '([^'\n]+)'")
+_READ_ONLY = ("Read-only file system", "[Errno 30]")
+_NETWORK = ("[Errno 111]", "Connection refused", "[Errno 101]", "Network is unreachable", "[Errno 99]",
+            "Cannot assign requested address", "[Errno -3]", "Temporary failure in name resolution",
+            "[Errno -2]", "Name or service not known", "[Errno -5]", "No address associated with hostname")
+# Landlock refuses a TCP connect or bind with EACCES, without a path.
+_DENIED_CONNECT = re.compile(r"\[Errno 13\] Permission denied(?!: ')")
+
+
+def hint(text: str, confinement: Confinement, workspace: str | None) -> str | None:
+    """The sentence to add to ``text`` (a tool's error or a command's output), or None."""
+    if any(marker in text for marker in _READ_ONLY):
+        return writable_hint(workspace)
+    for match in _PATH_ERROR.finditer(text):
+        code, path = int(match[1]), match[2]
+        # Only a path the sidecar sees but the sandbox hid: a plain typo gets no hint.
+        if (code in (2, 13) and os.path.isabs(path) and not _inside(path, workspace, confinement.writable)
+                and os.path.lexists(path)):
+            return (f"{path} is outside the tool's sandbox, which shows it the system, its toolset and "
+                    f"its chat's workspace only. {writable_hint(workspace)}")
+    if confinement.network != "full" and (any(m in text for m in _NETWORK) or _DENIED_CONNECT.search(text)):
+        return network_hint(confinement)
+    return None
+
+
+def writable_hint(workspace: str | None) -> str:
+    where = f"its chat's workspace ({workspace})" if workspace else "its chat's workspace"
+    return (f"The sandbox lets a tool write only in {where}; the setting sandbox.writable "
+            "(in toolset.yaml or the user's override) allows more paths.")
+
+
+def network_hint(confinement: Confinement) -> str:
+    if confinement.network == "allowedHosts":
+        hosts = ", ".join(confinement.allowed_hosts) or "no host"
+        return (f"The sandbox lets this tool reach only {hosts}; add the host to sandbox.allowedHosts or "
+                "set sandbox.network to full.")
+    return ("The sandbox gives this tool no network (sandbox.network: none); set sandbox.network to "
+            "allowedHosts (with sandbox.allowedHosts) or full to allow connections.")
+
+
+def _inside(path: str, workspace: str | None, writable: tuple[str, ...]) -> bool:
+    path = os.path.normpath(path)
+    for root in (*([workspace] if workspace else []), *writable):
+        root = os.path.normpath(root)
+        if path == root or path.startswith(root + os.sep):
+            return True
+    return False
