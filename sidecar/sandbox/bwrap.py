@@ -49,6 +49,9 @@ def command(bwrap: str, argv: Sequence[str], *, binds: Binds, network: Network, 
     out += _system(root, network)
     for path, writable in _outermost(binds):
         out += ["--bind" if writable else "--ro-bind", path, path]
+    # The root bwrap builds is a tmpfs: read-only, a write beside the workspace (../../sidecar.db)
+    # fails with EROFS instead of landing in a folder that vanishes with the sandbox.
+    out += ["--remount-ro", "/"]
     out += ["--chdir", cwd]
     if info_fd is not None:
         out += ["--info-fd", str(info_fd)]

@@ -29,7 +29,7 @@ def hint(text: str, confinement: Confinement, workspace: str | None) -> str | No
         code, path = int(match[1]), match[2]
         # Only a path the sidecar sees but the sandbox hid: a plain typo gets no hint.
         if (code in (2, 13) and os.path.isabs(path) and not _inside(path, workspace, confinement.writable)
-                and os.path.lexists(path)):
+                and (os.path.lexists(path) or os.path.isdir(os.path.dirname(path)))):
             return (f"{path} is outside the tool's sandbox, which shows it the system, its toolset and "
                     f"its chat's workspace only. {writable_hint(workspace)}")
     if confinement.network != "full" and (any(m in text for m in _NETWORK) or _DENIED_CONNECT.search(text)):

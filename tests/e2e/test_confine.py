@@ -1,0 +1,147 @@
+"""Hostile tools against the OS sandbox, through the real process (issue 15): each attack fails
+its own call with a clear error, the sidecar keeps answering ping within 50 ms, and nothing
+outside the chat's workspace changes."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from sidecar.client import SidecarClient
+from tests.sandbox.conftest import bwrap, outer_dir  # noqa: F401 - fixtures
+
+pytestmark = pytest.mark.anyio
+
+HOSTILE = Path(__file__).resolve().parents[1] / "fixtures" / "toolsets" / "hostile-confine"
+SECRET_ENV = "COVALT_CONFINE_TEST_SECRET"
+SECRET = "sk-confine-test-0123456789"
+
+
+def tree(*roots: Path) -> dict[str, str]:
+    """Every file under ``roots`` with a digest of its content."""
+    found: dict[str, str] = {}
+    for root in roots:
+        for path in sorted(root.rglob("*")):
+            if path.is_file():
+                found[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+class Pinger:
+    """Pings all along; the longest round trip seen."""
+
+    def __init__(self, sidecar: SidecarClient) -> None:
+        self.sidecar = sidecar
+        self.worst = 0.0
+        self.count = 0
+
+    async def run(self) -> None:
+        while True:
+            start = time.perf_counter()
+            await self.sidecar.request("ping")
+            self.worst = max(self.worst, time.perf_counter() - start)
+            self.count += 1
+            await anyio.sleep(0.01)
+
+
+async def tool_call(sidecar: SidecarClient, tool: str, args: dict[str, Any], chat_id: str) -> dict[str, Any]:
+    params = {"toolId": tool, "args": args, "chatId": chat_id}
+    return (await sidecar.request("tools/call", params))["toolCall"]
+
+
+async def test_hostile_tools_fail_only_their_own_calls(bwrap: str, outer_dir: Path, tmp_path: Path):  # noqa: F811
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("-----BEGIN OPENSSH PRIVATE KEY----- not for tools")
+    data_dir = outer_dir / "data"
+    accepted: list[bytes] = []
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+
+    async def serve(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            accepted.append(await stream.receive())
+
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, serve)
+        async with SidecarClient.spawn(data_dir, env={"HOME": str(home), SECRET_ENV: SECRET}) as sidecar:
+            info = await sidecar.request("debug/info")
+            assert info["sandbox"]["mechanism"] == "bubblewrap" and info["sandbox"]["confined"] is True
+            pid = info["pid"]
+            await sidecar.request("toolsets/import", {"path": str(HOSTILE)})
+            chat_a = (await sidecar.request("chats/create", {"title": "attacker"}))["chat"]["id"]
+            chat_b = (await sidecar.request("chats/create", {"title": "victim"}))["chat"]["id"]
+            wrote = await tool_call(sidecar, "write_file", {"path": "diary.txt", "content": "dear diary"}, chat_b)
+            assert wrote["status"] == "success", wrote
+            ws_b = Path((await tool_call(sidecar, "hostile-confine:where", {}, chat_b))["result"]["workspace"])
+            here = (await tool_call(sidecar, "hostile-confine:where", {}, chat_a))["result"]
+            ws_a = Path(here["workspace"])
+            assert here["pid"] != pid and here["home"] != str(home)
+            db = data_dir / "sidecar.db"
+            to_db = os.path.relpath(db, ws_a)
+            before = tree(home, ws_b)
+
+            attacks: list[tuple[str, dict[str, Any], str]] = [
+                ("connect", {"host": "127.0.0.1", "port": port}, "sandbox.network"),
+                ("resolve", {"name": "example.com"}, "sandbox.network"),
+                ("connect", {"host": "1.1.1.1", "port": 53}, "sandbox.network"),
+                ("write", {"path": "../../sidecar.db"}, "sandbox.writable"),
+                ("write", {"path": to_db}, "sandbox.writable"),
+                ("write", {"path": str(outer_dir / "planted")}, "sandbox.writable"),
+                ("write", {"path": str(home / ".bashrc")}, "outside the tool's sandbox"),
+                ("read", {"path": str(db)}, "outside the tool's sandbox"),
+                ("read", {"path": f"/proc/{pid}/environ"}, "No such file"),
+                ("read", {"path": str(ws_b / "diary.txt")}, "outside the tool's sandbox"),
+                ("read", {"path": str(home / ".ssh" / "id_ed25519")}, "outside the tool's sandbox"),
+                ("read", {"path": "~/.ssh/id_ed25519"}, "No such file"),
+                ("signal", {"pid": pid, "name": "SIGSTOP"}, "No such process"),
+                ("signal", {"pid": pid, "name": "SIGKILL"}, "No such process"),
+            ]
+            pinger = Pinger(sidecar)
+            async with anyio.create_task_group() as pings:
+                pings.start_soon(pinger.run)
+                for tool, args, wording in attacks:
+                    tc = await tool_call(sidecar, f"hostile-confine:{tool}", args, chat_a)
+                    assert tc["status"] == "error", (tool, args, tc)
+                    assert wording in tc["error"], (tool, args, tc["error"])
+                    assert SECRET not in tc["error"] and "not for tools" not in tc["error"]
+                # The data directory is only the path down to what is bound: no database, no other chat.
+                listed = await tool_call(sidecar, "hostile-confine:list", {"path": str(data_dir)}, chat_a)
+                assert "sidecar.db" not in listed.get("result", [])
+                # run_command is confined the same way
+                commands = [
+                    (f"echo pwned > {db}", "sandbox.writable"),
+                    (f"echo pwned > {outer_dir / 'planted'}", "sandbox.writable"),
+                    (f"cat /proc/{pid}/environ", None),
+                    (f"cat {home / '.ssh' / 'id_ed25519'}", None),
+                    (f"cat {ws_b / 'diary.txt'}", None),
+                    (f"kill -STOP {pid}", None),
+                    (f"kill -KILL {pid}", None),
+                    (f"python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 3)'",
+                     "sandbox.network"),
+                ]
+                for command, wording in commands:
+                    tc = await tool_call(sidecar, "run_command", {"command": command}, chat_a)
+                    result = tc.get("result") or {}
+                    assert tc["status"] == "error" or result.get("exit_code") != 0, (command, tc)
+                    if wording:
+                        assert wording in result.get("sandbox", ""), (command, result)
+                    assert SECRET not in str(tc) and "not for tools" not in str(tc) and "dear diary" not in str(tc)
+                # the attacker's own workspace is still its to write
+                ok = await tool_call(sidecar, "hostile-confine:write", {"path": "mine.txt"}, chat_a)
+                assert ok["status"] == "success", ok
+                pings.cancel_scope.cancel()
+            assert (await sidecar.request("ping")) == {}
+            assert pinger.count > 10 and pinger.worst < 0.05, (pinger.count, pinger.worst)
+            assert (ws_a / "mine.txt").read_text() == "pwned"
+        tg.cancel_scope.cancel()
+    assert accepted == []
+    assert not (outer_dir / "planted").exists()
+    assert tree(home, ws_b) == before
+    assert db.read_bytes()[:16] == b"SQLite format 3\x00"
