@@ -17,6 +17,8 @@ _READ_ONLY = ("Read-only file system", "[Errno 30]")
 _NETWORK = ("[Errno 111]", "Connection refused", "[Errno 101]", "Network is unreachable", "[Errno 99]",
             "Cannot assign requested address", "[Errno -3]", "Temporary failure in name resolution",
             "[Errno -2]", "Name or service not known", "[Errno -5]", "No address associated with hostname")
+# A shell's redirection: "/bin/sh: 1: cannot create /x/y: Permission denied".
+_SHELL_WRITE = re.compile(r"cannot create ([^:\n]+): (?:Permission denied|Directory nonexistent)")
 # Landlock refuses a TCP connect or bind with EACCES, without a path.
 _DENIED_CONNECT = re.compile(r"\[Errno 13\] Permission denied(?!: ')")
 
@@ -32,6 +34,9 @@ def hint(text: str, confinement: Confinement, workspace: str | None) -> str | No
                 and (os.path.lexists(path) or os.path.isdir(os.path.dirname(path)))):
             return (f"{path} is outside the tool's sandbox, which shows it the system, its toolset and "
                     f"its chat's workspace only. {writable_hint(workspace)}")
+    for match in _SHELL_WRITE.finditer(text):
+        if not _inside(os.path.join(workspace or "/", match[1]), workspace, confinement.writable):
+            return writable_hint(workspace)
     if confinement.network != "full" and (any(m in text for m in _NETWORK) or _DENIED_CONNECT.search(text)):
         return network_hint(confinement)
     return None

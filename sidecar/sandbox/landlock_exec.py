@@ -9,8 +9,9 @@ the standard library): the rules are applied to this process, which then becomes
 What it confines (this first version): files (read and execute only below ``read``, everything
 below ``write``, nothing elsewhere), TCP bind and connect unless ``network`` is "full" (kernel ABI
 4+), and signals and abstract unix sockets to processes outside the sandbox (ABI 6+). Not
-confined: UDP (DNS over UDP still leaves), the process list (``ps`` shows the sidecar, though /proc
-of a process outside is refused), and mounts. no_new_privs is set, so setuid programs gain nothing.
+confined: UDP (DNS over UDP still leaves), the process list (the pids of other processes can be
+signalled only below ABI 6 and found with kill(pid, 0); /proc shows the program only its own entry),
+and mounts. no_new_privs is set, so setuid programs gain nothing.
 """
 
 from __future__ import annotations
@@ -46,6 +47,18 @@ def _rights(table: dict[int, int], abi: int) -> int:
     return sum(bits for since, bits in table.items() if abi >= since)
 
 
+def _expand(paths: list[str]) -> list[str]:
+    """"/proc" stands for this process's own entry (its pid survives the exec) and a few system
+    files: the whole of /proc would show other processes' environment, the sidecar's included."""
+    out: list[str] = []
+    for path in paths:
+        if path == "/proc":
+            out += [f"/proc/{os.getpid()}", "/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/filesystems"]
+        else:
+            out.append(path)
+    return out
+
+
 def confine(rules: dict[str, object]) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     abi = libc.syscall(CREATE_RULESET, None, 0, 1)
@@ -66,7 +79,7 @@ def confine(rules: dict[str, object]) -> None:
     if ruleset < 0:
         raise OSError(ctypes.get_errno(), "landlock_create_ruleset failed")
     for key, access in (("read", READ), ("write", all_fs)):
-        for path in rules.get(key, ()):  # type: ignore[union-attr]  # JSON from the sidecar
+        for path in _expand(rules.get(key, ())):  # type: ignore[arg-type]  # JSON from the sidecar
             try:
                 fd = os.open(str(path), os.O_PATH | os.O_CLOEXEC)
             except OSError:
