@@ -1,0 +1,33 @@
+"""A stdio MCP server runs in the sandbox only when the user opted it in (option ``sandboxed``)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from sidecar.mcp_host.servers import sandbox_of
+from sidecar.sandbox.policy import Confinement
+from sidecar.sandbox.runner import Sandbox
+from tests.mcp_host.test_host import FIXTURES, running, stdio, text, wait_status
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_an_opted_in_server_sees_the_sandbox_and_the_others_run_as_before(bwrap: str) -> None:
+    confined = stdio("boxed", cwd=str(FIXTURES), sandbox=Confinement(network="full"))
+    plain = stdio("plain", cwd=str(FIXTURES))
+    async with running(confined, plain, sandbox=Sandbox("bubblewrap")) as (host, _):
+        await wait_status(host, "ts~boxed", "connected")
+        await wait_status(host, "ts~plain", "connected")
+        assert text(await host.call_tool("ts~boxed", "env", {"name": "HOME"})) == "/tmp/home"
+        assert text(await host.call_tool("ts~plain", "env", {"name": "HOME"})) == os.environ["HOME"]
+        assert text(await host.call_tool("ts~boxed", "echo", {"text": "still serving"})) == "still serving"
+
+
+def test_the_option_turns_it_on_and_keeps_the_network_unless_told() -> None:
+    assert sandbox_of({}) is None
+    assert sandbox_of({"sandboxed": False}) is None
+    assert sandbox_of({"sandboxed": True}) == Confinement(network="full")
+    assert sandbox_of({"sandbox": {"network": "none", "writable": ["/srv/out"]}}) == Confinement(
+        network="none", writable=("/srv/out",))
