@@ -6,6 +6,7 @@
     .venv/bin/python scripts/bench_tools.py --calls N   N measured calls per warm series (default 500)
     .venv/bin/python scripts/bench_tools.py --stalls    only section 6 (the longest pings)
     .venv/bin/python scripts/bench_tools.py --cards     only section 7 (card sanitising)
+    .venv/bin/python scripts/bench_tools.py --sandbox   only section 8 (the sandbox's cost)
 
 Budgets from ARCHITECTURE.md: a Python tool call through the sidecar, warm worker, small
 workspace: p50 <= 15 ms including the snapshot; an idle toolset worker <= 40 MB RSS.
@@ -46,6 +47,11 @@ workspace: p50 <= 15 ms including the snapshot; an idle toolset worker <= 40 MB 
    Also (info): a 100 KB card that is nothing but a dense styled table (one tag per ~17 bytes).
    ``--cards`` runs only this section.
 
+8. The sandbox's cost (issue 15): worker cold start (fresh pool -> first result) and the warm
+   ``pool.call`` p50 on the host API, unconfined (``Sandbox("none")``, today's rlimits) and under
+   bubblewrap, interleaved in rounds so drift hits both alike; Landlock alongside (info). The load
+   average is printed: the machine is shared.     budget: +2 ms warm p50, +30 ms cold median
+
 Times use ``time.perf_counter``; MB = 2^20 bytes (as /proc reports kB = 2^10). Temp folders are
 removed at the end. The script exits 0 even when a budget is missed: it is a report; misses are
 marked ``FAIL``.
@@ -75,6 +81,8 @@ from _bench import Rows, misses_line, pct, print_header, print_table, run_in_tem
 
 from sidecar.client import Pipes, SidecarClient  # noqa: E402  (after the sys.path insert above)
 from sidecar.rpc.transport import PIPE_BYTES  # noqa: E402  (after the sys.path insert above)
+from sidecar.sandbox.detect import detect  # noqa: E402  (after the sys.path insert above)
+from sidecar.sandbox.runner import Sandbox  # noqa: E402  (after the sys.path insert above)
 from sidecar.tools.providers.python.workers import SDK_DIR, Limits, ToolsetWorkers  # noqa: E402  (after the sys.path insert above)
 
 PYTHON = sys.executable
@@ -294,6 +302,85 @@ async def bench_workers(n_cold: int, n_warm: int, tmp: Path) -> dict:
         await bare.stdin.aclose()
         await bare.wait()
     return {"cold": cold, "ref": ref, "warm": warm, "rss": [r for r in rss if r], "bare_rss": bare_rss}
+
+
+# ---------------------------------------------------------------------------------------------
+# 8. The sandbox's cost
+
+BUDGET_SANDBOX_WARM_MS = 2.0
+BUDGET_SANDBOX_COLD_MS = 30.0
+
+
+async def bench_sandbox(rounds: int, n_cold: int, n_warm: int, tmp: Path) -> dict[str, dict[str, list[float]]]:
+    folder = write_toolset(tmp / "sandbox-toolset")
+    ws = tmp / "sandbox-ws"
+    ws.mkdir(exist_ok=True)
+    context = {"workspace": str(ws), "chatId": "c1", "toolCallId": "t1"}
+    kinds = ["none"] + [k for k in ("bubblewrap", "landlock") if detect(k).mechanism == k]  # type: ignore[arg-type]
+    found: dict[str, dict[str, list[float]]] = {k: {"cold": [], "warm": []} for k in kinds}
+    for kind in kinds:  # not measured: page cache, the probe, our own imports
+        pool = ToolsetWorkers(TOOLSET_ID, folder, Limits(), sandbox=Sandbox(kind))  # type: ignore[arg-type]
+        await pool.call("touch", ENTRYPOINT, {"name": "out.txt", "n": 0}, context=context)
+        await pool.aclose()
+    for _ in range(rounds):
+        for kind in kinds:
+            sandbox = Sandbox(kind)  # type: ignore[arg-type]
+            for _ in range(n_cold):
+                pool = ToolsetWorkers(TOOLSET_ID, folder, Limits(), sandbox=sandbox)
+                try:
+                    t0 = time.perf_counter()
+                    await pool.call("touch", ENTRYPOINT, {"name": "out.txt", "n": 1}, context=context)
+                    found[kind]["cold"].append((time.perf_counter() - t0) * 1000)
+                finally:
+                    await pool.aclose()
+            pool = ToolsetWorkers(TOOLSET_ID, folder, Limits(), sandbox=sandbox)
+            try:
+                for i in range(10 + n_warm):
+                    t0 = time.perf_counter()
+                    await pool.call("touch", ENTRYPOINT, {"name": "out.txt", "n": i}, context=context)
+                    if i >= 10:
+                        found[kind]["warm"].append((time.perf_counter() - t0) * 1000)
+            finally:
+                await pool.aclose()
+    return found
+
+
+def sandbox_rows(rows: Rows, found: dict[str, dict[str, list[float]]]) -> None:
+    med = statistics.median
+    base = found["none"]
+    warm0, cold0 = pct(base["warm"], 50), med(base["cold"])
+    rows.add(f"warm pool.call p50, unconfined (rlimits only) (n={len(base['warm'])})", f"{warm0:.2f} ms",
+             "-", "-", None)
+    rows.add(f"worker cold start median, unconfined (n={len(base['cold'])})", f"{cold0:.1f} ms", "-", "-", None)
+    for kind in ("bubblewrap", "landlock"):
+        if kind not in found:
+            rows.add(f"{kind}", "n/a (cannot run here)", "-", "-", None)
+            continue
+        warm, cold = pct(found[kind]["warm"], 50), med(found[kind]["cold"])
+        judged = kind == "bubblewrap"  # the mechanism in use where it runs; Landlock is the fallback
+        rows.add(f"warm pool.call p50, {kind}", f"{warm:.2f} ms (+{warm - warm0:.2f})", f"{warm0:.2f} ms unconfined",
+                 f"+{BUDGET_SANDBOX_WARM_MS:.0f} ms" if judged else "-",
+                 warm - warm0 <= BUDGET_SANDBOX_WARM_MS if judged else None)
+        rows.add(f"worker cold start median, {kind}", f"{cold:.1f} ms (+{cold - cold0:.1f})",
+                 f"{cold0:.1f} ms unconfined", f"+{BUDGET_SANDBOX_COLD_MS:.0f} ms" if judged else "-",
+                 cold - cold0 <= BUDGET_SANDBOX_COLD_MS if judged else None)
+
+
+def main_sandbox(rounds: int, n_cold: int, n_warm: int) -> int:
+    t_start = time.perf_counter()
+    load = os.getloadavg()
+    found = run_in_temp_dir("bench_tools-", bench_sandbox, rounds, n_cold, n_warm)
+    rows = Rows()
+    sandbox_rows(rows, found)
+    print_header(PYTHON)
+    print(f"mode     --sandbox  {rounds} interleaved rounds of {n_cold} cold starts and {n_warm} warm calls each")
+    print(f"load     {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} before, "
+          f"{' '.join(f'{v:.2f}' for v in os.getloadavg())} after (1/5/15 min; {os.cpu_count()} CPUs, shared)")
+    print()
+    print_table(rows)
+    print(misses_line(rows))
+    print(f"wall time: {time.perf_counter() - t_start:.1f} s")
+    return 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -711,9 +798,12 @@ def main() -> int:
     ap.add_argument("--stalls", dest="stalls_only", action="store_true",
                     help="only the longest pings around workers (section 6)")
     ap.add_argument("--cards", dest="cards_only", action="store_true", help="only card sanitising (section 7)")
+    ap.add_argument("--sandbox", dest="sandbox_only", action="store_true", help="only the sandbox's cost (section 8)")
     args = ap.parse_args()
     if args.cards_only:
         return main_cards(3 if args.quick else 10)
+    if args.sandbox_only:
+        return main_sandbox(2 if args.quick else 5, 2 if args.quick else 4, 50 if args.quick else 200)
     if args.quick:
         args.calls = args.calls or 100
         args.warmup, args.rounds, args.cold, args.imports, args.stalls = 10, 2, 3, 1, 2
@@ -780,6 +870,8 @@ def main() -> int:
 
     stall_rows(rows, stalls)
     card_rows(rows, bench_cards(3 if args.quick else 10, 20))
+    sandbox_rows(rows, run_in_temp_dir("bench_tools-", bench_sandbox, 2 if args.quick else 5,
+                                       2 if args.quick else 4, 50 if args.quick else 200))
 
     print_header(PYTHON)
     print(f"mode     {'--quick' if args.quick else 'full'}  calls={args.calls} per series, "
