@@ -21,6 +21,26 @@ def gone(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
 
 
+def host_pid(who: str) -> int | None:
+    """The pid, as this process sees it, of a tool that named itself as
+    ``f"{os.readlink('/proc/self/ns/pid')} {os.getpid()}"``: inside a sandbox's own pid namespace,
+    its own pid means nothing out here."""
+    namespace, inner = who.rsplit(" ", 1)
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.readlink(f"/proc/{entry}/ns/pid") != namespace:
+                continue
+            status = Path(f"/proc/{entry}/status").read_text()
+        except OSError:
+            continue
+        for line in status.splitlines():
+            if line.startswith("NSpid:") and line.split()[-1] == inner:
+                return int(entry)
+    return None
+
+
 def alive(pid: int) -> bool:
     return not gone(pid)
 

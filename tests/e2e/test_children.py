@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from sidecar.client import SidecarClient
-from tests.procs import alive, wait_gone
+from tests.procs import alive, host_pid, wait_gone
 
 pytestmark = pytest.mark.anyio
 
@@ -28,11 +28,12 @@ tools:
 SLEEPY_PY = '''
 import os, time
 from pathlib import Path
-from covalt_toolset import tool
+from covalt_toolset import get_context, tool
 
 @tool
-def nap(marker: str) -> None:
-    Path(marker).write_text(str(os.getpid()))
+def nap() -> None:
+    # In its own pid namespace: the name host_pid finds it by
+    (get_context().workspace / "worker.pid").write_text(f"{os.readlink('/proc/self/ns/pid')} {os.getpid()}")
     time.sleep(600)
 '''
 
@@ -59,7 +60,6 @@ async def test_children_die_with_a_sidecar_killed_without_warning(data_dir: Path
     (folder / "tools").mkdir(parents=True)
     (folder / "toolset.yaml").write_text(MANIFEST)
     (folder / "tools" / "sleepy.py").write_text(SLEEPY_PY)
-    marker = tmp_path / "worker.pid"
     async with SidecarClient.spawn(data_dir) as sidecar:
         await sidecar.request("toolsets/import", {"path": str(folder)})
         # Neither child would notice its stdin closing: the worker is busy in a tool, and this
@@ -67,15 +67,17 @@ async def test_children_die_with_a_sidecar_killed_without_warning(data_dir: Path
         await sidecar.request("mcpServers/add", {"id": "deaf", "command": sys.executable,
                                                  "args": [str(MCP_FIXTURES / "hangs.py")]})
         await sidecar.send({"jsonrpc": "2.0", "id": "nap", "method": "tools/call",
-                            "params": {"toolId": "sleepy:nap", "args": {"marker": str(marker)}}})
+                            "params": {"toolId": "sleepy:nap", "args": {}}})
         with anyio.fail_after(20):
             while True:
-                if marker.exists() and any("hangs.py" in c for c in children_of(sidecar.proc.pid).values()):
+                # the call's scratch folder, the only place the sandboxed tool writes
+                markers = [m for m in data_dir.glob("scratch/*/worker.pid") if m.read_text()]
+                if markers and any("hangs.py" in c for c in children_of(sidecar.proc.pid).values()):
                     break
                 await anyio.sleep(0.02)
-        worker = int(marker.read_text())
+        worker = host_pid(markers[0].read_text())
         [server] = [pid for pid, cmd in children_of(sidecar.proc.pid).items() if "hangs.py" in cmd]
-        assert worker in children_of(sidecar.proc.pid)
+        assert worker is not None and worker != sidecar.proc.pid
 
         sidecar.proc.kill()  # SIGKILL: no code of the sidecar runs
         await sidecar.proc.wait()

@@ -39,7 +39,8 @@ from covalt_toolset import get_context, tool
 def where() -> dict:
     """What this call was handed: its folder, its chat, what it finds there."""
     ctx = get_context()
-    return {"cwd": os.getcwd(), "workspace": str(ctx.workspace), "chatId": ctx.chat_id, "pid": os.getpid(),
+    return {"cwd": os.getcwd(), "workspace": str(ctx.workspace), "chatId": ctx.chat_id,
+            "pid": f"{os.readlink('/proc/self/ns/pid')} {os.getpid()}",
             "files": sorted(os.listdir("."))}
 
 @tool
@@ -51,13 +52,13 @@ def linger() -> dict:
                 f.write("from the chat before")
             time.sleep(0.02)
     threading.Thread(target=write, daemon=True).start()
-    return {"pid": os.getpid()}
+    return {"pid": f"{os.readlink('/proc/self/ns/pid')} {os.getpid()}"}
 
 @tool
 def nap() -> dict:
     """Sleeps a little in the chat's folder."""
     time.sleep(0.5)
-    return {"pid": os.getpid()}
+    return {"pid": f"{os.readlink('/proc/self/ns/pid')} {os.getpid()}"}
 '''
 
 
@@ -96,7 +97,8 @@ async def test_a_python_tool_is_handed_only_the_workspace_of_the_chat_it_runs_fo
         assert os.path.realpath(result["cwd"]) == os.path.realpath(result["workspace"]) == root
         assert result["chatId"] == c["id"] and result["files"] == [own]
         seen.append(result["pid"])
-    assert len(set(seen)) == 1  # one worker served both chats in turn, and still kept them apart
+    # A worker is sandboxed to one chat's workspace: chat B got its own, chat A's came back warm.
+    assert seen[0] == seen[2] != seen[1]
 
     outside = (await call(app, "probe:where", {}))["result"]  # no chat: a scratch folder of its own
     assert outside["chatId"] is None and outside["files"] == []

@@ -10,6 +10,7 @@ import anyio
 import pytest
 
 from sidecar.client import RemoteError, SidecarClient
+from tests.procs import host_pid
 
 pytestmark = pytest.mark.anyio
 
@@ -30,7 +31,7 @@ from covalt_toolset import get_context, tool
 @tool
 def nap(seconds: float) -> dict:
     """Says which process it runs in, then sleeps."""
-    (get_context().workspace / "pid.txt").write_text(str(os.getpid()))
+    (get_context().workspace / "pid.txt").write_text(f"{os.readlink('/proc/self/ns/pid')} {os.getpid()}")
     time.sleep(seconds)
     return {"slept": seconds}
 '''
@@ -77,7 +78,8 @@ async def test_switching_off_stops_a_python_tool_in_its_worker(data_dir: Path, t
         with anyio.fail_after(20):
             while not pid_file.exists() or not pid_file.read_text():
                 await anyio.sleep(0.02)
-        worker = int(pid_file.read_text())
+        worker = host_pid(pid_file.read_text())  # the tool names itself in its sandbox's pid namespace
+        assert worker is not None
         await sc.request("settings/set", {"toolsEnabled": False})
         with anyio.fail_after(10):  # not the 60 s of the nap
             call = (await answer(10))["result"]["toolCall"]

@@ -184,14 +184,19 @@ class ToolsetWorkers:
         # The worker quits by itself after idle_seconds: leave a margin so it never quits
         # while our request is on its way.
         fresh_for = self.limits.idle_seconds - min(2.0, self.limits.idle_seconds / 4)
-        while self._idle:
-            worker = self._idle.pop()
-            # Each worker is sandboxed to one chat's workspace and confinement: it serves no other.
-            if (worker.generation == self._generation and worker.alive and worker.idle_for() < fresh_for
-                    and self._scopes.get(worker) == scope):
-                self._busy.add(worker)
-                return worker
-            await worker.stop()
+        usable = [w for w in self._idle
+                  if w.generation == self._generation and w.alive and w.idle_for() < fresh_for]
+        stale = [w for w in self._idle if w not in usable]
+        # Each worker is sandboxed to one chat's workspace and confinement: it serves no other. The
+        # other chats' idle workers stay warm, up to max_workers; beyond, the least recently used goes.
+        match = next((w for w in reversed(usable) if self._scopes.get(w) == scope), None)
+        if match is None:
+            stale += usable[:max(0, len(usable) - self.limits.max_workers + 1)]
+        self._idle = [w for w in usable if w not in stale and w is not match]
+        await stop_all(stale)
+        if match is not None:
+            self._busy.add(match)
+            return match
         worker = await self._spawn(*scope)
         self._scopes[worker] = scope
         self._busy.add(worker)
