@@ -358,10 +358,10 @@ def sandbox_rows(rows: Rows, found: dict[str, dict[str, list[float]]]) -> None:
             continue
         warm, cold = pct(found[kind]["warm"], 50), med(found[kind]["cold"])
         judged = kind == "bubblewrap"  # the mechanism in use where it runs; Landlock is the fallback
-        rows.add(f"warm pool.call p50, {kind}", f"{warm:.2f} ms (+{warm - warm0:.2f})", f"{warm0:.2f} ms unconfined",
+        rows.add(f"warm pool.call p50, {kind}", f"{warm:.2f} ms ({warm - warm0:+.2f})", f"{warm0:.2f} ms unconfined",
                  f"+{BUDGET_SANDBOX_WARM_MS:.0f} ms" if judged else "-",
                  warm - warm0 <= BUDGET_SANDBOX_WARM_MS if judged else None)
-        rows.add(f"worker cold start median, {kind}", f"{cold:.1f} ms (+{cold - cold0:.1f})",
+        rows.add(f"worker cold start median, {kind}", f"{cold:.1f} ms ({cold - cold0:+.1f})",
                  f"{cold0:.1f} ms unconfined", f"+{BUDGET_SANDBOX_COLD_MS:.0f} ms" if judged else "-",
                  cold - cold0 <= BUDGET_SANDBOX_COLD_MS if judged else None)
 

@@ -99,6 +99,9 @@ async def run(data_dir: Path, verbose: bool) -> int:
         show("pid / rss", f"{info['pid']} / {info['rssBytes'] / 2**20:.1f} MiB")
         show("heavy modules loaded", info["heavyModulesLoaded"] or "none (mcp, pydantic, ... load on first use)")
         show("data dir", ", ".join(sorted(os.listdir(data_dir))))
+        box = info["sandbox"]
+        show("tool sandbox", f"{box['mechanism']} (limits: {box['limits']})"
+             + (f" - {box['warning']}" if box.get("warning") else ""))
 
         step("a chat whose files branch with the conversation")
         chat = (await sc.request("chats/create", {"title": "demo chat"}))["chat"]
