@@ -25,6 +25,7 @@ from . import process
 from .errors import InstanceLocked, SidecarError, StorageError
 from .handlers import Deferred
 from .rpc import Connection, MethodTable, RequestContext, StdioTransport, Transport
+from .sandbox.detect import detect as sandbox_detect
 from .settings import Settings
 from .store import Database
 from .store.settings import tools_enabled as stored_tools_enabled
@@ -239,6 +240,9 @@ def main(argv: list[str] | None = None) -> int:
     process.own_process()
     listener = logs.setup(settings.log_level)
     log.info("sidecar %s starting (pid %d, data dir %s)", _version(), os.getpid(), settings.data_dir)
+    # Which sandbox confines tools is found by running bwrap once (a few ms): started now, beside
+    # the rest of start-up, so initialize (which reports it) does not wait for it.
+    threading.Thread(target=sandbox_detect, args=(settings.sandbox,), name="sandbox-probe", daemon=True).start()
 
     def arm_hard_deadline() -> None:
         # Cancellation reaches only code that awaits; a handler stuck in a shielded or blocking

@@ -97,7 +97,7 @@ def _try_bwrap() -> tuple[str | None, str | None]:
     try:
         done = subprocess.run(
             [bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--proc", "/proc", "--", true],
-            capture_output=True, timeout=10, check=False)
+            stdin=subprocess.DEVNULL, capture_output=True, timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, f"bwrap cannot run: {exc}"
     if done.returncode != 0:
