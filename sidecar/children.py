@@ -30,7 +30,7 @@ import subprocess
 import sys
 import threading
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from functools import cache
 from typing import IO, Any, Literal
@@ -162,6 +162,11 @@ class Child:
         self._sandbox_info: int | None = None  # bwrap's --info-fd pipe (sidecar/sandbox/runner.py)
         self._sandbox_pid: int | None = None
         self._sandboxed = False
+        self._on_stop: list[Callable[[], None]] = []
+
+    def on_stop(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` once the child is stopped (what lived only for it: a sandbox's proxy)."""
+        self._on_stop.append(callback)
 
     def sandbox_info(self, fd: int) -> None:
         """Keep the read end of bubblewrap's ``--info-fd`` pipe: it names the sandbox's pid 1."""
@@ -279,6 +284,9 @@ class Child:
             if self._sandbox_info is not None:
                 os.close(self._sandbox_info)
                 self._sandbox_info = None
+            for callback in self._on_stop:
+                callback()
+            self._on_stop.clear()
         log.debug("%s: pid %d stopped (%s)", self.label, self.pid, exit_reason(self.returncode))
 
     async def _until_group_gone(self, within: float) -> None:

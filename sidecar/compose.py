@@ -21,6 +21,7 @@ from .chat.turns import TurnService
 from .errors import NotFound, StorageError
 from .handlers.notify import Notifier
 from .mcp_host.servers import McpServers
+from .sandbox.egress import Egress
 from .sandbox.runner import Sandbox
 from .schedules.clock import Clock
 from .schedules.service import Schedules
@@ -102,7 +103,10 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     oauth = OAuthTokens(secrets)
     on_close("model providers", providers.aclose)
     tg.start_soon(_move_provider_keys, providers)
-    sandbox = Sandbox(settings.sandbox)
+    egress = Egress()  # the allowedHosts proxies of sandboxed tools
+    egress.bind(tg)
+    on_close("sandbox network proxies", egress.aclose)
+    sandbox = Sandbox(settings.sandbox, egress)
     workers = WorkerHost(sandbox=sandbox)
     on_close("tool workers", workers.aclose)
 

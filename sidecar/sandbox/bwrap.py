@@ -39,8 +39,9 @@ class Binds(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def command(bwrap: str, argv: Sequence[str], *, binds: Binds, network: Network, cwd: str,
-            info_fd: int | None = None, root: str = "/") -> list[str]:
-    """``bwrap ... -- argv``. ``root`` is where the system paths are looked up (tests)."""
+            info_fd: int | None = None, root: str = "/", extra: Sequence[str] = ()) -> list[str]:
+    """``bwrap ... -- argv``. ``root`` is where the system paths are looked up (tests); ``extra``
+    goes after the filesystem (the allowedHosts proxy's socket and bridge, sidecar/sandbox/egress.py)."""
     out = [bwrap, "--unshare-all"]
     if network == "full":
         out.append("--share-net")
@@ -51,7 +52,7 @@ def command(bwrap: str, argv: Sequence[str], *, binds: Binds, network: Network, 
         out += ["--bind" if writable else "--ro-bind", path, path]
     # The root bwrap builds is a tmpfs: read-only, a write beside the workspace (../../sidecar.db)
     # fails with EROFS instead of landing in a folder that vanishes with the sandbox.
-    out += ["--remount-ro", "/"]
+    out += [*extra, "--remount-ro", "/"]
     out += ["--chdir", cwd]
     if info_fd is not None:
         out += ["--info-fd", str(info_fd)]

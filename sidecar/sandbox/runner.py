@@ -20,7 +20,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -28,6 +28,9 @@ from ..children import Child, spawn
 from . import bwrap
 from .detect import Choice, Detected, detect, probe
 from .policy import DEFAULT, Confinement
+
+if TYPE_CHECKING:
+    from .egress import Egress, NetworkPlan
 
 LANDLOCK_EXEC = Path(__file__).with_name("landlock_exec.py")
 _LANDLOCK_SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/proc", "/sys")
@@ -40,6 +43,7 @@ class Jail(msgspec.Struct, kw_only=True):
     mechanism: str
     pass_fds: tuple[int, ...] = ()
     info_fd: int | None = None  # read end of bwrap's --info-fd pipe
+    network: NetworkPlan | None = None  # allowedHosts: the proxy that lives as long as the process
 
     async def spawn(self, *, label: str, cwd: str | os.PathLike[str] | None = None, **options: Any) -> Child:
         """``children.spawn`` of the confined command (``cwd``: where bwrap itself starts; the
@@ -62,6 +66,12 @@ class Jail(msgspec.Struct, kw_only=True):
         for fd in self.pass_fds:
             os.close(fd)
         self.pass_fds = ()
+        if self.network is not None:
+            if child is None:
+                self.network.close()
+            else:
+                child.on_stop(self.network.close)
+            self.network = None
         if self.info_fd is not None:
             if child is None:
                 os.close(self.info_fd)
@@ -77,8 +87,10 @@ def python_paths() -> list[str]:
 
 
 class Sandbox:
-    def __init__(self, choice: Choice = "auto") -> None:
+    def __init__(self, choice: Choice = "auto", egress: Egress | None = None) -> None:
         self.choice: Choice = choice
+        # The allowedHosts proxies (sidecar/sandbox/egress.py); without it allowedHosts gets no network.
+        self.egress = egress
         self._private_tmp: str | None = None
 
     async def status(self) -> Detected:
@@ -99,11 +111,15 @@ class Sandbox:
             info_read, info_write = os.pipe()
             os.set_blocking(info_read, False)
             binds = bwrap.Binds(read_only=tuple(read_only), writable=tuple(writable))
+            plan = None
+            if confinement.network == "allowedHosts" and self.egress is not None:
+                plan = await self.egress.prepare(confinement, label=os.path.basename(argv[-1])[:40])
+                argv = [*plan.argv_prefix, *argv]
             command = bwrap.command(found.bwrap, argv, binds=binds, network=confinement.network, cwd=cwd,
-                                    info_fd=info_write)
-            inside = env | {"HOME": bwrap.SANDBOX_HOME, "TMPDIR": "/tmp"}
+                                    info_fd=info_write, extra=plan.bwrap_args if plan else ())
+            inside = env | {"HOME": bwrap.SANDBOX_HOME, "TMPDIR": "/tmp"} | (plan.env if plan else {})
             return Jail(argv=command, env=inside, cwd=cwd, mechanism=found.mechanism, pass_fds=(info_write,),
-                        info_fd=info_read)
+                        info_fd=info_read, network=plan)
         if found.mechanism == "landlock":
             tmp = self._tmp()
             rules = {"read": [*_LANDLOCK_SYSTEM, *read_only, "/dev"], "write": [*writable, tmp, "/dev/null"],
