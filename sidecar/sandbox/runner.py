@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ..children import Child, spawn
-from . import bwrap
+from . import bwrap, seatbelt
 from .detect import Choice, Detected, detect, probe
 from .policy import DEFAULT, Confinement
 
@@ -120,6 +120,17 @@ class Sandbox:
             inside = env | {"HOME": bwrap.SANDBOX_HOME, "TMPDIR": "/tmp"} | (plan.env if plan else {})
             return Jail(argv=command, env=inside, cwd=cwd, mechanism=found.mechanism, pass_fds=(info_write,),
                         info_fd=info_read, network=plan)
+        if found.mechanism == "seatbelt":
+            plan = None
+            if confinement.network == "allowedHosts":
+                if self.egress is not None:
+                    plan = await self.egress.prepare_loopback(confinement, label=os.path.basename(argv[-1])[:40])
+                else:  # no proxy to go through: no network
+                    confinement = msgspec.structs.replace(confinement, network="none")
+            box = seatbelt.profile(confinement, workspace=workspace, read_only=read_only,
+                                   proxy_port=plan.proxy_port if plan else None)
+            return Jail(argv=box.argv(argv), env=env | (plan.env if plan else {}), cwd=cwd,
+                        mechanism=found.mechanism, network=plan)
         if found.mechanism == "landlock":
             tmp = self._tmp()
             rules = {"read": [*_LANDLOCK_SYSTEM, *read_only, "/dev"], "write": [*writable, tmp, "/dev/null"],
