@@ -67,6 +67,10 @@ export interface ClientRequests {
   "tools/call": { params: T.ToolCallParams; result: T.ToolCallResult };
   /** The page of a tool call whose render plan uses the html renderer, its data injected where the page's scripts see it. The artifact is read at this request from inside the toolset's folder, as a regular file and never through a symlink (else a storage error). */
   "tools/htmlPage": { params: T.HtmlPageParams; result: T.HtmlPageResult };
+  /** The sandbox settings of a whole toolset: its manifest's and the user's (tools/get shows each tool's effective limits). */
+  "toolsets/getLimits": { params: T.ToolsetLimitsParams; result: T.ToolsetLimits };
+  /** Change the user's sandbox settings for every tool of a toolset (seed 004's constraints and sandbox; a tool's own, tools/setOverride, win over them); kept across upgrades. InvalidParams names the setting and the forms it takes; Conflict while the toolset is disabled or deleted. */
+  "toolsets/setLimits": { params: T.SetToolsetLimitsParams; result: T.ToolsetLimits };
   /** Make an empty toolset of your own (sourceType user) to put HTTP tools into with tools/put; it exports and re-imports like any other. Conflict if the id is taken. */
   "toolsets/create": { params: T.CreateToolsetParams; result: T.ToolsetResult };
   /** Rename or redescribe a toolset made with toolsets/create (PermissionDenied for an imported one: its toolset.yaml says what it is). */

@@ -509,6 +509,10 @@ export interface InspectedTool {
   configSchema?: ConfigField[];
   /** Its cron trigger (five fields): installing puts the tool on this schedule (schedules/list shows it, source manifest), running by itself with no chat until the user gives it one. */
   schedule?: string | null;
+  /** A Python tool's limits as the manifest would set them (the user's settings may change them after install), each value with its source. */
+  limits?: ToolLimits | null;
+  /** What the manifest lets this tool do beyond seed 004's defaults (network, writable folders, more memory, processes or time); each is also one of the bundle's warnings. */
+  limitWarnings?: LimitWarning[];
 }
 
 /** One field of a config_schema with its current value. */
@@ -521,6 +525,39 @@ export interface ConfigField {
   value?: unknown;
   default?: unknown;
   isSet?: boolean;
+}
+
+/** The limits a tool's calls run under, every layer applied: seed 004's defaults, the manifest's
+ *     for the toolset then for the tool, the user's for the toolset then for the tool (the later wins). */
+export interface ToolLimits {
+  /** Wall time of one call, in seconds. */
+  timeoutSeconds: number;
+  /** Memory of one call's processes together. */
+  memoryBytes: number;
+  /** Processes and threads at once. */
+  maxProcesses: number;
+  /** What one call may add to its workspace. */
+  diskBytes: number;
+  /** none, allowedHosts or full. */
+  network: "allowedHosts" | "full" | "none";
+  /** With network allowedHosts: the hosts. */
+  allowedHosts?: string[];
+  /** Folders writable besides the chat's workspace. */
+  writable?: string[];
+  /** Where each value came from, by the field's name here (timeoutSeconds, memoryBytes, maxProcesses, diskBytes, network, allowedHosts, writable): default, manifest or user. */
+  sources?: Record<string, "default" | "manifest" | "user">;
+  /** What these limits allow beyond the defaults. */
+  warnings?: LimitWarning[];
+}
+
+/** Something a tool may do beyond seed 004's defaults, worded for the user before install. */
+export interface LimitWarning {
+  /** The setting that allows it: sandbox.network, sandbox.writable, sandbox.memory, sandbox.processes or constraints.timeout_seconds. */
+  setting: string;
+  /** What the tool gains, e.g. 'may connect to any host ...'. */
+  message: string;
+  /** The tool it concerns (toolset:tool). */
+  toolId?: string | null;
 }
 
 export interface InspectedServer {
@@ -650,6 +687,8 @@ export interface Tool {
   unavailableReason?: string | null;
   /** The overrides that set something on this tool, by the key or pattern each is stored under (toolset:tool, server:tool, fs:*, *:read_*): the exact one first, then the patterns, most specific first; absent: none. */
   overridesApplied?: string[];
+  /** A Python tool's effective sandbox limits (seed 004), each value with where it came from (default, manifest, user); shown by tools/get. Absent for tools that run in no process of their own (built-in file tools, HTTP and MCP tools). */
+  limits?: ToolLimits | null;
 }
 
 /** An icon an MCP server gave for a tool (https or data:image URLs only; others are dropped). */
@@ -727,6 +766,32 @@ export interface SetOverrideParams {
   descriptionOverride?: string | null;
   requiresConfirmation?: boolean | null;
   enabled?: boolean | null;
+  /** A Python tool's constraints (seed 004: timeoutSeconds), winning over its manifest's and the toolset's (toolsets/setLimits); a key absent keeps its value, a null key or a null block removes the user's value. One tool only: not with a pattern. */
+  constraints?: ConstraintsSettings | null;
+  /** A Python tool's sandbox settings (seed 004: memory, network, allowedHosts, writable, processes, disk), winning as constraints does; tools/get shows the effective limits. One tool only. */
+  sandbox?: SandboxSettings | null;
+}
+
+/** Seed 004's ``constraints`` block. In a change: absent keeps the value set, null removes it. */
+export interface ConstraintsSettings {
+  /** Wall time one call may take, in seconds (more than 0, at most 3600; default 9). A call past it is killed and fails with errorKind timeout. */
+  timeoutSeconds?: number | null;
+}
+
+/** Seed 004's ``sandbox`` block. In a change: absent keeps the value set, null removes it. */
+export interface SandboxSettings {
+  /** Memory one call's processes may use together. Bytes, or a number with k, m or g as toolset.yaml writes it ("512m", "1g"); 32m to 64g, default 256m. */
+  memory?: number | string | null;
+  /** none (the default: no connection at all), allowedHosts (only the hosts in allowedHosts) or full (any host, the local network included). */
+  network?: "allowedHosts" | "full" | "none" | null;
+  /** With network allowedHosts: the hosts the tool may reach ('api.example.com', 'api.example.com:443', '*.example.com' for its subdomains). Listing hosts without a network means allowedHosts. */
+  allowedHosts?: string[] | null;
+  /** Absolute folders the tool may write besides its chat's workspace (which it always may). Refused: relative paths, '/', the whole home folder, and the app's data directory or a folder holding it. */
+  writable?: string[] | null;
+  /** Processes and threads the call may run at once (1-4096, default 64). */
+  processes?: number | null;
+  /** What one call may add to its workspace. Bytes, or a number with k, m or g as toolset.yaml writes it ("512m", "1g"); default 1g. */
+  disk?: number | string | null;
 }
 
 export interface SetOverrideResult {
@@ -761,6 +826,36 @@ export interface HtmlPageParams {
 
 export interface HtmlPageResult {
   html: string;
+}
+
+export interface ToolsetLimitsParams {
+  /** The toolset. */
+  id: string;
+}
+
+export interface ToolsetLimits {
+  toolsetId: string;
+  /** What its toolset.yaml sets for the whole toolset; absent: nothing. */
+  manifest?: LimitLayer | null;
+  /** What the user set for the whole toolset (wins over the manifest; a tool's own settings win over both); absent: nothing. */
+  user?: LimitLayer | null;
+  /** What its tools may do beyond the defaults now, tool by tool. */
+  warnings?: LimitWarning[];
+}
+
+/** One layer of settings as stored: only what it sets (sizes in bytes). */
+export interface LimitLayer {
+  constraints?: ConstraintsSettings | null;
+  sandbox?: SandboxSettings | null;
+}
+
+export interface SetToolsetLimitsParams {
+  /** The toolset. */
+  id: string;
+  /** Changes to the user's constraints for every tool of the toolset; null removes them all. */
+  constraints?: ConstraintsSettings | null;
+  /** Changes to the user's sandbox settings for every tool of the toolset; null removes them all. */
+  sandbox?: SandboxSettings | null;
 }
 
 export interface CreateToolsetParams {

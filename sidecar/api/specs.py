@@ -13,6 +13,7 @@ from . import (
     config,
     debug,
     lifecycle,
+    limits,
     mcp,
     providers,
     schedules,
@@ -25,7 +26,8 @@ from . import (
 )
 from .base import MethodSpec
 
-SPECS: tuple[MethodSpec, ...] = (*lifecycle.SPECS, *chats.SPECS, *workspace.SPECS, *toolsets.SPECS, *authoring.SPECS,
+SPECS: tuple[MethodSpec, ...] = (*lifecycle.SPECS, *chats.SPECS, *workspace.SPECS, *toolsets.SPECS, *limits.SPECS,
+                                   *authoring.SPECS,
                                    *tool_calls.SPECS, *config.SPECS, *mcp.SPECS, *providers.SPECS, *secrets.SPECS,
                                    *settings.SPECS, *debug.SPECS, *schedules.SPECS, *bundles.SPECS, *search.SPECS)
 

@@ -8,6 +8,7 @@ import msgspec
 
 from .base import Empty, MethodSpec, Model
 from .errors import ErrorCode
+from .limits import ConstraintsSettings, LimitWarning, SandboxSettings, ToolLimits
 from .pages import NextPageToken, PageParams
 from .render_plans import Renderer, RenderPlan
 
@@ -54,6 +55,12 @@ class InspectedTool(Model):
     schedule: Annotated[str | None, msgspec.Meta(description=(
         "Its cron trigger (five fields): installing puts the tool on this schedule (schedules/list shows "
         "it, source manifest), running by itself with no chat until the user gives it one."))] = None
+    limits: Annotated[ToolLimits | None, msgspec.Meta(description=(
+        "A Python tool's limits as the manifest would set them (the user's settings may change them after "
+        "install), each value with its source."))] = None
+    limit_warnings: Annotated[list[LimitWarning], msgspec.Meta(description=(
+        "What the manifest lets this tool do beyond seed 004's defaults (network, writable folders, more "
+        "memory, processes or time); each is also one of the bundle's warnings."))] = []
 
 
 class InspectedServer(Model):
@@ -206,6 +213,10 @@ class Tool(Model):
         "The overrides that set something on this tool, by the key or pattern each is stored under "
         "(toolset:tool, server:tool, fs:*, *:read_*): the exact one first, then the patterns, most "
         "specific first; absent: none."))] = []
+    limits: Annotated[ToolLimits | None, msgspec.Meta(description=(
+        "A Python tool's effective sandbox limits (seed 004), each value with where it came from "
+        "(default, manifest, user); shown by tools/get. Absent for tools that run in no process of "
+        "their own (built-in file tools, HTTP and MCP tools)."))] = None
 
 
 class ConfiguredServer(Model):
@@ -384,6 +395,14 @@ class SetOverrideParams(Model):
     description_override: str | None | msgspec.UnsetType = msgspec.UNSET
     requires_confirmation: bool | None | msgspec.UnsetType = msgspec.UNSET
     enabled: bool | None | msgspec.UnsetType = msgspec.UNSET
+    constraints: Annotated[ConstraintsSettings | None | msgspec.UnsetType, msgspec.Meta(description=(
+        "A Python tool's constraints (seed 004: timeoutSeconds), winning over its manifest's and the "
+        "toolset's (toolsets/setLimits); a key absent keeps its value, a null key or a null block removes "
+        "the user's value. One tool only: not with a pattern."))] = msgspec.UNSET
+    sandbox: Annotated[SandboxSettings | None | msgspec.UnsetType, msgspec.Meta(description=(
+        "A Python tool's sandbox settings (seed 004: memory, network, allowedHosts, writable, processes, "
+        "disk), winning as constraints does; tools/get shows the effective limits. One tool only."))] = (
+        msgspec.UNSET)
 
 
 class SetOverrideResult(Model):

@@ -9,6 +9,7 @@ from .bundles import BundleHandlers
 from .chats import ChatHandlers
 from .config import ConfigHandlers
 from .debug import DebugHandlers
+from .limits import LimitHandlers
 from .mcp import McpHandlers
 from .providers import ProviderHandlers
 from .routes import routes
@@ -23,7 +24,7 @@ from .workspace import WorkspaceHandlers
 if TYPE_CHECKING:
     from ..compose import Services
 
-AREAS = (AuthoringHandlers, BundleHandlers, ChatHandlers, ConfigHandlers, DebugHandlers, McpHandlers,
+AREAS = (AuthoringHandlers, BundleHandlers, ChatHandlers, ConfigHandlers, DebugHandlers, LimitHandlers, McpHandlers,
          ProviderHandlers, ScheduleHandlers, SearchHandlers, SecretHandlers, SettingsHandlers, ToolCallHandlers,
          ToolsetHandlers,
          WorkspaceHandlers)
@@ -37,6 +38,7 @@ def service_routes(s: Services) -> dict[str, Any]:
         ChatHandlers(s.chats, s.turns, s.workspace, s.tool_calls.repo),
         ConfigHandlers(s.config),
         DebugHandlers(s.settings, s.db, s.started_at, s.secrets, s.switch, s.sandbox),
+        LimitHandlers(s.catalog),
         McpHandlers(s.mcp_servers),
         ProviderHandlers(s.providers),
         ScheduleHandlers(s.schedules),

@@ -42,6 +42,10 @@ class CatalogRow(msgspec.Struct, kw_only=True):
     tags: list[str] = []
     created_at: str = ""
     modified_at: str = ""
+    # Seed 004's limits by layer (sandbox.policy.Patch as data; tools.config holds the tool's own).
+    toolset_limits: dict[str, Any] | None = None  # the manifest's, for the whole toolset
+    user_toolset_limits: dict[str, Any] | None = None  # the user's, for the whole toolset
+    user_limits: dict[str, Any] | None = None  # the user's, for this tool
 
 
 class BuiltinRow(msgspec.Struct, kw_only=True):
@@ -58,7 +62,9 @@ _SQL = f"""
 SELECT t.tool_id, t.toolset_id, t.provider, t.name, t.description, t.input_schema, t.requires_confirmation,
        t.enabled, t.entrypoint, t.config, ts.enabled AS toolset_enabled, ts.files_dir,
        ts.config_schema AS toolset_schema, t.unavailable_reason, ts.soft_deleted_at AS toolset_deleted_at,
-       t.slug, t.version, t.current, t.tags, t.created_at, t.modified_at,
+       t.slug, t.version, t.current, t.tags, t.created_at, t.modified_at, ts.limits AS toolset_limits,
+       (SELECT l.limits FROM tool_limits l WHERE l.toolset_id = t.toolset_id AND l.tool_id = '') AS user_toolset_limits,
+       (SELECT l.limits FROM tool_limits l WHERE l.toolset_id = t.toolset_id AND l.tool_id = t.tool_id) AS user_limits,
        {", ".join(f"o.{c} AS o_{c}" for c in OVERRIDE_COLS)}
 FROM tools t
 LEFT JOIN tool_overrides o ON o.toolset_id = t.toolset_id AND o.tool_id = t.tool_id
@@ -78,7 +84,10 @@ def _row(r: Any) -> CatalogRow:
         toolset_schema=_decode(r["toolset_schema"]) if r["toolset_schema"] else {},
         unavailable_reason=r["unavailable_reason"], toolset_deleted_at=r["toolset_deleted_at"],
         slug=r["slug"], version=r["version"], current=bool(r["current"]), tags=_decode(r["tags"] or "[]"),
-        created_at=r["created_at"], modified_at=r["modified_at"])
+        created_at=r["created_at"], modified_at=r["modified_at"],
+        toolset_limits=_decode(r["toolset_limits"]) if r["toolset_limits"] else None,
+        user_toolset_limits=_decode(r["user_toolset_limits"]) if r["user_toolset_limits"] else None,
+        user_limits=_decode(r["user_limits"]) if r["user_limits"] else None)
 
 
 class ToolCatalogRepo:

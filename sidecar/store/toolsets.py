@@ -85,6 +85,7 @@ class Install(msgspec.Struct, kw_only=True):
     overrides: list[OverrideRow]  # from the manifest: a user's override of the same tool wins
     servers: list[McpServerRow]  # McpServerDecl.row()
     config_schema: dict[str, Any] = {}  # the toolset-level fields (seed 004), as plain data
+    limits: dict[str, Any] | None = None  # the toolset's constraints and sandbox (a sandbox.policy.Patch)
     source: SourceRow | None = None  # a URL import's bundle digest and validators; None drops the old one
 
 
@@ -135,6 +136,10 @@ async def insert_tools(w: aiosqlite.Connection, toolset_id: str, tools: list[Sto
           _json(s.input_schema) if s.input_schema is not None else None, int(s.requires_confirmation),
           s.entrypoint, _json(s.config), s.slug, s.version, int(s.current), _json(s.tags), s.created_at,
           s.modified_at, s.unavailable_reason) for s in tools])
+
+
+def _opt_json(value: Any) -> str | None:
+    return _json(value) if value is not None else None
 
 
 def _opt_bool(value: int | None) -> bool | None:
@@ -259,6 +264,11 @@ class ToolsetRepo:
         row = await self.db.fetchone("SELECT config_schema FROM toolsets WHERE id = ?", (toolset_id,))
         return msgspec.json.decode(row["config_schema"]) if row is not None and row["config_schema"] else {}
 
+    async def limits(self, toolset_id: str) -> dict[str, Any] | None:
+        """The toolset-level constraints and sandbox its manifest declares (a sandbox.policy.Patch as data)."""
+        row = await self.db.fetchone("SELECT limits FROM toolsets WHERE id = ?", (toolset_id,))
+        return msgspec.json.decode(row["limits"]) if row is not None and row["limits"] else None
+
     async def overrides(self, toolset_id: str) -> list[OverrideRow]:
         return await read_overrides(self.db, toolset_id)
 
@@ -289,18 +299,19 @@ class ToolsetRepo:
                 await w.execute("DELETE FROM tool_overrides WHERE toolset_id = ? AND origin = 'manifest'", (t.id,))
                 await w.execute(
                     "UPDATE toolsets SET name=?, version=?, description=?, source_type=?, source_ref=?, "
-                    "manifest_version=?, updated_at=?, files_dir=?, config_schema=?, "
+                    "manifest_version=?, updated_at=?, files_dir=?, config_schema=?, limits=?, "
                     "modified_at=CASE WHEN ? AND modified_at != '' THEN modified_at ELSE ? END WHERE id=?",
                     (t.name, t.version, t.description, t.source_type, t.source_ref, new.manifest_version,
-                     new.updated_at, t.files_dir, _json(new.config_schema), int(same), new.updated_at, t.id))
+                     new.updated_at, t.files_dir, _json(new.config_schema), _opt_json(new.limits), int(same),
+                     new.updated_at, t.id))
             else:
                 await w.execute(
                     "INSERT INTO toolsets (id, name, version, description, enabled, user_mcp, installed_at, "
-                    "updated_at, source_type, source_ref, manifest_version, files_dir, config_schema, modified_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "updated_at, source_type, source_ref, manifest_version, files_dir, config_schema, modified_at, "
+                    "limits) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (t.id, t.name, t.version, t.description, int(t.enabled), int(t.user_mcp), t.installed_at,
                      new.updated_at, t.source_type, t.source_ref, new.manifest_version, t.files_dir,
-                     _json(new.config_schema), new.updated_at))
+                     _json(new.config_schema), new.updated_at, _opt_json(new.limits)))
             await w.executemany(
                 "INSERT INTO toolset_files (toolset_id, path, kind, sha256, size, stored_path) "
                 "VALUES (?, ?, ?, ?, ?, ?)",

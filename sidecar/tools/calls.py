@@ -26,6 +26,7 @@ from .. import secrets
 from ..api.toolsets import ClientContext
 from ..errors import Conflict, InvalidParams, McpError, NotFound, StorageError
 from ..mcp_host.state import CallOrigin
+from ..sandbox.policy import DEFAULT as DEFAULT_CONFINEMENT
 from ..store import Database
 from ..store.rows import new_id, now
 from ..store.tool_calls import API, Initiator, ToolCallRepo, ToolCallRow
@@ -201,10 +202,11 @@ class ToolCallService:
         tool = target.tool
         args, workspace, chat_id, call_id = call.args, call.workspace, call.chat_id, call.call_id
         timeout = target.config.get("timeout") or self.workers.limits.default_timeout
+        confinement = target.confinement or DEFAULT_CONFINEMENT
         if tool.provider == "builtin":
             try:
                 assert workspace is not None  # built-ins need a chat (checked above)
-                return await BUILTINS[tool.id].run(BuiltinCall(workspace, args, timeout,
+                return await BUILTINS[tool.id].run(BuiltinCall(workspace, args, timeout, confinement,
                                                                 sandbox=self.workers.sandbox))
             except BuiltinError as exc:
                 raise _Failed(exc.message, exc.kind, exc.result) from None
@@ -218,8 +220,10 @@ class ToolCallService:
                        "settings": call.settings or {}, "telemetry": telemetry(call.client_context)}
             hidden = call.secret_values(target)
             try:
+                # Seed 004's 9 s unless a layer (manifest or user, tools/limits.py) says otherwise.
                 result = await pool.call(tool.id, target.entrypoint or "", args, context=context,
-                                         input_schema=tool.input_schema, timeout=timeout, raw=raw)
+                                         input_schema=tool.input_schema, timeout=confinement.timeout_seconds,
+                                         raw=raw, confinement=confinement)
             except ToolFailure as exc:
                 message = f"{exc.path}: {exc.message}" if exc.path else exc.message
                 # A tool's error often quotes what it was given (an HTTP library's "Illegal header

@@ -4,6 +4,7 @@ nothing inside it can be changed until it is enabled again (seed 002)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -11,11 +12,14 @@ import msgspec
 from ..api.base import wire_name
 from ..api.toolsets import Tool
 from ..errors import InvalidParams, NotFound, PermissionDenied
+from ..sandbox.policy import Patch
+from ..sandbox.settings import from_stored, stored
 from ..store import CATALOG, Database
 from ..store.tool_catalog import BuiltinRow, CatalogRow, ToolCatalogRepo
 from ..store.tool_config import ConfigValue, ToolConfigRepo
+from ..store.tool_limits import WHOLE_TOOLSET, ToolLimitsRepo
 from ..store.toolsets import OverrideRow, ToolsetRepo, ToolsetRow
-from . import frozen, overrides, settings, slugs
+from . import frozen, limits, overrides, settings, slugs
 from .output import BUILTIN_MAX_CHARS
 from .providers import mcp as mcp_tools
 from .providers.builtin import BUILTINS
@@ -62,7 +66,7 @@ def view(row: CatalogRow, values: list[ConfigValue], applied: list[str] | None =
         renderer=row.config.get("renderer"), renderer_config=row.config.get("renderer_config"),
         output_schema=output_schema_of(row.config),
         slug=row.slug, version=row.version, current=row.current, tags=row.tags, created_at=row.created_at,
-        modified_at=row.modified_at,
+        modified_at=row.modified_at, limits=limits.view_of(row),
     ), row.override, applied)
     missing = plan_of(row, values).missing if row.toolset_id is not None else []
     if reason is not None:  # it cannot run, whatever its switches say; they are kept for when it can
@@ -107,9 +111,10 @@ def pattern_key(toolset_id: str, pattern: str, where: str = "params.toolId") -> 
 class Catalog:
     """The tool catalog over one database and the live MCP connections."""
 
-    def __init__(self, db: Database, host: McpHost) -> None:
+    def __init__(self, db: Database, host: McpHost, data_dir: Path | None = None) -> None:
         self.db = db
         self.host = host
+        self.data_dir = data_dir  # never a writable path of a tool's sandbox
 
     async def config_values(self) -> dict[str, list[ConfigValue]]:
         """Every config value set, by toolset (secret ones as markers); read once per change."""
@@ -216,7 +221,7 @@ class Catalog:
         values = (await self.config_values()).get(row.toolset_id or "", [])
         plan = plan_of(row, values) if row.provider in ("python", "http") else None
         return Resolved(view(row, values, applied), entrypoint, row.config, row.files_dir,
-                        switched_on=_switched_on(row), settings=plan)
+                        switched_on=_switched_on(row), settings=plan, confinement=limits.confinement_of(row))
 
     async def sync_builtins(self) -> None:
         """Make the stored built-in rows match this build (the user's ``enabled`` choice is kept)."""
@@ -243,6 +248,11 @@ class Catalog:
             return await self._set_builtin_enabled(tool_id, changes)
         await self._writable(toolset_id)
         repo = ToolCatalogRepo(self.db)
+        constraints, sandbox = changes.pop("constraints", msgspec.UNSET), changes.pop("sandbox", msgspec.UNSET)
+        if constraints is not msgspec.UNSET or sandbox is not msgspec.UNSET:
+            await self._set_tool_limits(toolset_id, tool_id, constraints, sandbox)
+            if not changes:
+                return await self.get_tool(self._own_id(toolset_id, tool_id))
         if tool_id.startswith("mcp:"):
             canonical = (await self.resolve(tool_id)).tool.id  # the tool must be known to be overridden
             stored = mcp_tools.override_key(toolset_id, canonical)
@@ -258,11 +268,54 @@ class Catalog:
         sets something on are returned (none, when it matches no tool known yet)."""
         if toolset_id == BUILTIN:
             raise InvalidParams("params.toolId", "built-in tools take no pattern overrides: name one tool")
+        for name in ("constraints", "sandbox"):
+            if name in changes:
+                raise InvalidParams(f"params.{name}", f"{name} is set for one tool (name it) or for the whole "
+                                                      "toolset (toolsets/setLimits), not for a pattern")
         toolset = await self._writable(toolset_id)
         key = pattern_key(toolset.id, pattern)
         await ToolCatalogRepo(self.db).set_override(toolset_id, key, changes)
         tools = await self.toolset_tools(toolset_id) + [t for t in await self.mcp_tools() if t.toolset_id == toolset_id]
         return [t for t in tools if key in t.overrides_applied]
+
+    @staticmethod
+    def _own_id(toolset_id: str, tool_id: str) -> str:
+        return tool_id if tool_id.startswith(f"{toolset_id}:") else f"{toolset_id}:{tool_id}"
+
+    async def _set_tool_limits(self, toolset_id: str, tool_id: str, constraints: Any, sandbox: Any) -> None:
+        """The user's sandbox layer of one Python tool (the toolset is writable: checked by the caller)."""
+        canonical = self._own_id(toolset_id, tool_id)
+        stored_row = None if tool_id.startswith("mcp:") else await ToolCatalogRepo(self.db).tool(canonical)
+        if stored_row is None or stored_row.toolset_id != toolset_id:
+            if tool_id.startswith("mcp:"):
+                await self.resolve(tool_id)  # NotFound for a tool nobody knows
+                raise InvalidParams("params.sandbox", "an MCP tool runs in its server's process: its sandbox is "
+                                                      "the server's (mcpServers/update), not the tool's")
+            raise NotFound("tool", canonical, f"toolset {toolset_id!r} has no tool {tool_id!r}")
+        if stored_row.provider != "python":
+            raise InvalidParams("params.sandbox", f"{canonical} is an HTTP tool: it runs in no process of its own, "
+                                                  "the hosts it may call are its http.allowedHosts")
+        repo = ToolLimitsRepo(self.db)
+        patch = limits.changed(from_stored(await repo.get(toolset_id, canonical)), constraints, sandbox,
+                               self.data_dir)
+        await repo.set(toolset_id, canonical, stored(patch))
+
+    async def toolset_limits(self, toolset_id: str) -> tuple[Patch | None, Patch | None, list[Tool]]:
+        """The manifest's and the user's layer for the whole toolset, and its Python tools."""
+        toolset = await ToolsetRepo(self.db).get(toolset_id)
+        if toolset is None:
+            raise NotFound("toolset", toolset_id)
+        manifest = from_stored(await ToolsetRepo(self.db).limits(toolset_id))
+        user = from_stored(await ToolLimitsRepo(self.db).get(toolset_id, WHOLE_TOOLSET))
+        return manifest, user, [t for t in await self.toolset_tools(toolset_id) if t.limits is not None]
+
+    async def set_toolset_limits(self, toolset_id: str, constraints: Any, sandbox: Any) -> None:
+        """The user's sandbox layer for every tool of the toolset (frozen toolsets refuse it)."""
+        await self._writable(toolset_id)
+        repo = ToolLimitsRepo(self.db)
+        patch = limits.changed(from_stored(await repo.get(toolset_id, WHOLE_TOOLSET)), constraints, sandbox,
+                               self.data_dir)
+        await repo.set(toolset_id, WHOLE_TOOLSET, stored(patch))
 
     async def _writable(self, toolset_id: str) -> ToolsetRow:
         toolset = await ToolsetRepo(self.db).get(toolset_id)

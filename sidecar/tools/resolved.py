@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..api.toolsets import Tool
+from ..sandbox.policy import Confinement
 
 if TYPE_CHECKING:
     from .settings import Plan
@@ -24,3 +25,5 @@ class Resolved:
     switched_on: bool = True
     # A Python tool's settings short of the secret values, and the required keys without one.
     settings: Plan | None = None
+    # What its process may do (tools/limits.py): Python tools and run_command; None for the others.
+    confinement: Confinement | None = None

@@ -17,6 +17,8 @@ import msgspec
 
 from .. import secrets
 from ..errors import InvalidParams, StorageError
+from ..sandbox import settings as sandbox_settings
+from ..sandbox.policy import Patch
 from ..secrets.store import is_user_name
 from ..store.mcp_servers import McpServerRepo, McpServerRow
 from ..store.toolsets import StoredTool, ToolsetRepo, ToolsetRow
@@ -73,6 +75,7 @@ async def manifest_from_rows(repo: ToolsetRepo, servers_of: McpServerRepo, tools
     schema = await repo.config_schema(tid)
     if schema:
         out["config_schema"] = schema
+    out.update(sandbox_settings.to_blocks(sandbox_settings.from_stored(await repo.limits(tid)) or Patch()))
     # The current version of each slug last: importing the export makes the same one current.
     out["tools"] = [exported_tool(t) for t in sorted(tools, key=lambda t: t.current)]
     out["tool_overrides"] = [drop_empty({
@@ -111,13 +114,16 @@ def exported_tool(t: StoredTool) -> dict[str, Any]:
     """A stored tool as toolset.yaml declares it (slug and version only where they differ from
     what the id would give)."""
     local = t.tool_id.partition(":")[2]
+    limits = sandbox_settings.to_blocks(sandbox_settings.from_stored(t.config.get("limits")) or Patch())
     return drop_empty({
         "id": local, "slug": t.slug if t.slug != slugs.derive(local) else None,
         "version": t.version if t.version != slugs.DEFAULT_VERSION else None, "tags": t.tags,
         "name": t.name, "description": t.description,
         "entrypoint": t.entrypoint, "input_schema": t.input_schema,
         "requires_confirmation": t.requires_confirmation or None,
-        "timeout": t.config.get("timeout"), "output": t.config.get("output"),
+        # The older name only where constraints does not say it already.
+        "timeout": None if "constraints" in limits else t.config.get("timeout"), **limits,
+        "output": t.config.get("output"),
         "config_schema": t.config.get("config_schema"), "http": t.config.get("http"),
         "trigger": t.config.get("trigger")})
 

@@ -14,6 +14,7 @@ from ..api.toolsets import (
     InspectResult,
     ManifestInfo,
 )
+from ..tools import limits
 from . import bundle
 from .manifest import ConfigSchema, McpServerDecl
 
@@ -21,6 +22,10 @@ from .manifest import ConfigSchema, McpServerDecl
 def inspect(b: bundle.Bundle) -> InspectResult:
     m = b.manifest
     renderers = {o.tool_id: o.renderer for o in b.parsed.overrides if o.renderer}
+    # Seed 004: what each Python tool's manifest settings allow beyond the defaults, before install.
+    tool_limits = {t.id: limits.view([("manifest", b.parsed.limits), ("manifest", b.parsed.tool_limits.get(t.id))],
+                                     f"{m.id}:{t.id}") for t in m.tools if t.http is None}
+    widened = [f"{w.tool_id}: {w.message} ({w.setting})" for v in tool_limits.values() for w in v.warnings]
     return InspectResult(
         manifest=ManifestInfo(m.id, m.name, m.version, m.description, m.manifest_version),
         source_type="local" if b.source_type == "local" else "zip",
@@ -31,6 +36,8 @@ def inspect(b: bundle.Bundle) -> InspectResult:
                 request=f"{t.http.requests()[0].method} {t.http.requests()[0].url_template}" if t.http else None,
                 renderer=renderers.get(t.id), timeout=t.timeout, config_schema=_fields(t.config_schema),
                 schedule=t.trigger.schedule if t.trigger is not None and t.trigger.type == "cron" else None,
+                limits=tool_limits.get(t.id),
+                limit_warnings=tool_limits[t.id].warnings if t.id in tool_limits else [],
             )
             for t in m.tools
         ],
@@ -44,7 +51,7 @@ def inspect(b: bundle.Bundle) -> InspectResult:
             for s in m.mcp_servers
         ],
         files=[BundleFile(path, bundle.kind_of(path), len(data)) for path, data in sorted(b.files.items())],
-        warnings=b.warnings,
+        warnings=[*b.warnings, *widened],
         config_schema=_fields(m.config_schema),
         variables=_variables(m.mcp_servers),
     )

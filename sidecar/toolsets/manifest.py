@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -13,6 +14,8 @@ from ..api.base import Id
 from ..api.mcp import LogLevel
 from ..api.render_plans import RENDERERS, Renderer
 from ..errors import ManifestError
+from ..sandbox import settings as sandbox_settings
+from ..sandbox.policy import Patch
 from ..schedules import cron
 from ..store.mcp_servers import McpServerRow
 from ..tools import slugs
@@ -76,7 +79,10 @@ class ToolDecl(_Decl):
     input_schema: dict[str, Any] | None = None  # legacy plain functions (seed 000 §10)
     renderer: dict[str, Any] | None = None  # legacy alias of a renderer override
     requires_confirmation: bool = False
-    timeout: Annotated[float, msgspec.Meta(gt=0, le=3600)] | None = None  # seconds
+    timeout: Annotated[float, msgspec.Meta(gt=0, le=3600)] | None = None  # seconds; constraints.timeout_seconds
+    # Seed 004: this tool's limits over the toolset's (sidecar/sandbox/settings.py reads them).
+    constraints: dict[str, Any] | None = None
+    sandbox: dict[str, Any] | bool | None = None
     output: OutputDecl | None = None  # card, synthesize, ephemeral, what the model is given (seed 004)
     config_schema: ConfigSchema = {}  # this tool's own fields, beside the toolset's
     trigger: TriggerDecl | None = None
@@ -134,6 +140,9 @@ class Manifest(_Decl):
     config_schema: ConfigSchema = {}  # fields shared by every tool of the toolset
     # Hosts every HTTP tool of the toolset may call, for those that list none of their own.
     allowed_hosts: list[str] = []
+    # Seed 004: the limits of every tool of the toolset (each tool's own win over them).
+    constraints: dict[str, Any] | None = None
+    sandbox: dict[str, Any] | bool | None = None
     tools: list[ToolDecl] = []
     tool_overrides: list[OverrideDecl] = []
     mcp_servers: list[McpServerDecl] = []
@@ -144,6 +153,8 @@ class Parsed:
     manifest: Manifest
     overrides: list[OverrideDecl]  # explicit ones plus those from legacy tools[].renderer
     warnings: list[str] = field(default_factory=list)
+    limits: Patch | None = None  # the toolset's constraints and sandbox
+    tool_limits: dict[str, Patch] = field(default_factory=dict)  # each tool's, by its id in the manifest
 
 
 _NO_ALIASES = "YAML anchors and aliases (*name) are not supported in toolset.yaml"
@@ -276,6 +287,9 @@ def _check(m: Manifest) -> Parsed:
             t.http = msgspec.structs.replace(t.http, allowed_hosts=list(m.allowed_hosts))
         _check_kind(i, t)
     warnings: list[str] = []
+    limits = _limits("", m.constraints, m.sandbox, warnings)
+    tool_limits = {t.id: patch for i, t in enumerate(m.tools)
+                   if (patch := _tool_limits(i, t, warnings)) is not None}
     overrides = _with_legacy_renderers(m, warnings)
     for i, o in enumerate(m.tool_overrides):
         server, sep, _ = o.tool_id.partition(":")
@@ -287,7 +301,47 @@ def _check(m: Manifest) -> Parsed:
             warnings.append(f"tool_overrides[{i}].tool_id: no MCP server {server!r} is declared here")
         elif not sep and o.tool_id not in seen:
             warnings.append(f"tool_overrides[{i}].tool_id: no tool {o.tool_id!r} is declared here")
-    return Parsed(m, overrides, warnings)
+    return Parsed(m, overrides, warnings, limits, tool_limits)
+
+
+def _limits(where: str, constraints: Any, sandbox: Any, warnings: list[str]) -> Patch | None:
+    try:
+        patch, notes = sandbox_settings.layer(constraints, sandbox)
+    except sandbox_settings.SettingError as exc:
+        raise ManifestError(where + exc.where, exc.reason) from None
+    warnings.extend(where + note for note in notes)
+    return patch if sandbox_settings.stored(patch) else None
+
+
+def _tool_limits(i: int, t: ToolDecl, warnings: list[str]) -> Patch | None:
+    where = f"tools[{i}]."
+    patch = _limits(where, t.constraints, t.sandbox, warnings)
+    given = patch.timeout_seconds if patch is not None else None
+    if given is not None and t.timeout is not None and given != t.timeout:
+        raise ManifestError(f"{where}timeout", "timeout is another name for constraints.timeout_seconds, which "
+                                               "says otherwise; keep one of the two")
+    if t.http is not None:
+        if t.sandbox:
+            raise ManifestError(f"{where}sandbox", "an HTTP tool runs in no process of its own: the hosts it may "
+                                                   "call are its http.allowedHosts")
+        if given is not None:
+            t.timeout = given  # what the HTTP runner reads
+        return None
+    if t.timeout is not None and given is None:
+        patch = msgspec.structs.replace(patch or Patch(), timeout_seconds=float(t.timeout))
+    return patch
+
+
+def check_writable_paths(parsed: Parsed, data_dir: Path) -> None:
+    """Refuse a writable path inside (or above) ``data_dir``: what parsing alone cannot know."""
+    places = [("", parsed.limits)] + [(f"tools[{i}].", parsed.tool_limits.get(t.id))
+                                      for i, t in enumerate(parsed.manifest.tools)]
+    for where, patch in places:
+        for j, path in enumerate(patch.writable or () if patch is not None else ()):
+            try:
+                sandbox_settings.check_writable(path, data_dir)
+            except ValueError as exc:
+                raise ManifestError(f"{where}sandbox.writable[{j}]", str(exc)) from None
 
 
 def _check_slugs(tools: list[ToolDecl]) -> None:

@@ -26,6 +26,8 @@ import msgspec
 from ..api.base import wire_name
 from ..errors import BundleError, Conflict, InvalidBundle, InvalidParams, NotFound, StorageError
 from ..paging import Pages
+from ..sandbox import settings as sandbox_settings
+from ..sandbox.policy import Patch
 from ..store import Database
 from ..store.mcp_servers import McpServerRepo, McpServerRow
 from ..store.rows import now
@@ -41,7 +43,7 @@ from . import export as exporting
 from .bundle import MANIFEST, Bundle, kind_of
 from .bundle import read as read_bundle
 from .export import drop_empty
-from .manifest import ConfigSchema, ManifestError, Parsed, ToolDecl, from_data
+from .manifest import ConfigSchema, ManifestError, Parsed, ToolDecl, check_writable_paths, from_data
 
 READ_THREADS = 2  # bundles read at once; the others wait their turn (a read is bounded)
 
@@ -76,6 +78,7 @@ class ToolsetService:
         self.vault = vault  # exports write what came from it as ${NAME}; inspect says what is set
         self.repo = ToolsetRepo(db)
         self.root = data_dir / "toolsets"
+        self.data_dir = data_dir  # no tool may be given it as a writable path
         self.workers = workers
         self._lock = anyio.Lock()  # one install/uninstall at a time
         # Reading a bundle is bounded (sizes, no blocking opens) but can take a second of CPU; its
@@ -90,7 +93,9 @@ class ToolsetService:
         """The bundle at ``source``, read on one of the toolsets' own threads (a BundleError is
         InvalidBundle on the wire)."""
         reading = functools.partial(read_bundle, source, tolerate_vanished=tolerate_vanished)
-        return await anyio.to_thread.run_sync(reading, limiter=self.reads)
+        b = await anyio.to_thread.run_sync(reading, limiter=self.reads)
+        check_writable_paths(b.parsed, self.data_dir)
+        return b
 
     async def get(self, toolset_id: str) -> ToolsetRow:
         row = await self.repo.get(toolset_id)
@@ -235,8 +240,8 @@ class ToolsetService:
             files=[ToolsetFile(path=path, kind=kind_of(path), sha256=hashlib.sha256(data).hexdigest(),
                                size=len(data), stored_path=str((revision or Path()) / path))
                    for path, data in b.files.items()],
-            tools=_with_current([stored_tool(m.id, t, described.get(t.id, {}), b.vanished.get(t.id))
-                                 for t in m.tools]),
+            tools=_with_current([stored_tool(m.id, t, described.get(t.id, {}), b.vanished.get(t.id),
+                                             b.parsed.tool_limits.get(t.id)) for t in m.tools]),
             overrides=[OverrideRow(tool_id=_override_key(m.id, o.tool_id, declared),
                                    renderer=o.renderer, renderer_config=o.renderer_config,
                                    name_override=o.name_override, description_override=o.description_override,
@@ -244,6 +249,7 @@ class ToolsetService:
                                    origin="manifest") for o in b.parsed.overrides],
             servers=[s.row(m.id) for s in m.mcp_servers],
             config_schema=schema_data(m.config_schema),
+            limits=sandbox_settings.stored(b.parsed.limits) if b.parsed.limits is not None else None,
             source=None if remote is None else SourceRow(
                 toolset_id=m.id, sha256=remote.sha256, size=remote.size, etag=remote.etag,
                 last_modified=remote.last_modified, fetched_at=stamp, checked_at=stamp),
@@ -342,13 +348,20 @@ def _wire_path(manifest_path: str) -> str:
     return "." + ".".join([wire_name(head), *rest]) if head else ""
 
 
-def stored_tool(toolset_id: str, t: ToolDecl, code: dict[str, Any], gone: BundleError | None = None) -> StoredTool:
+def stored_tool(toolset_id: str, t: ToolDecl, code: dict[str, Any], gone: BundleError | None = None,
+                limits: Patch | None = None) -> StoredTool:
     """The stored tool: what the manifest says, completed by what the code declares; ``gone``:
-    its code vanished (kept, unavailable for that reason)."""
+    its code vanished (kept, unavailable for that reason); ``limits``: its constraints and sandbox
+    as the manifest declares them (`Parsed.tool_limits`)."""
     schema = t.input_schema if t.input_schema is not None else code.get("inputSchema")
     config: dict[str, Any] = {}
     if t.timeout or code.get("timeout"):
         config["timeout"] = t.timeout or code.get("timeout")
+    if t.http is None and code.get("timeout") and (limits is None or limits.timeout_seconds is None):
+        # @tool(timeout=...) is the author's word too, under what toolset.yaml says.
+        limits = msgspec.structs.replace(limits or Patch(), timeout_seconds=float(code["timeout"]))
+    if limits is not None and (data := sandbox_settings.stored(limits)) is not None:
+        config["limits"] = data
     if (output := tool_output.stored(t.output)) is not None:
         config["output"] = output
     if code.get("outputSchema") is not None:
