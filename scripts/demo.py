@@ -253,6 +253,7 @@ async def run(data_dir: Path, verbose: bool) -> int:
         await what_a_server_says(sc)
 
         await configured_tool(sc)
+        await sandbox_settings(sc)
 
         await http_tools(sc)
 
@@ -378,6 +379,27 @@ async def configured_tool(sc: SidecarClient) -> None:
                           f"telemetry city {result['telemetry']['city']}, time {result['telemetry']['time']}")
     await sc.request("config/delete", {"toolsetId": "weather", "key": "api_key"})
     show("config/delete api_key", f"the key leaves the secret store; {await statuses()}")
+
+
+async def sandbox_settings(sc: SidecarClient) -> None:
+    step("sandbox settings: the manifest's limits, warned about before install, the user's over them")
+    bundle = ROOT / "tests" / "fixtures" / "toolsets" / "sandbox-settings"
+    seen = await sc.request("toolsets/inspect", {"path": str(bundle)})
+    for line in (w for w in seen["warnings"] if "sandbox-settings:" in w):
+        show("inspect warns", line)
+    await sc.request("toolsets/import", {"path": str(bundle)})
+    limits = (await sc.request("tools/get", {"id": "sandbox-settings:quick"}))["tool"]["limits"]
+    show("tools/get limits", f"{limits['timeoutSeconds']:g} s ({limits['sources']['timeoutSeconds']}), "
+                             f"{limits['memoryBytes'] >> 20} MiB ({limits['sources']['memoryBytes']}), "
+                             f"network {limits['network']} {limits['allowedHosts']}")
+    call = (await sc.request("tools/call", {"toolId": "sandbox-settings:quick", "args": {"seconds": 3}}))["toolCall"]
+    show("a 3 s nap under its 1 s", f"{call['status']}, errorKind {call['errorKind']}: {call['error']}")
+    tool = (await sc.request("tools/setOverride", {"toolsetId": "sandbox-settings", "toolId": "quick",
+                                                   "constraints": {"timeoutSeconds": 5}}))["tool"]
+    won = tool["limits"]
+    show("the user's 5 s wins", f"{won['timeoutSeconds']:g} s ({won['sources']['timeoutSeconds']})")
+    call = (await sc.request("tools/call", {"toolId": "sandbox-settings:quick", "args": {"seconds": 0.2}}))["toolCall"]
+    show("a short nap", f"{call['status']}, {call['result']}")
 
 
 # -- HTTP tools (issue 13) against a local server -------------------------------------------------
