@@ -687,7 +687,7 @@ export interface Tool {
   unavailableReason?: string | null;
   /** The overrides that set something on this tool, by the key or pattern each is stored under (toolset:tool, server:tool, fs:*, *:read_*): the exact one first, then the patterns, most specific first; absent: none. */
   overridesApplied?: string[];
-  /** A Python tool's effective sandbox limits (seed 004), each value with where it came from (default, manifest, user); shown by tools/get. Absent for tools that run in no process of their own (built-in file tools, HTTP and MCP tools). */
+  /** A Python tool's effective sandbox limits (seed 004), each value with where it came from (default, manifest, user); shown by tools/get and tools/list. Absent for tools that run in no process of their own (built-in file tools, HTTP and MCP tools). */
   limits?: ToolLimits | null;
 }
 

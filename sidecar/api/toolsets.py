@@ -215,7 +215,7 @@ class Tool(Model):
         "specific first; absent: none."))] = []
     limits: Annotated[ToolLimits | None, msgspec.Meta(description=(
         "A Python tool's effective sandbox limits (seed 004), each value with where it came from "
-        "(default, manifest, user); shown by tools/get. Absent for tools that run in no process of "
+        "(default, manifest, user); shown by tools/get and tools/list. Absent for tools that run in no process of "
         "their own (built-in file tools, HTTP and MCP tools)."))] = None
 
 
