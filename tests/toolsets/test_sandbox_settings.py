@@ -128,6 +128,8 @@ async def test_tools_get_shows_the_effective_limits_and_their_sources(app: Sidec
     reporter = (await app.request("tools/get", {"id": "sandbox-settings:reporter"}))["tool"]["limits"]
     assert reporter["timeoutSeconds"] == 20 and reporter["maxProcesses"] == 8  # the `timeout` alias
     assert reporter["writable"] == ["/srv/sandbox-settings-reports"]
+    patient = (await app.request("tools/get", {"id": "sandbox-settings:patient"}))["tool"]["limits"]
+    assert (patient["timeoutSeconds"], patient["sources"]["timeoutSeconds"]) == (2, "manifest")  # @tool(timeout=2)
     assert "limits" not in (await app.request("tools/get", {"id": "read_file"}))["tool"]  # runs in the sidecar
     assert (await app.request("tools/get", {"id": "run_command"}))["tool"]["limits"]["network"] == "none"
 
@@ -227,10 +229,11 @@ async def test_a_tool_past_its_timeout_fails_with_timeout(sidecar: SidecarClient
 
 async def test_an_export_keeps_the_manifests_settings(app: SidecarClient, tmp_path: Path):
     await app.request("toolsets/import", {"path": str(SANDBOXED)})
+    installed = {t["id"]: t["limits"] for t in (await app.request("toolsets/get", {"id": "sandbox-settings"}))["tools"]}
     await app.request("toolsets/setLimits", {"id": "sandbox-settings", "sandbox": {"network": "full"}})
     dest = tmp_path / "out.zip"
     await app.request("toolsets/export", {"id": "sandbox-settings", "path": str(dest)})
     again = {t["id"]: t["limits"] for t in (await app.request("toolsets/inspect", {"path": str(dest)}))["tools"]}
-    first = {t["id"]: t["limits"] for t in (await app.request("toolsets/inspect", {"path": str(SANDBOXED)}))["tools"]}
-    assert again == first  # the user's setting stays on this machine
+    # As installed (@tool(timeout=2) written out as the manifest's); the user's setting stays on this machine.
+    assert again == installed
     assert again["sandbox-settings:reporter"]["timeoutSeconds"] == 20
