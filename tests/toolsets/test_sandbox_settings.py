@@ -89,6 +89,13 @@ def test_a_writable_path_in_or_above_the_data_directory_is_refused(tmp_path: Pat
     assert sandbox_settings.check_writable(str(tmp_path / "elsewhere"), data) == str(tmp_path / "elsewhere")
 
 
+def test_the_whole_home_folder_is_refused_a_folder_in_it_is_not(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with pytest.raises(ValueError, match="whole home folder"):
+        sandbox_settings.check_writable(str(tmp_path) + "/")
+    assert sandbox_settings.check_writable(str(tmp_path / "reports")) == str(tmp_path / "reports")
+
+
 # -- through the app ------------------------------------------------------------------------------
 
 async def test_inspect_warns_of_each_widening_before_install(app: SidecarClient):
@@ -187,6 +194,12 @@ async def test_the_data_directory_is_no_users_writable_path(app: SidecarClient, 
     refused = await app.request_raw("toolsets/setLimits", {"id": "sandbox-settings",
                                                            "sandbox": {"writable": [str(data_dir)]}})
     assert refused["error"]["code"] == -32602 and "data directory" in refused["error"]["message"]
+
+
+async def test_an_unknown_toolset_has_no_limits(app: SidecarClient):
+    for method in ("toolsets/getLimits", "toolsets/setLimits"):
+        missing = await app.request_raw(method, {"id": "nowhere"})
+        assert missing["error"]["code"] == -32010, missing  # NotFound
 
 
 async def test_a_frozen_toolset_refuses_sandbox_settings(app: SidecarClient):
