@@ -600,6 +600,8 @@ export interface ImportParams {
 
 export interface ToolsetResult {
   toolset: Toolset;
+  /** toolsets/import: what its tools may do beyond seed 004's defaults now, as toolsets/inspect showed before install (the user's settings included on a replace). */
+  limitWarnings?: LimitWarning[];
 }
 
 export interface Toolset {

@@ -253,6 +253,9 @@ _Filter = Annotated[list[str], msgspec.Meta(max_length=MAX_FILTER_IDS)]
 
 class ToolsetResult(Model):
     toolset: Toolset
+    limit_warnings: Annotated[list[LimitWarning], msgspec.Meta(description=(
+        "toolsets/import: what its tools may do beyond seed 004's defaults now, as toolsets/inspect "
+        "showed before install (the user's settings included on a replace)."))] = []
 
 
 class ListToolsetsParams(PageParams, kw_only=True):

@@ -8,6 +8,8 @@ from ..api.bundles import CheckUpdateParams, UpdateCheck, UpgradeParams, Upgrade
 from ..api.toolsets import ImportParams, ToolsetResult
 from ..errors import InvalidParams
 from ..rpc import RequestContext
+from ..tools import limits
+from ..tools.catalog import Catalog
 from ..toolsets.download import Progress
 from ..toolsets.remote import RemoteBundles
 from ..toolsets.service import ToolsetService
@@ -16,9 +18,10 @@ from .toolsets import toolset_out
 
 
 class BundleHandlers:
-    def __init__(self, toolsets: ToolsetService, remote: RemoteBundles) -> None:
+    def __init__(self, toolsets: ToolsetService, remote: RemoteBundles, catalog: Catalog) -> None:
         self.toolsets = toolsets
         self.remote = remote
+        self.catalog = catalog  # the installed tools' limits, for the answer's warnings
 
     @method("toolsets/import")
     async def import_(self, p: ImportParams, ctx: RequestContext) -> ToolsetResult:
@@ -28,11 +31,13 @@ class BundleHandlers:
         if p.path is not None:
             if p.sha256 is not None:
                 raise InvalidParams("params.sha256", "sha256 checks a download: give it with url, not path")
-            return ToolsetResult(toolset_out(await self.toolsets.install(p.path, replace=p.replace)))
-        assert p.url is not None
-        row = await self.remote.install(p.url, sha256=p.sha256, replace=p.replace,
-                                        on_progress=_reporter(ctx, p.work_done_token))
-        return ToolsetResult(toolset_out(row))
+            row = await self.toolsets.install(p.path, replace=p.replace)
+        else:
+            assert p.url is not None
+            row = await self.remote.install(p.url, sha256=p.sha256, replace=p.replace,
+                                            on_progress=_reporter(ctx, p.work_done_token))
+        shown = limits.toolset_view(row.id, *await self.catalog.toolset_limits(row.id))
+        return ToolsetResult(toolset_out(row), limit_warnings=shown.warnings)
 
     @method("toolsets/checkUpdate")
     async def check_update(self, p: CheckUpdateParams, ctx: RequestContext) -> UpdateCheck:

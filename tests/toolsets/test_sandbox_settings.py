@@ -125,7 +125,9 @@ async def test_inspect_refuses_a_writable_data_directory(app: SidecarClient, dat
 
 
 async def test_tools_get_shows_the_effective_limits_and_their_sources(app: SidecarClient):
-    await app.request("toolsets/import", {"path": str(SANDBOXED)})
+    installed = await app.request("toolsets/import", {"path": str(SANDBOXED)})
+    inspected = await app.request("toolsets/inspect", {"path": str(SANDBOXED)})
+    assert installed["limitWarnings"] == [w for t in inspected["tools"] for w in t.get("limitWarnings", [])]
     nap = (await app.request("tools/get", {"id": "sandbox-settings:nap"}))["tool"]["limits"]
     assert (nap["timeoutSeconds"], nap["memoryBytes"], nap["maxProcesses"], nap["network"]) == (5, 512 << 20, 64,
                                                                                                  "none")
