@@ -293,8 +293,10 @@ class Catalog:
                                                       "the server's (mcpServers/update), not the tool's")
             raise NotFound("tool", canonical, f"toolset {toolset_id!r} has no tool {tool_id!r}")
         if stored_row.provider != "python":
-            raise InvalidParams("params.sandbox", f"{canonical} is an HTTP tool: it runs in no process of its own, "
-                                                  "the hosts it may call are its http.allowedHosts")
+            raise InvalidParams("params.sandbox" if sandbox is not msgspec.UNSET else "params.constraints",
+                                f"{canonical} is an HTTP tool: it runs in no process of its own, so it has no "
+                                "sandbox; its timeout and the hosts it may call are in its http block "
+                                "(http.timeout, http.allowedHosts)")
         repo = ToolLimitsRepo(self.db)
         patch = limits.changed(from_stored(await repo.get(toolset_id, canonical)), constraints, sandbox,
                                self.data_dir)

@@ -225,6 +225,10 @@ async def test_only_one_python_tool_takes_sandbox_settings(app: SidecarClient):
     builtin = await app.request_raw("tools/setOverride", {"toolsetId": "builtin", "toolId": "run_command",
                                                           "sandbox": {"network": "full"}})
     assert builtin["error"]["code"] == -32012  # PermissionDenied: built-ins are read-only but enabled
+    await app.request("toolsets/import", {"path": str(FIXTURES / "http_example")})
+    http = await app.request_raw("tools/setOverride", {"toolsetId": "http_example", "toolId": "get_item",
+                                                       "constraints": {"timeoutSeconds": 3}})
+    assert http["error"]["code"] == -32602 and "http.allowedHosts" in http["error"]["message"], http
 
 
 async def test_a_tool_past_its_timeout_fails_with_timeout(sidecar: SidecarClient):
