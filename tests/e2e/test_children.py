@@ -33,7 +33,7 @@ from covalt_toolset import get_context, tool
 @tool
 def nap() -> None:
     # In its own pid namespace: the name host_pid finds it by
-    (get_context().workspace / "worker.pid").write_text(f"{os.readlink('/proc/self/ns/pid')} {os.getpid()}")
+    (get_context().workspace / "worker.pid").write_text(f"{os.readlink('/proc/self/ns/pid')} {os.getppid()}")
     time.sleep(600)
 '''
 
@@ -83,6 +83,7 @@ async def test_children_die_with_a_sidecar_killed_without_warning(data_dir: Path
         await sidecar.proc.wait()
 
         assert await wait_gone(worker, timeout=2), "the toolset worker outlived the sidecar"
+        assert await wait_gone(call, timeout=2), "the call's process outlived the sidecar"
         assert await wait_gone(server, timeout=2), "the MCP server outlived the sidecar"
 
 

@@ -246,7 +246,8 @@ class Worker:
         # Between calls it is a stop for a call that has already been answered: nothing to do.
 
     def prepare(self) -> None:
-        """Fork the next call's child while no request waits (the host is busy with our answer)."""
+        """Fork the next call's child between requests (the host is busy with our answer), so the
+        fork costs no call its time and the child never holds a request's id."""
         if self.spare is not None and (self.spare.imported != self.imported or not self.spare.alive()):
             self.spare.discard()
             self.spare = None
@@ -309,9 +310,11 @@ class Worker:
     def call(self, raw: msgspec.Raw) -> dict[str, Any]:
         head = _params(raw, CallHead)
         self.load(head.entrypoint)  # in the zygote, so the next calls' children have it imported
-        self.prepare()
         child, self.spare = self.spare, None
-        assert child is not None
+        if child is None or not child.alive():
+            # Only when the spare died: this child is forked with the request (its id) in memory.
+            child = self.fork()
+        # A spare forked before this import imports the module itself: the cost of a first call.
         if self.cgroup is not None:
             self.cgroup.set_limits(head.limits)
         watch = Watch(head.limits, head.context.workspace, self.cgroup)
