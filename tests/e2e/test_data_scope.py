@@ -11,7 +11,6 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 from sidecar.client import RemoteError, SidecarClient
