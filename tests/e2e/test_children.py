@@ -33,7 +33,7 @@ from covalt_toolset import get_context, tool
 @tool
 def nap() -> None:
     # In its own pid namespace: the name host_pid finds it by
-    (get_context().workspace / "worker.pid").write_text(f"{os.readlink('/proc/self/ns/pid')} {os.getpid()}")
+    (get_context().workspace / "worker.pid").write_text(f"{os.readlink('/proc/self/ns/pid')} {os.getppid()}")
     time.sleep(600)
 '''
 

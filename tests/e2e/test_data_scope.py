@@ -40,7 +40,7 @@ def where() -> dict:
     """What this call was handed: its folder, its chat, what it finds there."""
     ctx = get_context()
     return {"cwd": os.getcwd(), "workspace": str(ctx.workspace), "chatId": ctx.chat_id,
-            "pid": f"{os.readlink('/proc/self/ns/pid')} {os.getpid()}",
+            "pid": f"{os.readlink('/proc/self/ns/pid')} {os.getppid()}",
             "files": sorted(os.listdir("."))}
 
 @tool
@@ -52,13 +52,13 @@ def linger() -> dict:
                 f.write("from the chat before")
             time.sleep(0.02)
     threading.Thread(target=write, daemon=True).start()
-    return {"pid": f"{os.readlink('/proc/self/ns/pid')} {os.getpid()}"}
+    return {"pid": f"{os.readlink('/proc/self/ns/pid')} {os.getppid()}"}
 
 @tool
 def nap() -> dict:
     """Sleeps a little in the chat's folder."""
     time.sleep(0.5)
-    return {"pid": f"{os.readlink('/proc/self/ns/pid')} {os.getpid()}"}
+    return {"pid": f"{os.readlink('/proc/self/ns/pid')} {os.getppid()}"}
 '''
 
 

@@ -3,11 +3,12 @@ failed call becomes a ``ToolFailure``. ``workers.py`` keeps the pools of these."
 
 from __future__ import annotations
 
-import itertools
 import logging
 import re
+import secrets
 import time
 from collections import deque
+from contextlib import suppress
 from typing import Any
 
 import anyio
@@ -15,12 +16,15 @@ import msgspec
 
 from ....children import KILL_WAIT, Child, exit_reason
 from ....rpc.framing import Frame, Line, LineSplitter, LineTooLong
+from ....sandbox.cgroups import WorkerGroup
 
 log = logging.getLogger("sidecar.tools")
 
-_WORKER_KINDS = {"arguments", "raised", "memory", "load", "output", "cancelled"}
+_WORKER_KINDS = {"arguments", "raised", "limit", "crashed", "load", "output", "cancelled"}
 
-INTERRUPT_GRACE = 1.0  # seconds a stopped call gets to unwind after SIGINT
+# Seconds the worker gets to answer a stopped call: its child has 0.5 s to unwind after SIGINT
+# (worker_main.CHILD_GRACE), then the worker kills the call's processes and answers.
+INTERRUPT_GRACE = 1.5
 STOP_GRACE = 0.5  # seconds between closing stdin, SIGTERM and SIGKILL
 EXIT_DRAIN = 0.2  # an answer written just before exiting may still be in the pipe
 _DECODE_IN_THREAD = 1 << 20  # bytes: bigger answers are decoded off the event loop
@@ -37,9 +41,11 @@ class ToolFailure(Exception):
         path: str | None = None,
         traceback: str | None = None,
         stderr_tail: str | None = None,
+        limit: str | None = None,
     ) -> None:
         super().__init__(message)
         self.kind = kind
+        self.limit = limit  # for "limit": "memory", "processes" or "disk"
         self.message = message  # says what happened and what to do
         self.path = path  # for "arguments": where in the call, e.g. "args.config.items[2]"
         self.traceback = traceback
@@ -60,7 +66,6 @@ class Reply(msgspec.Struct):
 
 class CallAnswer(msgspec.Struct):
     result: msgspec.Raw
-    lingering: bool = False  # the tool left threads running (worker_main.py)
 
 
 class CallReply(msgspec.Struct):
@@ -78,17 +83,15 @@ ENCODER = msgspec.json.Encoder()
 
 
 class Worker:
-    """One worker process, serving one request at a time. Its answers are matched by id: a line
-    a tool managed to write onto the pipe is skipped, never taken for the answer."""
+    """One worker process, serving one request at a time. Its answers are matched by id, and ids
+    are random: a line something managed to write onto the pipe is skipped, never taken for the
+    answer (a call's child never sees its request's id: worker_main.py forks it beforehand)."""
 
-    def __init__(self, child: Child, generation: int, max_line: int) -> None:
+    def __init__(self, child: Child, generation: int, max_line: int, group: WorkerGroup | None = None) -> None:
         self.child = child
         self.generation = generation
+        self.group = group  # the cgroup of its calls, removed when it stops
         self.reusable = True
-        # The workspace a thread an earlier call left running may still write into (its folder
-        # was the process's current one): this worker runs no call of another workspace.
-        self.bound_to: str | None = None
-        self._ids = itertools.count(1)
         self._max_line = max_line
         self._splitter = LineSplitter(max_line)
         self._frames: deque[Frame] = deque()
@@ -104,7 +107,7 @@ class Worker:
     async def request(
         self, method: str, params: dict[str, Any], limit: float, what: str, decoder: Decoder = REPLY
     ) -> Any:
-        request_id = next(self._ids)
+        request_id = secrets.randbits(62)
         message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         line = ENCODER.encode(message) + b"\n"
         reply: Reply | CallReply | LineTooLong | _TooDeep | None = None
@@ -112,13 +115,15 @@ class Worker:
             with anyio.move_on_after(limit) as deadline:
                 reply = await self._exchange(line, request_id, decoder)
         except anyio.get_cancelled_exc_class():
-            await self._interrupt()
+            await self._interrupt(request_id, decoder)
             raise
         if deadline.cancelled_caught:
-            await self._interrupt()
+            kept = await self._interrupt(request_id, decoder)
+            ending = "" if kept else " and its worker restarted"
             raise ToolFailure(
                 "timeout",
-                f"{what} did not finish within {limit:g} s; the call was stopped and its worker restarted",
+                f"{what} did not finish within {limit:g} s, its time limit (raise it with "
+                f"constraints.timeout_seconds); the call was stopped{ending}",
                 stderr_tail=self.child.stderr_text() or None,
             )
         self._idle_since = time.monotonic()
@@ -130,23 +135,30 @@ class Worker:
             )
         if isinstance(reply, _TooDeep):
             raise ToolFailure("output", f"{what}: the worker's answer is nested too deeply to be read")
-        if method == "call":
-            lingering = (reply.error.data or {}).get("lingering") if reply.error is not None else (
-                isinstance(reply.result, CallAnswer) and reply.result.lingering)
-            self.bound_to = params["context"]["workspace"] if lingering else None
         if reply.error is not None:
-            raise self._failure(reply.error, what)
+            failure = self._failure(reply.error, what)
+            if failure.kind == "crashed" and self.reusable:
+                # The call's process died (the worker lives on): what it said last is in stderr.
+                await anyio.sleep(EXIT_DRAIN / 4)
+                failure.stderr_tail = self.child.stderr_text() or None
+                if failure.stderr_tail:
+                    failure.message += f"\nLast lines of its stderr:\n{failure.stderr_tail}"
+            raise failure
         return reply.result
 
     def kill(self) -> None:
         self.reusable = False
         self.child.kill()
+        if self.group is not None:
+            self.group.remove()  # kills what is left in it first
 
     async def stop(self) -> None:
         """Close stdin (the worker exits at EOF), then SIGTERM and SIGKILL its process group,
         each after a short wait. Idempotent; always runs to the end, even when cancelled."""
         self.reusable = False
         await self.child.stop(stdin_grace=STOP_GRACE, term_grace=STOP_GRACE)
+        if self.group is not None:
+            self.group.remove()
 
     # -- one exchange ----------------------------------------------------------------------------
 
@@ -198,17 +210,26 @@ class Worker:
             self._frames.extend(self._splitter.feed(chunk))
         return self._frames.popleft() if self._frames else None
 
-    async def _interrupt(self) -> None:
-        """Stop the running call: SIGINT lets the tool unwind (its finally blocks run), and
-        after a grace period the whole process group is killed."""
-        self.reusable = False
+    async def _interrupt(self, request_id: int, decoder: Decoder) -> bool:
+        """Stop the running call: SIGINT lets the tool unwind (its finally blocks run), then the
+        worker kills the call's processes and answers; whether it did, and so is kept. A worker
+        that does not answer in time is killed with its process group."""
         with anyio.CancelScope(shield=True):
             if self.alive:
                 self.child.interrupt()
                 with anyio.move_on_after(INTERRUPT_GRACE):
-                    await self._next_frame()  # the "cancelled" answer, or the exit
-            self.child.kill()
+                    while True:
+                        frame = await self._next_frame()
+                        if frame is None or isinstance(frame, LineTooLong):
+                            break
+                        with suppress(RecursionError):
+                            reply = await _decode(decoder, frame)
+                            if reply is not None and reply.id == request_id:
+                                self._idle_since = time.monotonic()
+                                return self.reusable
+            self.kill()
             await self.child.wait_exit(KILL_WAIT)
+        return False
 
     async def _ended(self, what: str) -> ToolFailure:
         """The failure for a worker that exited mid-call."""
@@ -234,9 +255,8 @@ class Worker:
             # A protocol error: our bug, not the tool's. Do not trust this worker again.
             self.reusable = False
             return ToolFailure("crashed", f"{what}: the worker refused the request: {error.message}")
-        if kind in ("memory", "cancelled"):
-            self.reusable = False
-        return ToolFailure(kind, error.message, path=data.get("path"), traceback=data.get("traceback"))
+        return ToolFailure(kind, error.message, path=data.get("path"), traceback=data.get("traceback"),
+                           limit=data.get("limit"))
 
 
 class _TooDeep:

@@ -36,6 +36,7 @@ import anyio
 import msgspec
 
 from ....children import dies_with_sidecar, scrubbed_env
+from ....sandbox import cgroups
 from ....sandbox.hints import hint
 from ....sandbox.policy import DEFAULT, Confinement
 from ....sandbox.runner import Sandbox, python_paths
@@ -119,6 +120,8 @@ class ToolsetWorkers:
             "args": args,
             "inputSchema": input_schema,
             "context": context,
+            "limits": {"memoryBytes": confinement.memory_bytes, "maxProcesses": confinement.max_processes,
+                       "diskBytes": confinement.disk_bytes},
         }
         try:
             answer: CallAnswer = await self._request(
@@ -210,6 +213,14 @@ class ToolsetWorkers:
             await worker.stop()
 
     async def _spawn(self, workspace: str | None = None, confinement: Confinement = DEFAULT) -> Worker:
+        group = cgroups.detect().create()
+        jail_confinement = confinement
+        if group is not None:
+            # The pool gives this worker calls of this confinement only: its limits are written once,
+            # here, and the sandbox lets the worker move its calls' processes in, nothing more.
+            group.set_limits(confinement.max_processes, confinement.memory_bytes)
+            jail_confinement = msgspec.structs.replace(
+                confinement, writable=(*confinement.writable, *group.procs_files()))
         config = ENCODER.encode({
             "toolsetId": self.toolset_id,
             "toolsetDir": str(self.toolset_dir),
@@ -221,21 +232,25 @@ class ToolsetWorkers:
             "idleSeconds": self.limits.idle_seconds,
             # Only where spawn cannot arm the parent-death signal: the worker then arms it itself.
             "parentPid": None if dies_with_sidecar() else os.getpid(),
+            "cgroup": group.config() if group is not None else None,
         }).decode()
         jail = await self.sandbox.prepare(
             [sys.executable, "-I", str(WORKER_SCRIPT), config],
             env=worker_env(self.toolset_id, self.toolset_dir, self.env), cwd=str(self.toolset_dir),
-            workspace=workspace, read_only=[*python_paths(), str(WORKER_SCRIPT), str(SDK_DIR), str(self.toolset_dir)],
-            confinement=confinement)
+            workspace=workspace, read_only=[*python_paths(), str(WORKER_SCRIPT), str(SDK_DIR), str(self.toolset_dir),
+                                            *(group.folders() if group is not None else ())],
+            confinement=jail_confinement)
         try:
             child = await jail.spawn(label=self.toolset_id, logger=log)
         except OSError as exc:
+            if group is not None:
+                group.remove()
             why = f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else str(exc)
             raise ToolFailure(
                 "load", f"cannot start a worker for toolset {self.toolset_id} in {self.toolset_dir}: {why}"
             ) from None
         max_line = self.limits.output_bytes + _REPLY_MARGIN
-        return Worker(child, self._generation, max_line)
+        return Worker(child, self._generation, max_line, group)
 
 
 class WorkerHost:
