@@ -64,8 +64,9 @@ class DebugHandlers:
             secrets_backend=self.secrets.backend if self.secrets.chosen else None,
             secrets_error=self.secrets.error,
             frozen_objects=gc.get_freeze_count(),
-            sandbox=SandboxInfo(mechanism=sandbox.mechanism, confined=sandbox.confined, limits="rlimit",
-                                landlock_abi=sandbox.landlock_abi, warning=sandbox.warning),
+            sandbox=SandboxInfo(mechanism=sandbox.mechanism, confined=sandbox.confined,
+                                limits=await self.sandbox.limits(), landlock_abi=sandbox.landlock_abi,
+                                warning=sandbox.warning),
         )
 
     @method("debug/sleep")

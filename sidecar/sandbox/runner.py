@@ -22,10 +22,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import anyio.to_thread
 import msgspec
 
 from ..children import Child, spawn
-from . import bwrap, seatbelt
+from . import bwrap, cgroups, seatbelt
 from .detect import Choice, Detected, detect, probe
 from .policy import DEFAULT, Confinement
 
@@ -95,6 +96,10 @@ class Sandbox:
 
     async def status(self) -> Detected:
         return await probe(self.choice)
+
+    async def limits(self) -> cgroups.Kind:
+        """What enforces a call's memory and process limits (the first look sweeps leftovers: a thread)."""
+        return (await anyio.to_thread.run_sync(cgroups.detect)).kind
 
     def detected(self) -> Detected:
         """Synchronous, for callers that cannot wait (probes on this thread the first time)."""

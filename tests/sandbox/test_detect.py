@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sidecar.client import SidecarClient
+from sidecar.sandbox import cgroups
 from sidecar.sandbox.detect import detect
 
 pytestmark = pytest.mark.anyio
@@ -30,3 +31,5 @@ async def test_status_reports_the_sandbox_in_initialize_and_debug_info(data_dir,
     async with SidecarClient.spawn(data_dir) as sidecar:
         info = (await sidecar.request("debug/info"))["sandbox"]
         assert info["mechanism"] == "bubblewrap" and info["confined"] is True and "warning" not in info
+        # What enforces memory and processes: the cgroups this machine lets the sidecar use.
+        assert info["limits"] == cgroups.detect().kind
