@@ -3,6 +3,7 @@ and the table it prints (metric | sidecar | same-run reference | budget | result
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -44,6 +45,39 @@ def pct(values: list[float], q: float) -> float:
     lo = int(k)
     hi = min(lo + 1, len(s) - 1)
     return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+def tree_rss_bytes(pid: int) -> int | None:
+    """The memory of ``pid`` and every process below it: a sandboxed worker is bwrap, its
+    namespace's init, the Python worker and the next call's child forked from it. Proportional
+    set size (Pss), so pages the child shares with the worker count once, not twice as VmRSS would."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rpartition(")")[2].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    total, todo, seen = 0, [pid], False
+    while todo:
+        rss = _pss_bytes(current := todo.pop())
+        if rss is not None:
+            total, seen = total + rss, True
+        todo += children.get(current, [])
+    return total if seen else None
+
+
+def _pss_bytes(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
 
 
 def vm_rss_bytes(pid: int) -> int | None:
