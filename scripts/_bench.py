@@ -70,21 +70,19 @@ def tree_rss_bytes(pid: int) -> int | None:
 
 
 def _pss_bytes(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as f:
-            for line in f:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
+    return _kib_field(f"/proc/{pid}/smaps_rollup", "Pss:")
 
 
 def vm_rss_bytes(pid: int) -> int | None:
+    return _kib_field(f"/proc/{pid}/status", "VmRSS:")
+
+
+def _kib_field(path: str, key: str) -> int | None:
+    """A '<key> <n> kB' line of a /proc file, in bytes; None once the process is gone."""
     try:
-        with open(f"/proc/{pid}/status") as f:
+        with open(path) as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(key):
                     return int(line.split()[1]) * 1024
     except OSError:
         return None
