@@ -66,6 +66,10 @@ def server() -> Iterator[HttpServer]:
         yield running
 
 
+# The interpreter again above the fresh /tmp: a checkout under /tmp (CI's clone) has its venv there.
+PYTHON = sorted({sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))})
+
+
 def allowed(*hosts: str) -> Confinement:
     return Confinement(network="allowedHosts", allowed_hosts=hosts)
 
@@ -76,7 +80,7 @@ async def run_tool(plan: NetworkPlan, code: str, *args: str, env: dict[str, str]
     filesystem read-only: the network is what is under test here)."""
     argv = [BWRAP, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
             "--unshare-pid", "--die-with-parent", "--new-session",
-            *(arg for path in binds for arg in ("--ro-bind", path, path)), *plan.bwrap_args, "--",
+            *(arg for path in (*PYTHON, *binds) for arg in ("--ro-bind", path, path)), *plan.bwrap_args, "--",
             *plan.argv_prefix, sys.executable, "-c", code, *args]
     with anyio.fail_after(30):
         return await anyio.run_process(argv, input=stdin, env={**os.environ, **plan.env, **(env or {})},
