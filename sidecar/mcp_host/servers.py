@@ -30,8 +30,9 @@ from ..api.mcp import (
 )
 from ..errors import Conflict, InvalidParams, NotFound, StorageError
 from ..paging import Pages
-from ..sandbox.policy import Confinement
+from ..sandbox.policy import Confinement, resolve
 from ..sandbox.runner import Sandbox
+from ..sandbox.settings import SettingError, layer
 from ..store import Database
 from ..store.mcp_servers import AmbiguousServer, McpServerRepo, McpServerRow
 from ..store.mcp_tools_seen import McpToolsSeenRepo
@@ -65,15 +66,23 @@ def config_of(row: McpServerRow) -> ServerConfig:
 
 def sandbox_of(options: dict[str, Any]) -> Confinement | None:
     """The confinement of a server the user opted in (``sandboxed: true``, or ``sandbox: {network,
-    writable}``); an MCP server usually needs the network, so it keeps it unless told otherwise."""
+    writable, ...}``); an MCP server usually needs the network, so it keeps it unless told otherwise.
+    The block is checked as a toolset's is (``sandbox.settings``): a writable '/' or home folder, or
+    an unknown network mode, must not widen anything. A block that fails the check confines the
+    server to the defaults (no network) and says why in the log."""
     given = options.get("sandbox")
     if not options.get("sandboxed") and not isinstance(given, dict):
         return None
-    given = given if isinstance(given, dict) else {}
-    network = given.get("network", "full")
-    return Confinement(network=network if network in ("none", "allowedHosts", "full") else "full",
-                       allowed_hosts=tuple(given.get("allowedHosts") or ()),
-                       writable=tuple(str(p) for p in given.get("writable") or ()))
+    block = given if isinstance(given, dict) else {}
+    if "network" not in block and not block.get("allowedHosts"):
+        block = {**block, "network": "full"}
+    try:
+        patch, _ = layer(None, block)
+    except SettingError as exc:
+        log.warning("the sandbox option of an MCP server was refused (%s): it runs with seed 004's defaults, "
+                    "no network", exc)
+        return Confinement()
+    return resolve(patch)
 
 
 async def find(repo: McpServerRepo, ref: str) -> McpServerRow:

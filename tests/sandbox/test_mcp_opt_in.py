@@ -31,3 +31,10 @@ def test_the_option_turns_it_on_and_keeps_the_network_unless_told() -> None:
     assert sandbox_of({"sandboxed": True}) == Confinement(network="full")
     assert sandbox_of({"sandbox": {"network": "none", "writable": ["/srv/out"]}}) == Confinement(
         network="none", writable=("/srv/out",))
+
+
+def test_an_option_that_would_widen_past_the_checks_confines_to_the_defaults() -> None:
+    # The same checks as a toolset's sandbox block: '/' writable or an unknown network mode
+    # must not open the filesystem or the network (an unknown mode used to become 'full').
+    for bad in ({"writable": ["/"]}, {"network": "bogus"}, {"writable": ["relative/dir"]}):
+        assert sandbox_of({"sandbox": bad}) == Confinement(), bad
