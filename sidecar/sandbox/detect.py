@@ -13,16 +13,12 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
-import subprocess
 import sys
 import threading
 from typing import Literal
 
 import anyio.to_thread
 import msgspec
-
-from .seatbelt import SANDBOX_EXEC
 
 log = logging.getLogger("sidecar.sandbox")
 
@@ -72,7 +68,7 @@ def _probe(choice: Choice) -> Detected:
     if choice == "none":
         return Detected(mechanism="none", warning="the sandbox is turned off (--sandbox none): tools run "
                         "unconfined, with rlimits only; they can read and write anything this user can")
-    if sys.platform == "darwin" and choice == "auto" and os.path.exists(SANDBOX_EXEC):
+    if sys.platform == "darwin" and choice == "auto" and _has_sandbox_exec():
         # The profile (sidecar/sandbox/seatbelt.py) is unit-tested as text only: untested on a Mac here.
         return Detected(mechanism="seatbelt")
     if sys.platform != "linux":
@@ -96,7 +92,18 @@ def _probe(choice: Choice) -> Detected:
                             "only (install the bubblewrap package)")
 
 
+def _has_sandbox_exec() -> bool:
+    from .seatbelt import SANDBOX_EXEC  # noqa: PLC0415 - macOS only: Linux start-up never needs the profile
+
+    return os.path.exists(SANDBOX_EXEC)
+
+
 def _try_bwrap() -> tuple[str | None, str | None]:
+    # Imported here, on the probe's thread: with bz2 and lzma, shutil and subprocess are about
+    # 8 ms that the sidecar's start-up (which imports this module) would otherwise wait for.
+    import shutil  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return None, "bwrap is not installed"
