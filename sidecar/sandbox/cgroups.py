@@ -12,7 +12,7 @@ Where one can be used:
 - neither: ``kind`` is ``"rlimit"`` and the worker limits each call's process with rlimits.
 
 Each worker gets ``covalt-<sidecar pid>-<n>`` beside the sidecar (one folder per hierarchy on v1);
-its zygote moves each call's child into it and writes the call's limits (worker_main.py). The
+its zygote moves each call's child into it and writes the call's limits (worker_process/covalt_worker). The
 host removes it when the worker stops (``WorkerGroup.remove`` kills what is left in it first), and
 ``Cgroups.sweep`` removes those of a sidecar that was killed before it could (at the next start).
 

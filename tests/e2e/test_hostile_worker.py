@@ -103,9 +103,9 @@ def worker_leftovers(sidecar: SidecarClient) -> list[str]:
     """What runs below each toolset worker besides its one spare (the next call's process)."""
     procs = table()
 
-    def is_worker(pid: int) -> bool:  # python -I .../worker_main.py, not the bwrap that starts it
+    def is_worker(pid: int) -> bool:  # python -I .../worker_process, not the bwrap that starts it
         argv = procs.get(pid, (0, "", b""))[2].split(b"\0")
-        return len(argv) > 2 and argv[1] == b"-I" and argv[2].endswith(b"worker_main.py")
+        return len(argv) > 2 and argv[1] == b"-I" and argv[2].endswith(b"worker_process")
 
     workers = [pid for pid in below(procs, sidecar.proc.pid) if is_worker(pid) and not is_worker(procs[pid][0])]
     assert workers, "no toolset worker is running"

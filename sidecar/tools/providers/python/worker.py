@@ -23,7 +23,7 @@ log = logging.getLogger("sidecar.tools")
 _WORKER_KINDS = {"arguments", "raised", "limit", "crashed", "load", "output", "cancelled"}
 
 # Seconds the worker gets to answer a stopped call: its child has 0.5 s to unwind after SIGINT
-# (worker_main.CHILD_GRACE), then the worker kills the call's processes and answers.
+# (covalt_worker.zygote.CHILD_GRACE), then the worker kills the call's processes and answers.
 INTERRUPT_GRACE = 1.5
 STOP_GRACE = 0.5  # seconds between closing stdin, SIGTERM and SIGKILL
 EXIT_DRAIN = 0.2  # an answer written just before exiting may still be in the pipe
@@ -85,7 +85,7 @@ ENCODER = msgspec.json.Encoder()
 class Worker:
     """One worker process, serving one request at a time. Its answers are matched by id, and ids
     are random: a line something managed to write onto the pipe is skipped, never taken for the
-    answer (a call's child never sees its request's id: worker_main.py forks it beforehand)."""
+    answer (a call's child never sees its request's id: the worker forks it beforehand)."""
 
     def __init__(self, child: Child, generation: int, max_line: int, group: WorkerGroup | None = None) -> None:
         self.child = child

@@ -1,4 +1,4 @@
-"""Worker processes for Python toolset tools: the host side of ``worker_main.py``.
+"""Worker processes for Python toolset tools: the host side of ``worker_process/``.
 
 Tools never run in the sidecar's event loop. Each toolset gets a pool of worker processes, started
 lazily, kept warm between calls and stopped after ``Limits.idle_seconds`` without work (the worker
@@ -47,7 +47,7 @@ log = logging.getLogger("sidecar.tools")
 # A worker's sandbox is fixed when it starts: the chat's workspace it may write and its Confinement.
 Scope = tuple[str | None, Confinement]
 
-WORKER_SCRIPT = Path(__file__).with_name("worker_main.py")
+WORKER_PROGRAM = Path(__file__).with_name("worker_process")  # a folder: python runs its __main__
 SDK_DIR = Path(__file__).with_name("sdk")
 
 
@@ -235,9 +235,9 @@ class ToolsetWorkers:
             "cgroup": group.config() if group is not None else None,
         }).decode()
         jail = await self.sandbox.prepare(
-            [sys.executable, "-I", str(WORKER_SCRIPT), config],
+            [sys.executable, "-I", str(WORKER_PROGRAM), config],
             env=worker_env(self.toolset_id, self.toolset_dir, self.env), cwd=str(self.toolset_dir),
-            workspace=workspace, read_only=[*python_paths(), str(WORKER_SCRIPT), str(SDK_DIR), str(self.toolset_dir),
+            workspace=workspace, read_only=[*python_paths(), str(WORKER_PROGRAM), str(SDK_DIR), str(self.toolset_dir),
                                             *(group.folders() if group is not None else ())],
             confinement=jail_confinement)
         try:

@@ -7,25 +7,23 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from sidecar import children
 from sidecar.tools.providers.python import workers
 
-WORKER_MAIN = Path(workers.__file__).with_name("worker_main.py")
+WORKER_PROGRAM = workers.WORKER_PROGRAM
 
 # A parent that starts a child which arms the signal the way a worker does, reports the
 # child's pid, then waits to be killed.
 PARENT = f"""
 import subprocess, sys, os, time
 child = subprocess.Popen([sys.executable, "-c", '''
-import importlib.util, os, sys, time
-spec = importlib.util.spec_from_file_location("worker_main", {str(WORKER_MAIN)!r})
-wm = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(wm)
-wm._die_with_parent(os.getppid())
+import os, sys, time
+sys.path.insert(0, {str(WORKER_PROGRAM)!r})
+from covalt_worker.procs import die_with_parent
+die_with_parent(os.getppid())
 print("armed", flush=True)
 time.sleep(60)
 '''], stdout=subprocess.PIPE)

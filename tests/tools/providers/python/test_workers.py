@@ -303,7 +303,7 @@ async def test_raised_exception_keeps_the_worker(pool: ToolsetWorkers, workspace
     assert exc.kind == "raised"
     assert exc.message == "ValueError: no such column 'price'"
     assert exc.traceback is not None and "demo.py" in exc.traceback
-    assert "worker_main" not in exc.traceback
+    assert "covalt_worker" not in exc.traceback and "worker_process" not in exc.traceback
     assert await call(pool, workspace, "pid") == before
 
 
