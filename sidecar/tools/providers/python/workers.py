@@ -218,7 +218,9 @@ class ToolsetWorkers:
         if group is not None:
             # The pool gives this worker calls of this confinement only: its limits are written once,
             # here, and the sandbox lets the worker move its calls' processes in, nothing more.
-            group.set_limits(confinement.max_processes, confinement.memory_bytes)
+            # One process more than the tool's: the next call's spare waits in the group while a
+            # call runs (covalt_worker.limits.SPARE).
+            group.set_limits(confinement.max_processes + 1, confinement.memory_bytes)
             jail_confinement = msgspec.structs.replace(
                 confinement, writable=(*confinement.writable, *group.procs_files()))
         config = ENCODER.encode({

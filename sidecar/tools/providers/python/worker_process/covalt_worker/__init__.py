@@ -24,14 +24,18 @@ It speaks NDJSON JSON-RPC 2.0 on stdin/stdout. Methods:
 - ``shutdown`` -> ``{}``, then the worker exits.
 
 A zygote: this process imports the toolset's modules (so calls start warm) but never runs a tool
-function. Each call runs in a child forked from it ahead of time (the *spare*: forked after the
-previous answer, so the fork is off the call's path and the child never holds the request's id).
+function. Each call runs in a child forked from it ahead of time (the *spare*), so no call waits
+for a fork: the next call's spare is forked while a call runs, on another core, and it rehearses a
+made-up call while it waits (the pages a call touches are copied then, not during the call).
 The child's only way back is its own result pipe; the protocol pipes are closed in it, and this
 process is not dumpable, so the child cannot reopen them through ``/proc/<worker>/fd``. This
 process is a child subreaper: whatever the tool starts, daemons that ``setsid`` and fork twice
 included, stays its descendant, and when the call ends (answer, error, limit, cancel) every
-descendant is stopped, killed and reaped before the answer goes out. So nothing of a call outlives
-it, and a call that is killed costs only its child, not the warm worker.
+descendant but the spare is stopped, killed and reaped before the answer goes out. A child that
+closes its result pipe after a whole answer is killed then and reaped after the answer: it runs
+nothing more, and the call does not wait for its memory to be torn down (about a millisecond).
+So nothing of a call outlives it, and a call that is killed costs only its child, not the warm
+worker.
 
 Per-call limits, in the child and what it starts: memory (RLIMIT_DATA, and the worker's cgroup when
 the host made one), processes (the cgroup's ``pids.max``, else RLIMIT_NPROC), and disk: no file

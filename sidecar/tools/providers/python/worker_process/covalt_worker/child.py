@@ -7,7 +7,6 @@ import contextlib
 import os
 import signal
 import sys
-from pathlib import Path
 
 import msgspec
 
@@ -58,17 +57,26 @@ class Child:
             # The answer goes last, its length after it: bytes the tool wrote onto this pipe before
             # are skipped, and any written after (by a process it left) spoil it (a clear error).
             write_all(result_w, answer + TRAILER.pack(len(answer)))
+            os.close(result_w)  # the worker answers at this end of the pipe, not at our exit
         except OSError:
             code = 1
         sys.stderr.flush()
         os._exit(code)
 
     def rehearse(self) -> None:
-        """Decode a made-up call and encode an answer while nothing waits on us: the pages this
-        touches are copied now rather than during the call. Made up, never the last call's
-        parameters: the next call may be another chat's."""
+        """Go through a made-up call while nothing waits on us, up to the tool but never into it
+        (``bind`` only checks arguments, which these fail): the pages this touches are copied now
+        rather than during the call. Made up, never a real call's parameters."""
+        tools = self.tools
         params = msgspec.json.decode(_REHEARSAL, type=CallParams)
-        self.tools.error(Failure("raised", params.tool, type="", traceback=""))
+        ctx = tools.context(params)
+        last = tools.functions.get(tools.last)
+        if last is not None:
+            with contextlib.suppress(Failure):
+                tools.bind(last, params, ctx)
+        tools.sdk.clear_context(tools.sdk.set_context(ctx))
+        tools.encode_result({"path": params.tool, "size": 1})
+        tools.error(Failure("raised", params.tool, type="", traceback=""))
 
     def call(self, raw: bytes, tasks: int | None) -> bytes:
         try:
@@ -76,15 +84,7 @@ class Child:
             call_limits(params.limits, tasks, self.in_cgroup)
             tools = self.tools
             fn = tools.load(params.entrypoint)
-            ctx = tools.sdk.ToolContext(
-                workspace=Path(params.context.workspace),
-                chat_id=params.context.chat_id,
-                toolset_id=tools.config.toolset_id,
-                toolset_dir=Path(tools.config.toolset_dir),
-                tool_call_id=params.context.tool_call_id,
-                settings=params.context.settings,
-                telemetry=params.context.telemetry,
-            )
+            ctx = tools.context(params)
             invoke = tools.bind(fn, params, ctx)
             try:
                 os.chdir(ctx.workspace)

@@ -17,6 +17,7 @@ from .protocol import CallLimits, CgroupConfig, Config, Failure
 
 NICE = 10  # added to a call's processes' niceness (CPU weight 110 against the sidecar's 1024)
 POLL = 0.025  # seconds between checks of a running call's disk use and process count
+SPARE = 1  # the next call's child waits in the call's cgroup while the call runs: not the tool's
 _SETTINGS = {"memory": "sandbox.memory", "processes": "sandbox.processes", "disk": "sandbox.disk"}
 
 
@@ -42,7 +43,7 @@ class Cgroup:
             return
         self.limits = limits
         if self.pids:
-            self._write(os.path.join(self.pids, "pids.max"), str(limits.max_processes))
+            self._write(os.path.join(self.pids, "pids.max"), str(limits.max_processes + SPARE))
         if self.memory is None:
             return
         value = str(limits.memory_bytes)

@@ -44,7 +44,10 @@ def size_text(n: int) -> str:
 
 
 def signal_name(number: int) -> str:
+    """``SIGSEGV (Segmentation fault)``: the name, and what it means to someone who does not know it."""
     try:
-        return signal.Signals(number).name
+        name = signal.Signals(number).name
     except ValueError:
         return f"signal {number}"
+    meaning = signal.strsignal(number)
+    return f"{name} ({meaning})" if meaning else name

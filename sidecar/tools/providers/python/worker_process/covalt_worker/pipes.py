@@ -7,9 +7,10 @@ import select
 from collections.abc import Callable, Iterator
 
 
-def request_lines(fd: int, idle_seconds: float, before_wait: Callable[[], None]) -> Iterator[bytes]:
+def request_lines(fd: int, idle_seconds: float, before_wait: Callable[[], None], wake: int) -> Iterator[bytes]:
     """Request lines from ``fd`` until EOF, or until no request came for ``idle_seconds``;
-    ``before_wait`` runs whenever no whole line is buffered."""
+    ``before_wait`` runs whenever no whole line is buffered, and again whenever ``wake`` (the
+    signal wake-up pipe: a call's child has exited) is readable while none is."""
     buf = bytearray()
     while True:
         nl = buf.find(b"\n")
@@ -20,18 +21,23 @@ def request_lines(fd: int, idle_seconds: float, before_wait: Callable[[], None])
                 yield line
             continue
         before_wait()
-        if not _wait_readable(fd, idle_seconds):
+        ready = _wait_readable((fd, wake), idle_seconds)
+        if not ready:
             return
+        if wake in ready:
+            drain(wake)
+            if fd not in ready:
+                continue
         chunk = os.read(fd, 1 << 20)
         if not chunk:
             return
         buf += chunk
 
 
-def _wait_readable(fd: int, timeout: float) -> bool:
+def _wait_readable(fds: tuple[int, ...], timeout: float) -> list[int]:
     while True:
         try:
-            return bool(select.select([fd], [], [], timeout)[0])
+            return select.select(fds, [], [], timeout)[0]
         except InterruptedError:  # pragma: no cover - PEP 475 retries; kept for signal handlers that raise
             continue
 

@@ -18,6 +18,7 @@ if sys.platform.startswith("linux"):
 else:
     _LIBC = None
 
+_children_fd: int | None = None  # /proc/<me>/task/<me>/children, opened at first use (-1: none)
 _KILL_ROUNDS = 200  # tree walks while stopping a call's processes (a fork bomb keeps adding)
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
@@ -33,6 +34,7 @@ class Spare:
         self.result_r = result_r
         self.imported = imported
         self.status: int | None = None
+        self.answered = False  # its whole answer came and it was killed then, its exit not waited for
 
     def poll(self) -> int | None:
         """Its wait status once it has exited (then it is reaped), else None."""
@@ -64,12 +66,14 @@ class Spare:
         self.params_w = self.result_r = -1
 
 
-def kill_descendants() -> None:
-    """Stop, kill and reap every process below this one. A process this one is subreaper of is
-    either its child or below one: with no child left there is nothing to walk."""
-    if not _has_children():
+def kill_descendants(keep: int = 0, dying: int = 0) -> None:
+    """Stop, kill and reap every process below this one but ``keep`` (the next call's spare, a
+    child of this one that no call's process started). ``dying`` is a call's child killed after
+    it answered: its exit is not waited for unless it left processes. A process this one is
+    subreaper of is either its child or below one: with no other child left there is nothing to walk."""
+    if not _others(keep, dying):
         return
-    me, stopped = os.getpid(), set()
+    me, stopped = os.getpid(), {keep}
     for _ in range(_KILL_ROUNDS):
         # Stopped first, all of them, so none forks a process the walk has not seen.
         found = _descendants(me) - stopped
@@ -79,23 +83,70 @@ def kill_descendants() -> None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGSTOP)
         stopped |= found
+    stopped.discard(keep)
     for pid in stopped:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + 5.0  # a process in uninterruptible sleep dies when it wakes
-    while _has_children() and time.monotonic() < deadline:
+    while _others(keep) and time.monotonic() < deadline:
         time.sleep(0.001)
 
 
-def _has_children() -> bool:
-    """Reap the children that have exited; whether any is left."""
+def _others(keep: int, dying: int = 0) -> bool:
+    """Reap the children that have exited; whether a process is left below this one other than
+    ``keep`` and ``dying`` (with nothing of its own)."""
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             return False
         if pid == 0:
-            return True
+            break
+    if not keep and not dying:
+        return True
+    # The dying child's own children first: one it leaves is moved to this process's list as it
+    # exits, so read in this order, no process can be missed between the two reads.
+    if dying and _children(dying) != set():
+        return True
+    children = _children()
+    if children is None:  # no /proc/<pid>/task/<tid>/children here: walk the whole table
+        return bool(_descendants(os.getpid()) - {keep, dying})
+    return bool(children - {keep, dying})
+
+
+def held_fds() -> tuple[int, ...]:
+    """Descriptors this module keeps open, for a call's child to close."""
+    return (_children_fd,) if _children_fd is not None and _children_fd >= 0 else ()
+
+
+def _children(pid: int = 0) -> set[int] | None:
+    """The children of this process (``pid`` 0) or of ``pid``, from small files
+    rather than a walk of /proc; None when they cannot be read. Orphans this process adopts as
+    subreaper are listed under its main thread, the one that forks, whose file stays open:
+    reading it again costs a microsecond, opening it thirty."""
+    global _children_fd
+    if pid:
+        try:
+            if os.listdir(f"/proc/{pid}/task") != [str(pid)]:
+                return None  # threads: a child moves between their lists as they exit
+            with open(f"/proc/{pid}/task/{pid}/children", "rb") as f:
+                return {int(child) for child in f.read().split()}
+        except FileNotFoundError:
+            return set()  # reaped: what it left was moved to this process's list before
+        except OSError:
+            return None
+    if _children_fd is None:
+        me = os.getpid()
+        try:
+            _children_fd = os.open(f"/proc/{me}/task/{me}/children", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            _children_fd = -1
+    if _children_fd < 0:
+        return None
+    try:
+        return {int(child) for child in os.pread(_children_fd, 1 << 16, 0).split()}
+    except OSError:
+        return None
 
 
 def _descendants(root: int) -> set[int]:

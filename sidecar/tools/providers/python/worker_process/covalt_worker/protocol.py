@@ -108,6 +108,14 @@ def decode_params(raw: msgspec.Raw | bytes, kind: type[Any]) -> Any:
         raise Failure("protocol", f"invalid params: {exc}", INVALID_PARAMS) from None
 
 
+def framed(data: bytearray) -> bool:
+    """Whether ``data`` ends in a length that fits it: a whole answer, unless it was forged."""
+    if len(data) < TRAILER.size:
+        return False
+    (size,) = TRAILER.unpack_from(data, len(data) - TRAILER.size)
+    return size <= len(data) - TRAILER.size
+
+
 def unframe(data: bytearray) -> ChildAnswer | None:
     """The answer at the end of what a call's child sent (None when it sent nothing).
 

@@ -9,7 +9,7 @@ import re
 import sys
 import traceback
 from collections.abc import Callable
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from types import ModuleType
 from typing import Any
 
@@ -48,6 +48,7 @@ class Toolset:
         self.encoder = msgspec.json.Encoder(enc_hook=_enc_hook)
         self.functions: dict[str, Callable[..., Any]] = {}
         self.imported = 0  # bumped at each import: a spare forked before it lacks the module
+        self.last = ""  # the entrypoint called last: the one a spare rehearses
         # Released when a tool exhausts memory, so the answer can still be built and sent.
         self.reserve: bytearray | None = bytearray(1 << 20)
 
@@ -104,6 +105,17 @@ class Toolset:
         return fn
 
     # -- calling a tool (in a call's child) --------------------------------------------------------
+
+    def context(self, params: CallParams) -> Any:
+        return self.sdk.ToolContext(
+            workspace=Path(params.context.workspace),
+            chat_id=params.context.chat_id,
+            toolset_id=self.config.toolset_id,
+            toolset_dir=Path(self.config.toolset_dir),
+            tool_call_id=params.context.tool_call_id,
+            settings=params.context.settings,
+            telemetry=params.context.telemetry,
+        )
 
     def bind(self, fn: Callable[..., Any], params: CallParams, ctx: Any) -> Callable[[], Any]:
         """Check the arguments and return the call to make; the tool has not run yet."""

@@ -20,7 +20,7 @@ from .child import Child
 from .limits import POLL, Cgroup, Watch
 from .messages import signal_name, size_text
 from .pipes import drain, read_rest, read_some, request_lines, write_all
-from .procs import Spare, ignore_signal, kill_descendants, thread_count
+from .procs import Spare, held_fds, ignore_signal, kill_descendants, thread_count
 from .protocol import (
     KINDS,
     METHOD_NOT_FOUND,
@@ -31,10 +31,12 @@ from .protocol import (
     Failure,
     Request,
     decode_params,
+    framed,
     unframe,
 )
 from .tools import Toolset
 
+ANSWERED = 0  # the wait status ``wait`` gives a child that answered and was killed before its exit
 CHILD_GRACE = 0.5  # seconds a call's child gets to unwind after SIGINT before it is killed
 
 
@@ -47,6 +49,7 @@ class Worker:
         self.stopping = False
         self.spare: Spare | None = None
         self.running: Spare | None = None  # the call's child while a call runs
+        self.dying: list[int] = []  # answered calls' children, killed, their exit not yet collected
         self.interrupted = False  # SIGINT came during the call
         self.warned_threads = False
         self.cgroup = Cgroup(config.cgroup) if config.cgroup is not None else None
@@ -64,7 +67,7 @@ class Worker:
         signal.set_wakeup_fd(self.wake_w, warn_on_full_buffer=False)
         signal.signal(signal.SIGCHLD, ignore_signal)
         signal.signal(signal.SIGINT, self.on_sigint)
-        for line in request_lines(self.wire_in, self.config.idle_seconds, self.prepare):
+        for line in request_lines(self.wire_in, self.config.idle_seconds, self.prepare, self.wake_r):
             self.handle(line)
             if self.stopping:
                 return
@@ -74,13 +77,28 @@ class Worker:
             self.interrupted = True
 
     def prepare(self) -> None:
-        """Fork the next call's child between requests (the host is busy with our answer), so the
-        fork costs no call its time and the child never holds a request's id."""
+        """Have the next call's child ready: forked while a call runs (see ``wait``), else here,
+        between requests. A spare forked before the last import lacks the module: it is replaced."""
+        self.reap()
         if self.spare is not None and (self.spare.imported != self.tools.imported or not self.spare.alive()):
             self.spare.discard()
             self.spare = None
         if self.spare is None:
-            self.spare = self.fork()
+            with contextlib.suppress(OSError):  # no process to spare now (EAGAIN): the call forks its own
+                self.spare = self.fork()
+
+    def reap(self) -> None:
+        """Collect the answered children once their exit is done (it ends them in the cgroup's count)."""
+        for pid in list(self.dying):
+            try:
+                done = os.waitpid(pid, os.WNOHANG)[0] != 0
+            except ChildProcessError:  # reaped by kill_descendants
+                done = True
+            if done:
+                self.dying.remove(pid)
+
+    def keep(self) -> int:
+        return self.spare.pid if self.spare is not None else 0
 
     def handle(self, line: bytes) -> None:
         try:
@@ -114,6 +132,8 @@ class Worker:
     def call(self, raw: msgspec.Raw) -> dict[str, Any]:
         head = decode_params(raw, CallHead)
         self.tools.load(head.entrypoint)  # in the zygote, so the next calls' children have it imported
+        self.tools.last = head.entrypoint
+        self.reap()
         child, self.spare = self.spare, None
         if child is None or not child.alive():
             # Only when the spare died: this child is forked with the request (its id) in memory.
@@ -125,11 +145,16 @@ class Worker:
         self.running, self.interrupted = child, False
         try:
             status, data, stopped = self.wait(child, bytes(raw), watch)
-            kill_descendants()
+            dying = child.pid if child.answered and child.status is None else 0
+            kill_descendants(self.keep(), dying)
+            if dying:
+                self.dying.append(dying)
             data += read_rest(child.result_r)  # no writer is left: all of it is there
+        except BaseException:
+            kill_descendants(self.keep())
+            raise
         finally:
             self.running = None
-            kill_descendants()
             child.close()
         if stopped is not None:
             raise stopped
@@ -144,6 +169,12 @@ class Worker:
             pass  # it died before reading: its status tells why
         os.close(child.params_w)
         child.params_w = -1
+        # The next call's child is forked now, on this core, while the call runs on another: a
+        # call that follows at once (a model's tool calls in a row) does not wait for the fork.
+        # It holds this call's parameters, as any spare holds what the last call left in freed
+        # memory: it serves the same toolset, chat and confinement, and no process of a call can
+        # write on the host's pipe, so nothing crosses a boundary.
+        self.prepare()
         data = bytearray()
         cap = self.config.output_bytes + (1 << 20)
         reading = True
@@ -178,6 +209,14 @@ class Worker:
                     continue
                 if not chunk:
                     reading = False  # every copy of the write end is closed; the exit comes next
+                    if framed(data):
+                        # The child closed its channel after a whole answer: it only has to exit,
+                        # and tearing down its memory takes about a millisecond. It is killed, so
+                        # it runs nothing more, and the call does not wait for that.
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(child.pid, signal.SIGKILL)
+                        child.answered = True
+                        return ANSWERED, data, None
                 data += chunk
                 if len(data) > cap:
                     return None, data, Failure("output", f"the tool's result is over the limit of "
@@ -236,7 +275,8 @@ class Worker:
         if pid == 0:
             os.close(params_w)
             os.close(result_r)
-            inherited = (self.wire_in, self.wire_out, self.wake_r, self.wake_w)
+            inherited = (self.wire_in, self.wire_out, self.wake_r, self.wake_w, *held_fds(),
+                         *((self.running.result_r,) if self.running is not None else ()))
             Child(self.tools, self.cgroup is not None, inherited).main(params_r, result_w)  # never returns
         os.close(params_r)
         os.close(result_w)
