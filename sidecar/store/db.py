@@ -113,6 +113,9 @@ def _transaction(aconn: aiosqlite.Connection, work: Callable[[sqlite3.Connection
     return result
 
 
+_SETTLE_SECONDS = 10.0  # the longest a cached read waits for writes of its data to end
+
+
 class Database:
     def __init__(self, conn: aiosqlite.Connection, path: Path) -> None:
         self._conn = conn
@@ -123,6 +126,8 @@ class Database:
         self._memo: dict[str, dict[Any, Any]] = {}
         self._versions: dict[str, int] = {}
         self._changing: dict[str, int] = {}
+        self._writers: dict[str, set[int]] = {}  # tasks with a write(changes=name) queued or open
+        self._settled: dict[str, anyio.Event] = {}  # set when no write(changes=name) is left
         self.transactions = 0  # committed write transactions, for debug/info
 
     @classmethod
@@ -200,6 +205,7 @@ class Database:
         memo = self._memo.setdefault(name, {})
         if key in memo:
             return memo[key]
+        await self._settle(name)
         version = self._versions.get(name, 0)
         value = await load()
         if self._versions.get(name, 0) == version and not self._changing.get(name):
@@ -211,10 +217,31 @@ class Database:
         then may still roll back). Lets a copy kept outside ``cached`` (an index) tell it is stale."""
         return None if self._changing.get(name) else self._versions.get(name, 0)
 
+    async def _settle(self, name: str) -> None:
+        """Wait for the writes of ``name`` that are queued or open to end: this connection would
+        show another task their rows half written (an upgrade deletes a toolset's tools before it
+        inserts the new ones, and a tool read in between is "no such tool"). A task reads its own
+        writes at once, and a wait is bounded, so a reader can never hang on a writer."""
+        if not self._changing.get(name) or anyio.get_current_task().id in self._writers.get(name, ()):
+            return
+        settled = self._settled.get(name)
+        if settled is None:
+            settled = self._settled[name] = anyio.Event()
+        with anyio.move_on_after(_SETTLE_SECONDS):
+            await settled.wait()
+
     def _changed(self, name: str, delta: int) -> None:
         self._changing[name] = self._changing.get(name, 0) + delta
         self._versions[name] = self._versions.get(name, 0) + 1
         self._memo.pop(name, None)
+        writers = self._writers.setdefault(name, set())
+        task = anyio.get_current_task().id
+        if delta > 0:
+            writers.add(task)
+        else:
+            writers.discard(task)
+        if not self._changing[name] and (settled := self._settled.pop(name, None)) is not None:
+            settled.set()
 
     # -- writes ------------------------------------------------------------------------------
 

@@ -244,3 +244,34 @@ async def test_cached_reads_follow_the_writes_that_say_they_change_them(tmp_path
         assert await db.cached("catalog", "k", load) == "4"  # the rolled-back value was never kept
     finally:
         await db.close()
+
+
+async def test_another_task_never_reads_a_cached_value_half_written(tmp_path: Path):
+    # An upgrade deletes a toolset's tools, then inserts the new ones, on the one connection every
+    # reader shares: a tools/get in between used to answer "no such tool".
+    db = await Database.open(tmp_path / "s.db")
+    try:
+        async with db.write() as w:
+            await w.execute("INSERT INTO settings (key, value, updated_at) VALUES ('k', 'old', 'now')")
+
+        async def load() -> str | None:
+            row = await db.fetchone("SELECT value FROM settings WHERE key = 'k'")
+            return None if row is None else row[0]
+
+        deleted, seen = anyio.Event(), []
+
+        async def reader() -> None:
+            await deleted.wait()
+            seen.append(await db.cached("catalog", "k", load))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(reader)
+            async with db.write(changes="catalog") as w:
+                await w.execute("DELETE FROM settings WHERE key = 'k'")
+                deleted.set()
+                for _ in range(20):  # the reader runs now, while the row is gone
+                    await anyio.lowlevel.checkpoint()
+                await w.execute("INSERT INTO settings (key, value, updated_at) VALUES ('k', 'new', 'now')")
+        assert seen == ["new"]
+    finally:
+        await db.close()
