@@ -84,8 +84,9 @@ async def test_the_reaper_removes_a_toolset_deleted_longer_than_the_retention(da
             return (await sc.request("toolsets/list", {"includeDeleted": True}))["toolsets"] == []
 
         await _until(reaped)
-        assert not (data_dir / "toolsets" / "app-builder").exists()
+        # Its rows go first, then its folder (on a thread); the log line comes after both.
         await _until(lambda: _logged(sc, "removed toolset app-builder"))  # (the log is written off the loop)
+        assert not (data_dir / "toolsets" / "app-builder").exists()
 
 
 async def test_the_reaper_runs_at_start(data_dir: Path):
