@@ -33,13 +33,16 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from functools import cache
-from typing import IO, Any, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 import anyio
 import anyio.abc
 import anyio.to_thread
 
 from .secrets import clean
+
+if TYPE_CHECKING:
+    from .sandbox.windows import Job
 
 log = logging.getLogger("sidecar.children")
 
@@ -162,7 +165,14 @@ class Child:
         self._sandbox_info: int | None = None  # bwrap's --info-fd pipe (sidecar/sandbox/runner.py)
         self._sandbox_pid: int | None = None
         self._sandboxed = False
+        self._job: Job | None = None  # Windows: the Job Object holding the child and all it starts
         self._on_stop: list[Callable[[], None]] = []
+
+    def contain(self, job: Job) -> None:
+        """Stop the child through ``job`` (Windows has no process groups: a job is its group), and
+        close the job when the child is stopped, which ends whatever is still in it."""
+        self._job = job
+        self.on_stop(job.close)
 
     def on_stop(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` once the child is stopped (what lived only for it: a sandbox's proxy)."""
@@ -229,6 +239,13 @@ class Child:
 
     def signal_group(self, sig: int) -> bool:
         """Send ``sig`` to the child's process group; False once nothing is left in it."""
+        if self._job is not None:
+            # A job has no gentle stop: SIGTERM and SIGKILL both end every process in it at once.
+            try:
+                self._job.terminate()
+            except OSError as exc:
+                log.warning("%s: cannot terminate its job: %s", self.label, exc)
+            return self.group_alive()
         if sys.platform == "win32":  # no process groups: the leader is all we can reach
             with suppress(ProcessLookupError, OSError):
                 self.process.kill() if sig == SIGKILL else self.process.terminate()
@@ -243,6 +260,11 @@ class Child:
 
     def group_alive(self) -> bool:
         _ = self.process.returncode  # lets the leader be reaped
+        if self._job is not None:
+            try:
+                return self._job.active()
+            except OSError:
+                return self.alive
         if sys.platform == "win32":
             return self.alive
         try:
@@ -324,6 +346,7 @@ async def spawn(
     stderr_line_chars: int = 2000,
     logger: logging.Logger = log,
     pass_fds: Sequence[int] = (),
+    creationflags: int = 0,
 ) -> Child:
     """Start ``argv`` in a new session, tied to the sidecar's life where the OS allows.
 
@@ -344,7 +367,7 @@ async def spawn(
         with anyio.CancelScope(shield=True):  # a process started must also be tracked
             process = await anyio.open_process(
                 command, stdin=stdin, stdout=stdout, stderr=tail_write if stderr == TAIL else stderr,
-                cwd=cwd, env=env, start_new_session=True, pass_fds=pass_fds,
+                cwd=cwd, env=env, start_new_session=True, pass_fds=pass_fds, creationflags=creationflags,
             )
     except BaseException:
         if tail_read >= 0:

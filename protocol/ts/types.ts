@@ -1368,8 +1368,8 @@ export interface SandboxInfo {
   mechanism: "bubblewrap" | "landlock" | "none" | "seatbelt";
   /** Whether tools run confined (mechanism is not 'none'). */
   confined: boolean;
-  /** What enforces a tool's memory and process limits: a cgroup (v2 or v1) or rlimits. */
-  limits: "cgroup-v1" | "cgroup-v2" | "rlimit";
+  /** What enforces a tool's memory and process limits: a cgroup (v2 or v1) or rlimits on Linux and macOS; 'job-object' on Windows, where each tool process and everything it starts is in a Job Object with the memory and process limits, ended as a whole when its call ends (mechanism stays 'none' there: files and network are not confined; see warning). */
+  limits: "cgroup-v1" | "cgroup-v2" | "job-object" | "rlimit";
   /** The kernel's Landlock ABI version (0: none); Landlock is the fallback below bubblewrap. */
   landlockAbi?: number;
   /** What is not confined and why, worded for the user; absent when fully confined. Show it: 'none' means a tool can read and write whatever this user can. */

@@ -19,8 +19,11 @@ class SandboxInfo(Model):
                     "or 'none' (unconfined: rlimits only).")]
     confined: Annotated[bool, msgspec.Meta(
         description="Whether tools run confined (mechanism is not 'none').")]
-    limits: Annotated[Literal["cgroup-v2", "cgroup-v1", "rlimit"], msgspec.Meta(
-        description="What enforces a tool's memory and process limits: a cgroup (v2 or v1) or rlimits.")]
+    limits: Annotated[Literal["cgroup-v2", "cgroup-v1", "rlimit", "job-object"], msgspec.Meta(
+        description="What enforces a tool's memory and process limits: a cgroup (v2 or v1) or rlimits on Linux "
+                    "and macOS; 'job-object' on Windows, where each tool process and everything it starts is "
+                    "in a Job Object with the memory and process limits, ended as a whole when its call ends "
+                    "(mechanism stays 'none' there: files and network are not confined; see warning).")]
     landlock_abi: Annotated[int, msgspec.Meta(
         description="The kernel's Landlock ABI version (0: none); Landlock is the fallback below bubblewrap.")] = 0
     warning: Annotated[str | None, msgspec.Meta(

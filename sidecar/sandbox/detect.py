@@ -4,7 +4,8 @@ Linux: bubblewrap first (``bwrap``: unprivileged through user namespaces on stoc
 and it gives every namespace: mount, pid, network, ipc, uts), then Landlock (filesystem, TCP and
 signal rules from the kernel alone; no pid or mount isolation), else nothing but rlimits. A
 ``bwrap`` on PATH is not enough: a container or an AppArmor policy may forbid the namespaces it
-needs, so the probe runs it once. macOS has Seatbelt (``sandbox-exec``); Windows nothing here.
+needs, so the probe runs it once. macOS has Seatbelt (``sandbox-exec``); Windows nothing that confines
+(mechanism "none"), only Job Objects for limits (windows.py), which the warning says plainly.
 
 The probe costs one short process (about 10 ms): it runs on a thread, the first time anyone asks.
 """
@@ -64,17 +65,19 @@ async def probe(choice: Choice = "auto") -> Detected:
     return await anyio.to_thread.run_sync(detect, choice)
 
 
-def _probe(choice: Choice) -> Detected:
+def _probe(choice: Choice, platform: str = sys.platform) -> Detected:
     if choice == "none":
         return Detected(mechanism="none", warning="the sandbox is turned off (--sandbox none): tools run "
                         "unconfined, with rlimits only; they can read and write anything this user can")
-    if sys.platform == "darwin" and choice == "auto" and _has_sandbox_exec():
+    if platform == "darwin" and choice == "auto" and _has_sandbox_exec():
         # The profile (sidecar/sandbox/seatbelt.py) is unit-tested as text only: untested on a Mac here.
         return Detected(mechanism="seatbelt")
-    if sys.platform != "linux":
-        return Detected(mechanism="none", warning=f"no sandbox on {sys.platform}: tools run with rlimits only "
-                        "(Windows: Job Objects limit memory and processes; files, network and other processes "
-                        "are not confined)")
+    if platform == "win32":
+        from .windows import warning  # noqa: PLC0415 - Windows only: its wording, no ctypes
+
+        return Detected(mechanism="none", warning=warning())
+    if platform != "linux":
+        return Detected(mechanism="none", warning=f"no sandbox on {platform}: tools run with rlimits only")
     bwrap_problem = None
     if choice in ("auto", "bubblewrap"):
         bwrap, bwrap_problem = _try_bwrap()

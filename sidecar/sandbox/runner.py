@@ -10,6 +10,10 @@
 With bubblewrap the child is ``bwrap``, which starts the program in fresh namespaces; with Landlock
 it is ``python -I landlock_exec.py`` that applies the rules and execs the program; with none it is
 the program itself (rlimits only). The caller keeps its own limits either way.
+
+On Windows (mechanism "none": nothing confines files or network there) every process is started
+suspended, put in a Job Object of its own with the call's memory and process limits, and only then
+resumed (sidecar/sandbox/windows.py); the job ends the whole tree when the child is stopped.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio.to_thread
 import msgspec
@@ -32,7 +36,9 @@ from .policy import DEFAULT, Confinement
 
 if TYPE_CHECKING:
     from .egress import Egress, NetworkPlan
+    from .windows import JobApi
 
+LimitsKind = Literal["cgroup-v2", "cgroup-v1", "rlimit", "job-object"]
 LANDLOCK_EXEC = Path(__file__).with_name("landlock_exec.py")
 _LANDLOCK_SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/proc", "/sys")
 
@@ -45,20 +51,43 @@ class Jail(msgspec.Struct, kw_only=True):
     pass_fds: tuple[int, ...] = ()
     info_fd: int | None = None  # read end of bwrap's --info-fd pipe
     network: NetworkPlan | None = None  # allowedHosts: the proxy that lives as long as the process
+    jobs: JobApi | None = None  # Windows: the Job Object calls
+    confinement: Confinement = DEFAULT  # the limits a Job Object is given
 
     async def spawn(self, *, label: str, cwd: str | os.PathLike[str] | None = None, **options: Any) -> Child:
         """``children.spawn`` of the confined command (``cwd``: where bwrap itself starts; the
         program starts in ``self.cwd``).
 
         Raises:
-            OSError: the child could not be started.
+            OSError: the child could not be started (on Windows: or not put in its Job Object).
         """
+        job = None
         try:
+            if self.jobs is not None:
+                from .windows import Job  # noqa: PLC0415 - Windows only; start-up imports nothing of it
+
+                # Made and limited before the process exists, which starts suspended: not one
+                # instruction of it, or a child of it, runs outside the job. A worker's first code is
+                # ours and waits for a request, so assigning it after start would do; one path for
+                # every tool process costs one call and leaves nothing to get wrong.
+                job = Job(self.jobs, self.confinement)
+                options["creationflags"] = options.get("creationflags", 0) | self.jobs.suspended
             child = await spawn(self.argv, env=self.env, cwd=self.cwd if cwd is None else cwd, label=label,
                                 pass_fds=self.pass_fds, **options)
         except BaseException:
             self.started(None)
+            if job is not None:
+                job.close()
             raise
+        if job is not None:
+            try:
+                job.adopt(child.pid)
+            except OSError:
+                job.close()
+                self.started(None)
+                await child.stop(stdin_grace=0, term_grace=0, kill_wait=1.0)  # still suspended: nothing ran
+                raise
+            child.contain(job)
         self.started(child)
         return child
 
@@ -88,18 +117,30 @@ def python_paths() -> list[str]:
 
 
 class Sandbox:
-    def __init__(self, choice: Choice = "auto", egress: Egress | None = None) -> None:
+    def __init__(self, choice: Choice = "auto", egress: Egress | None = None, jobs: JobApi | None = None) -> None:
         self.choice: Choice = choice
         # The allowedHosts proxies (sidecar/sandbox/egress.py); without it allowedHosts gets no network.
         self.egress = egress
+        # Windows' Job Object calls (windows.JobApi), made when the first tool starts; elsewhere none.
+        self._jobs = jobs
         self._private_tmp: str | None = None
 
     async def status(self) -> Detected:
         return await probe(self.choice)
 
-    async def limits(self) -> cgroups.Kind:
+    async def limits(self) -> LimitsKind:
         """What enforces a call's memory and process limits (the first look sweeps leftovers: a thread)."""
+        if self._jobs is not None or sys.platform == "win32":
+            return "job-object"
         return (await anyio.to_thread.run_sync(cgroups.detect)).kind
+
+    def jobs(self) -> JobApi | None:
+        """The Job Object calls on Windows (whatever --sandbox says: they are limits, not confinement)."""
+        if self._jobs is None and sys.platform == "win32":
+            from .windows import kernel32  # noqa: PLC0415 - Windows only
+
+            self._jobs = kernel32()
+        return self._jobs
 
     def detected(self) -> Detected:
         """Synchronous, for callers that cannot wait (probes on this thread the first time)."""
@@ -108,6 +149,16 @@ class Sandbox:
     async def prepare(
         self, argv: Sequence[str], *, env: dict[str, str], cwd: str, workspace: str | None,
         read_only: Sequence[str] = (), confinement: Confinement = DEFAULT,
+    ) -> Jail:
+        jail = await self._prepare(argv, env=env, cwd=cwd, workspace=workspace, read_only=read_only,
+                                   confinement=confinement)
+        jail.jobs = self.jobs()
+        jail.confinement = confinement
+        return jail
+
+    async def _prepare(
+        self, argv: Sequence[str], *, env: dict[str, str], cwd: str, workspace: str | None,
+        read_only: Sequence[str], confinement: Confinement,
     ) -> Jail:
         found = await probe(self.choice)
         # A missing extra path would stop bwrap: it is left out (the tool's write there fails).

@@ -1,24 +1,31 @@
 """Windows: a Job Object per tool process for its limits, and a plain statement of what is NOT confined.
 
-UNTESTED HERE (the sidecar's machines run Linux). ``confine(pid, confinement)`` puts a started
-process in a new Job Object with:
+UNTESTED ON WINDOWS HERE (the sidecar's machines run Linux): the order of the calls below is tested
+with a recording stand-in for the win32 calls, and the ctypes structures' layout against the
+documented one (tests/sandbox/test_windows.py); the calls themselves never ran.
 
-- ``JOB_OBJECT_LIMIT_JOB_MEMORY``: ``sandbox.memory`` for the process and its children together;
+Every process the runner starts (a Python worker, a ``run_command`` shell, an opted-in stdio MCP
+server) is started suspended and put in a Job Object of its own before its first instruction runs:
+
+- ``JOB_OBJECT_LIMIT_JOB_MEMORY``: ``sandbox.memory`` for the process and its children together
+  (as the cgroup does on Linux), so a tool cannot split an allocation over many processes;
 - ``JOB_OBJECT_LIMIT_ACTIVE_PROCESS``: ``sandbox.processes``;
-- ``JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE``: closing the job's handle (``Job.close``, or the sidecar
-  ending in any way) ends every process in it, so nothing of a tool outlives its call or the sidecar;
+- ``JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE``: the sidecar holds the job's only handle until the process
+  is stopped; closing it (``Job.close``, or the sidecar ending in any way, a crash included) ends
+  every process in it, so nothing of a tool outlives its call's process or the sidecar;
 - ``JOB_OBJECT_LIMIT_DIE_ON_UNHANDLED_EXCEPTION``: no error dialog keeps a crashed tool alive.
 
-The process runs a moment before it is assigned (Python cannot start it suspended), so what it
-starts in that moment is outside the job; a worker's first moment is the sidecar's own code.
+A call's timeout or cancel stops its process with ``TerminateJobObject``: the whole tree at once,
+since Windows has no process groups (``Child.signal_group``). A child the tool starts is in the
+job too (jobs are inherited; nesting needs Windows 8, which every supported Windows has).
 
-Everything else is NOT confined on Windows (``NOT_CONFINED``, shown by status): the tool runs with
-the user's rights.
+Everything else is NOT confined on Windows (``NOT_CONFINED``, shown by ``debug/info``): the tool runs
+with the user's rights.
 """
 
 from __future__ import annotations
 
-import sys
+from typing import NamedTuple, Protocol
 
 from .policy import Confinement
 
@@ -26,82 +33,91 @@ NOT_CONFINED = (
     "files: a tool can read and write whatever the user can, not only its chat's workspace "
     "(sandbox.writable is not enforced)",
     "network: a tool can connect anywhere (sandbox.network none and allowedHosts are not enforced)",
-    "other processes: a tool can signal, inspect or debug the user's other processes, the sidecar included",
+    "other processes: a tool can see, signal, inspect or debug the user's other processes, "
+    "the sidecar included",
     "disk: the per-call quota is measured after the call, not enforced while it runs",
 )
 
+# JOBOBJECT_BASIC_LIMIT_INFORMATION.LimitFlags (winnt.h)
+LIMIT_ACTIVE_PROCESS = 0x0008
+LIMIT_JOB_MEMORY = 0x0200
+LIMIT_DIE_ON_UNHANDLED_EXCEPTION = 0x0400
+LIMIT_KILL_ON_JOB_CLOSE = 0x2000
+CREATE_SUSPENDED = 0x0000_0004  # CreateProcess's dwCreationFlags; subprocess passes it through
+TERMINATED = 1  # the exit code TerminateJobObject gives the job's processes
 
-def describe(confinement: Confinement) -> dict[str, object]:
-    """What the Job Object enforces for ``confinement``, and what nothing enforces, for status."""
-    return {"mechanism": "job-object",
-            "confined": {"memory_bytes": confinement.memory_bytes, "max_processes": confinement.max_processes,
-                         "kill_on_close": True},
-            "not_confined": list(NOT_CONFINED)}
+
+def warning() -> str:
+    """What debug/info says on Windows, worded for the user."""
+    return ("no sandbox on Windows: a Job Object limits each tool's memory and processes and ends "
+            "everything it started with its call; NOT confined: " + "; ".join(NOT_CONFINED))
 
 
-if sys.platform == "win32":  # ctypes.WinDLL exists only there
-    import ctypes
-    from ctypes import wintypes
+class JobLimits(NamedTuple):
+    flags: int
+    active_processes: int
+    job_memory: int
 
-    _kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
-    _EXTENDED_LIMIT_INFORMATION = 9
-    _LIMIT_ACTIVE_PROCESS = 0x0008
-    _LIMIT_JOB_MEMORY = 0x0200
-    _LIMIT_DIE_ON_UNHANDLED_EXCEPTION = 0x0400
-    _LIMIT_KILL_ON_JOB_CLOSE = 0x2000
-    _PROCESS_SET_QUOTA = 0x0100
-    _PROCESS_TERMINATE = 0x0001
 
-    class _BasicLimits(ctypes.Structure):
-        _fields_ = [("PerProcessUserTimeLimit", ctypes.c_int64), ("PerJobUserTimeLimit", ctypes.c_int64),
-                    ("LimitFlags", wintypes.DWORD), ("MinimumWorkingSetSize", ctypes.c_size_t),
-                    ("MaximumWorkingSetSize", ctypes.c_size_t), ("ActiveProcessLimit", wintypes.DWORD),
-                    ("Affinity", ctypes.c_size_t), ("PriorityClass", wintypes.DWORD),
-                    ("SchedulingClass", wintypes.DWORD)]
+def limits_for(confinement: Confinement) -> JobLimits:
+    return JobLimits(flags=LIMIT_ACTIVE_PROCESS | LIMIT_JOB_MEMORY | LIMIT_DIE_ON_UNHANDLED_EXCEPTION
+                     | LIMIT_KILL_ON_JOB_CLOSE,
+                     active_processes=confinement.max_processes, job_memory=confinement.memory_bytes)
 
-    class _IoCounters(ctypes.Structure):
-        _fields_ = [(name, ctypes.c_ulonglong) for name in (
-            "ReadOperationCount", "WriteOperationCount", "OtherOperationCount",
-            "ReadTransferCount", "WriteTransferCount", "OtherTransferCount")]
 
-    class _ExtendedLimits(ctypes.Structure):
-        _fields_ = [("BasicLimitInformation", _BasicLimits), ("IoInfo", _IoCounters),
-                    ("ProcessMemoryLimit", ctypes.c_size_t), ("JobMemoryLimit", ctypes.c_size_t),
-                    ("PeakProcessMemoryUsed", ctypes.c_size_t), ("PeakJobMemoryUsed", ctypes.c_size_t)]
+class JobApi(Protocol):
+    """The win32 calls a job needs, one each: ``win32job.Kernel32`` makes them, tests record them.
+    Each raises OSError when Windows refuses."""
 
-    class Job:
-        """A Job Object holding one tool process and its children; ``close`` ends them all."""
+    suspended: int  # the creationflags that start a process suspended
 
-        def __init__(self, handle: int) -> None:
-            self._handle = handle
+    def create(self) -> int: ...
+    def set_limits(self, job: int, limits: JobLimits) -> None: ...
+    def assign(self, job: int, pid: int) -> None: ...
+    def resume(self, pid: int) -> None: ...
+    def terminate(self, job: int, exit_code: int) -> None: ...
+    def active_processes(self, job: int) -> int: ...
+    def close(self, job: int) -> None: ...
 
-        def close(self) -> None:
-            if self._handle:
-                _kernel32.CloseHandle(self._handle)
-                self._handle = 0
 
-    def confine(pid: int, confinement: Confinement) -> Job:
-        """Put the running process ``pid`` in a new job with ``confinement``'s limits; OSError if Windows refuses."""
-        job = _kernel32.CreateJobObjectW(None, None)
-        if not job:
-            raise ctypes.WinError(ctypes.get_last_error())
-        limits = _ExtendedLimits()
-        limits.BasicLimitInformation.LimitFlags = (_LIMIT_ACTIVE_PROCESS | _LIMIT_JOB_MEMORY
-                                                   | _LIMIT_DIE_ON_UNHANDLED_EXCEPTION | _LIMIT_KILL_ON_JOB_CLOSE)
-        limits.BasicLimitInformation.ActiveProcessLimit = confinement.max_processes
-        limits.JobMemoryLimit = confinement.memory_bytes
-        process = 0
+class Job:
+    """The Job Object of one tool process: made with its limits before the process exists, the
+    process put in it while suspended, then resumed; held until the process is stopped."""
+
+    def __init__(self, api: JobApi, confinement: Confinement) -> None:
+        self._api = api
+        self._handle = api.create()
         try:
-            if not _kernel32.SetInformationJobObject(job, _EXTENDED_LIMIT_INFORMATION, ctypes.byref(limits),
-                                                     ctypes.sizeof(limits)):
-                raise ctypes.WinError(ctypes.get_last_error())
-            process = _kernel32.OpenProcess(_PROCESS_SET_QUOTA | _PROCESS_TERMINATE, False, pid)
-            if not process or not _kernel32.AssignProcessToJobObject(job, process):
-                raise ctypes.WinError(ctypes.get_last_error())
+            # Limits before anything is in the job: nothing of the tool ever runs without them.
+            api.set_limits(self._handle, limits_for(confinement))
         except BaseException:
-            _kernel32.CloseHandle(job)
+            self.close()
             raise
-        finally:
-            if process:
-                _kernel32.CloseHandle(process)
-        return Job(job)
+
+    def adopt(self, pid: int) -> None:
+        """Put the suspended process ``pid`` in the job, then let it run. The pid cannot name
+        another process meanwhile: our Popen holds its handle until it is reaped."""
+        self._api.assign(self._handle, pid)
+        self._api.resume(pid)
+
+    def terminate(self) -> None:
+        """End every process in the job now (a timeout, a cancel, the stop ladder)."""
+        if self._handle:
+            self._api.terminate(self._handle, TERMINATED)
+
+    def active(self) -> bool:
+        """Whether any process of the job is still running."""
+        return bool(self._handle) and self._api.active_processes(self._handle) > 0
+
+    def close(self) -> None:
+        """Let go of the job; KILL_ON_JOB_CLOSE ends whatever is still in it. Idempotent."""
+        handle, self._handle = self._handle, 0
+        if handle:
+            self._api.close(handle)
+
+
+def kernel32() -> JobApi:
+    """The real calls (Windows only: ctypes.WinDLL exists there alone)."""
+    from .win32job import Kernel32  # noqa: PLC0415 - ctypes, loaded only on Windows and only when a tool starts
+
+    return Kernel32()
