@@ -132,7 +132,7 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
                          on_log=notifier.mcp_log, open_url=notifier.open_url,
                          client_metadata_url=settings.oauth_client_metadata_url, sandbox=sandbox)
     servers.bind(tg)
-    catalog = Catalog(db, servers.host, data_dir)
+    catalog = Catalog(db, servers.host, data_dir, sandbox)
     await _recover(db, catalog, data_dir)
     config = ToolConfig(db, catalog, secrets)
     http_tools = HttpTools(secrets.environ, oauth)

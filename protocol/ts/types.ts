@@ -546,7 +546,7 @@ export interface ToolLimits {
   writable?: string[];
   /** Where each value came from, by the field's name here (timeoutSeconds, memoryBytes, maxProcesses, diskBytes, network, allowedHosts, writable): default, manifest or user. */
   sources?: Record<string, "default" | "manifest" | "user">;
-  /** What these limits allow beyond the defaults. */
+  /** What these limits allow beyond the defaults; and, where this system's sandbox cannot enforce a setting as written, what the tool gets instead (under Landlock, sandbox.network allowedHosts means no network at all: Landlock filters TCP by port, not by address). */
   warnings?: LimitWarning[];
 }
 

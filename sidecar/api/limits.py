@@ -78,7 +78,9 @@ class ToolLimits(Model):
         "Where each value came from, by the field's name here (timeoutSeconds, memoryBytes, maxProcesses, "
         "diskBytes, network, allowedHosts, writable): default, manifest or user."))] = {}
     warnings: Annotated[list[LimitWarning], msgspec.Meta(description=(
-        "What these limits allow beyond the defaults."))] = []
+        "What these limits allow beyond the defaults; and, where this system's sandbox cannot enforce a "
+        "setting as written, what the tool gets instead (under Landlock, sandbox.network allowedHosts "
+        "means no network at all: Landlock filters TCP by port, not by address)."))] = []
 
 
 class ToolsetLimitsParams(Model):

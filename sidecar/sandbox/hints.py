@@ -23,8 +23,9 @@ _SHELL_WRITE = re.compile(r"cannot create ([^:\n]+): (?:Permission denied|Direct
 _DENIED_CONNECT = re.compile(r"\[Errno 13\] Permission denied(?!: ')")
 
 
-def hint(text: str, confinement: Confinement, workspace: str | None) -> str | None:
-    """The sentence to add to ``text`` (a tool's error or a command's output), or None."""
+def hint(text: str, confinement: Confinement, workspace: str | None, mechanism: str | None = None) -> str | None:
+    """The sentence to add to ``text`` (a tool's error or a command's output), or None. ``mechanism``:
+    what confined the tool (detect.Mechanism), for what it could not enforce as asked."""
     if any(marker in text for marker in _READ_ONLY):
         return writable_hint(workspace)
     for match in _PATH_ERROR.finditer(text):
@@ -38,7 +39,7 @@ def hint(text: str, confinement: Confinement, workspace: str | None) -> str | No
         if not _inside(os.path.join(workspace or "/", match[1]), workspace, confinement.writable):
             return writable_hint(workspace)
     if confinement.network != "full" and (any(m in text for m in _NETWORK) or _DENIED_CONNECT.search(text)):
-        return network_hint(confinement)
+        return network_hint(confinement, mechanism)
     return None
 
 
@@ -48,13 +49,26 @@ def writable_hint(workspace: str | None) -> str:
             "(in toolset.yaml or the user's override) allows more paths.")
 
 
-def network_hint(confinement: Confinement) -> str:
+def network_hint(confinement: Confinement, mechanism: str | None = None) -> str:
+    if confinement.network == "allowedHosts" and mechanism == "landlock":
+        return landlock_hosts_note(confinement)
     if confinement.network == "allowedHosts":
         hosts = ", ".join(confinement.allowed_hosts) or "no host"
         return (f"The sandbox lets this tool reach only {hosts}; add the host to sandbox.allowedHosts or "
                 "set sandbox.network to full.")
     return ("The sandbox gives this tool no network (sandbox.network: none); set sandbox.network to "
             "allowedHosts (with sandbox.allowedHosts) or full to allow connections.")
+
+
+def landlock_hosts_note(confinement: Confinement) -> str:
+    """Why a tool with ``network: allowedHosts`` has no network under Landlock, and how to get it."""
+    hosts = ", ".join(confinement.allowed_hosts) or "no host"
+    return (f"This tool may reach {hosts} (sandbox.network: allowedHosts), but the sandbox here is Landlock, "
+            "which filters TCP by port, not by address, so it cannot hold a tool to some hosts: the tool gets "
+            "no network at all. allowedHosts works under bubblewrap: install it (the bubblewrap package) and "
+            "allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; on Ubuntu 24.04 "
+            "and later kernel.apparmor_restrict_unprivileged_userns=0), then restart; or set sandbox.network "
+            "to full.")
 
 
 def _inside(path: str, workspace: str | None, writable: tuple[str, ...]) -> bool:

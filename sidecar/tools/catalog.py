@@ -29,6 +29,7 @@ from .settings import Plan, status_of
 
 if TYPE_CHECKING:
     from ..mcp_host.host import McpHost
+    from ..sandbox.runner import Sandbox
 
 # The pseudo toolset id that names the built-in tools in tools/setOverride.
 BUILTIN = "builtin"
@@ -54,9 +55,11 @@ def layered(row: CatalogRow, patterns: dict[str, list[OverrideRow]]) -> tuple[Ca
     return (row if override is row.override else msgspec.structs.replace(row, override=override)), applied
 
 
-def view(row: CatalogRow, values: list[ConfigValue], applied: list[str] | None = None) -> Tool:
+def view(row: CatalogRow, values: list[ConfigValue], applied: list[str] | None = None,
+         mechanism: str | None = None) -> Tool:
     """The stored tool with its override applied (`overrides.apply`) and its status, given the
-    config ``values`` set in its toolset; ``applied``: what `layered` said set the override."""
+    config ``values`` set in its toolset; ``applied``: what `layered` said set the override;
+    ``mechanism``: what confines tools here (its limits warn about what it cannot enforce)."""
     reason = unavailable_reason(row)
     tool = overrides.apply(Tool(
         id=row.tool_id, toolset_id=row.toolset_id, provider=row.provider, name=row.name,
@@ -66,7 +69,7 @@ def view(row: CatalogRow, values: list[ConfigValue], applied: list[str] | None =
         renderer=row.config.get("renderer"), renderer_config=row.config.get("renderer_config"),
         output_schema=output_schema_of(row.config),
         slug=row.slug, version=row.version, current=row.current, tags=row.tags, created_at=row.created_at,
-        modified_at=row.modified_at, limits=limits.view_of(row),
+        modified_at=row.modified_at, limits=limits.view_of(row, mechanism),
     ), row.override, applied)
     missing = plan_of(row, values).missing if row.toolset_id is not None else []
     if reason is not None:  # it cannot run, whatever its switches say; they are kept for when it can
@@ -111,10 +114,16 @@ def pattern_key(toolset_id: str, pattern: str, where: str = "params.toolId") -> 
 class Catalog:
     """The tool catalog over one database and the live MCP connections."""
 
-    def __init__(self, db: Database, host: McpHost, data_dir: Path | None = None) -> None:
+    def __init__(self, db: Database, host: McpHost, data_dir: Path | None = None,
+                 sandbox: Sandbox | None = None) -> None:
         self.db = db
         self.host = host
         self.data_dir = data_dir  # never a writable path of a tool's sandbox
+        self.sandbox = sandbox  # what confines tools here: a tool's limits say what it cannot enforce
+
+    def mechanism(self) -> str | None:
+        """What confines tools here (probed by ``initialize``, so known before any tool is listed)."""
+        return self.sandbox.detected().mechanism if self.sandbox is not None else None
 
     async def config_values(self) -> dict[str, list[ConfigValue]]:
         """Every config value set, by toolset (secret ones as markers); read once per change."""
@@ -137,7 +146,7 @@ class Catalog:
 
     async def _views(self, rows: list[tuple[CatalogRow, list[str]]]) -> list[Tool]:
         values = await self.config_values()
-        return [view(r, values.get(r.toolset_id or "", []), applied) for r, applied in rows]
+        return [view(r, values.get(r.toolset_id or "", []), applied, self.mechanism()) for r, applied in rows]
 
     async def toolset_tools(self, toolset_id: str) -> list[Tool]:
         return await self._views(await self._layered(await ToolCatalogRepo(self.db).of_toolset(toolset_id)))
@@ -220,7 +229,7 @@ class Catalog:
         entrypoint = importable(row.entrypoint) if row.entrypoint else None
         values = (await self.config_values()).get(row.toolset_id or "", [])
         plan = plan_of(row, values) if row.provider in ("python", "http") else None
-        return Resolved(view(row, values, applied), entrypoint, row.config, row.files_dir,
+        return Resolved(view(row, values, applied, self.mechanism()), entrypoint, row.config, row.files_dir,
                         switched_on=_switched_on(row), settings=plan, confinement=limits.confinement_of(row))
 
     async def sync_builtins(self) -> None:

@@ -18,6 +18,7 @@ from ..api.limits import ConstraintsSettings, LimitLayer, LimitWarning, SandboxS
 from ..api.toolsets import Tool
 from ..errors import InvalidParams
 from ..sandbox import settings as sandbox_settings
+from ..sandbox.hints import landlock_hosts_note
 from ..sandbox.policy import Confinement, Patch, resolve, widenings
 from ..store.tool_catalog import CatalogRow
 from .providers.python.workers import DEFAULT_LIMITS
@@ -60,21 +61,25 @@ def confinement_of(row: CatalogRow) -> Confinement | None:
     return fold(layers)[0] if layers is not None else None
 
 
-def view(layers: Layers, tool_id: str | None = None) -> ToolLimits:
+def view(layers: Layers, tool_id: str | None = None, mechanism: str | None = None) -> ToolLimits:
+    """``mechanism``: what confines tools here (detect.Mechanism), for what it cannot enforce as set."""
     c, sources = fold(layers)
     return ToolLimits(
         timeout_seconds=c.timeout_seconds, memory_bytes=c.memory_bytes, max_processes=c.max_processes,
         disk_bytes=c.disk_bytes, network=c.network, allowed_hosts=list(c.allowed_hosts), writable=list(c.writable),
-        sources={wire_name(k): v for k, v in sources.items()}, warnings=warnings_of(c, tool_id))
+        sources={wire_name(k): v for k, v in sources.items()}, warnings=warnings_of(c, tool_id, mechanism))
 
 
-def view_of(row: CatalogRow) -> ToolLimits | None:
+def view_of(row: CatalogRow, mechanism: str | None = None) -> ToolLimits | None:
     layers = layers_of(row)
-    return view(layers, row.tool_id) if layers is not None else None
+    return view(layers, row.tool_id, mechanism) if layers is not None else None
 
 
-def warnings_of(c: Confinement, tool_id: str | None = None) -> list[LimitWarning]:
-    return [LimitWarning(setting=w.field, message=w.message, tool_id=tool_id) for w in widenings(c)]
+def warnings_of(c: Confinement, tool_id: str | None = None, mechanism: str | None = None) -> list[LimitWarning]:
+    found = [LimitWarning(setting=w.field, message=w.message, tool_id=tool_id) for w in widenings(c)]
+    if mechanism == "landlock" and c.network == "allowedHosts":
+        found.append(LimitWarning(setting="sandbox.network", message=landlock_hosts_note(c), tool_id=tool_id))
+    return found
 
 
 def layer_view(patch: Patch | None) -> LimitLayer | None:

@@ -120,7 +120,7 @@ class _Stored:
         if not self.rows:
             return None
         row, applied = layered(self.rows.pop(), self.patterns)
-        return view(row, self.values.get(row.toolset_id or "", []), applied)
+        return view(row, self.values.get(row.toolset_id or "", []), applied, self.catalog.mechanism())
 
     async def _read(self, after: str | None) -> None:
         rows = await ToolCatalogRepo(self.catalog.db).page(

@@ -19,12 +19,13 @@ from . import bundle
 from .manifest import ConfigSchema, McpServerDecl
 
 
-def inspect(b: bundle.Bundle) -> InspectResult:
+def inspect(b: bundle.Bundle, mechanism: str | None = None) -> InspectResult:
+    """``mechanism``: what confines tools here, for the limits it cannot enforce as the manifest asks."""
     m = b.manifest
     renderers = {o.tool_id: o.renderer for o in b.parsed.overrides if o.renderer}
     # Seed 004: what each Python tool's manifest settings allow beyond the defaults, before install.
     tool_limits = {t.id: limits.view([("manifest", b.parsed.limits), ("manifest", b.parsed.tool_limits.get(t.id))],
-                                     f"{m.id}:{t.id}") for t in m.tools if t.http is None}
+                                     f"{m.id}:{t.id}", mechanism) for t in m.tools if t.http is None}
     widened = [f"{w.tool_id}: {w.message} ({w.setting})" for v in tool_limits.values() for w in v.warnings]
     return InspectResult(
         manifest=ManifestInfo(m.id, m.name, m.version, m.description, m.manifest_version),

@@ -262,7 +262,7 @@ class ToolsetService:
         refer to are set here (the user is asked for the others)."""
         from .inspect import inspect  # the API models of the answer: loaded on first use
 
-        found = inspect(await self.read(path))
+        found = inspect(await self.read(path), (await self.workers.sandbox.status()).mechanism)
         try:
             have = await self.vault.environ([v.name for v in found.variables])
         except StorageError:  # a locked keystore: only the environment can say

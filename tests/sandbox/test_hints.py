@@ -39,3 +39,14 @@ def test_a_shell_redirect_outside_the_workspace_names_sandbox_writable() -> None
     assert said is not None and "sandbox.writable" in said
     assert hint("/bin/sh: 1: cannot create sub/x: Directory nonexistent", DEFAULT, "/ws") is None
     assert hint("an ordinary failure", DEFAULT, "/ws") is None
+
+
+def test_allowed_hosts_under_landlock_says_there_is_no_network_and_how_to_get_it() -> None:
+    # Landlock filters TCP by port only: allowedHosts cannot be enforced, so the tool had no network.
+    hosts = Confinement(network="allowedHosts", allowed_hosts=("api.example.com",))
+    said = hint("PermissionError: [Errno 13] Permission denied", hosts, "/ws", "landlock")
+    assert said is not None and "api.example.com" in said and "no network at all" in said
+    assert "install it (the bubblewrap package)" in said and "unprivileged user namespaces" in said
+    under_bwrap = hint("ConnectionRefusedError: [Errno 111] Connection refused", hosts, "/ws", "bubblewrap")
+    assert under_bwrap is not None and "add the host to sandbox.allowedHosts" in under_bwrap
+    assert "Landlock" not in (hint("PermissionError: [Errno 13] Permission denied", DEFAULT, "/ws", "landlock") or "")

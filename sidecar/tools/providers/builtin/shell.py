@@ -67,7 +67,7 @@ async def run_command(call: BuiltinCall) -> dict[str, Any]:
         await child.stop(stdin_grace=0, term_grace=0)
     result["output"] = output.text()
     if result["exit_code"] != 0 and jail.mechanism != "none":
-        said = hint(result["output"], call.confinement, str(call.workspace))
+        said = hint(result["output"], call.confinement, str(call.workspace), jail.mechanism)
         if said:
             result["sandbox"] = said  # what the sandbox blocked, and which setting allows it
     if result["exit_code"] < 0:

@@ -128,8 +128,9 @@ class ToolsetWorkers:
                 "call", params, timeout or self.limits.default_timeout, tool_id, CALL_REPLY,
                 context.get("workspace"), confinement)
         except ToolFailure as exc:
-            if exc.kind == "raised" and self.sandbox.detected().confined:
-                said = hint(exc.message, confinement, context.get("workspace"))
+            found = self.sandbox.detected()
+            if exc.kind == "raised" and found.confined:
+                said = hint(exc.message, confinement, context.get("workspace"), found.mechanism)
                 if said:
                     exc.message = f"{exc.message}\n{said}"
                     exc.args = (exc.message,)
