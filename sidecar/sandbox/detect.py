@@ -67,8 +67,9 @@ async def probe(choice: Choice = "auto") -> Detected:
 
 def _probe(choice: Choice, platform: str = sys.platform) -> Detected:
     if choice == "none":
+        limits = "Job Object limits only" if platform == "win32" else "rlimits only"
         return Detected(mechanism="none", warning="the sandbox is turned off (--sandbox none): tools run "
-                        "unconfined, with rlimits only; they can read and write anything this user can")
+                        f"unconfined, with {limits}; they can read and write anything this user can")
     if platform == "darwin" and choice == "auto" and _has_sandbox_exec():
         # The profile (sidecar/sandbox/seatbelt.py) is unit-tested as text only: untested on a Mac here.
         return Detected(mechanism="seatbelt")

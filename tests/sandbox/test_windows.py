@@ -182,6 +182,8 @@ async def test_status_says_job_object_limits_and_what_is_not_confined() -> None:
     for what in ("Job Object", "memory and processes", "files:", "sandbox.writable", "network:",
                  "sandbox.network", "other processes:", "the sidecar included"):
         assert what in found.warning
+    off = detect._probe("none", platform="win32")  # noqa: SLF001 - as above
+    assert off.warning is not None and "Job Object limits only" in off.warning
 
 
 @pytest.mark.skipif(ctypes.sizeof(ctypes.c_void_p) != 8, reason="the documented layout checked is the 64-bit one")
