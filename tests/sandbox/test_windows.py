@@ -23,6 +23,7 @@ from sidecar.sandbox.windows import CREATE_SUSPENDED, JobLimits
 from sidecar.tools.providers.builtin import BuiltinCall, BuiltinError
 from sidecar.tools.providers.builtin.shell import run_command
 from sidecar.tools.providers.python.workers import Limits, ToolsetWorkers
+from tests.mcp_host.test_host import FIXTURES, running, stdio, text, wait_status
 from tests.procs import wait_gone
 from tests.tools.providers.python.test_workers import call, make_toolset
 
@@ -171,6 +172,18 @@ async def test_a_python_worker_runs_in_its_job_until_the_pool_stops_it(jobs: Rec
         assert flags & CREATE_SUSPENDED and assign == ("assign", job, pid) and resume == ("resume", pid)
     finally:
         await pool.aclose()
+    assert jobs.calls[-1] == ("close", job)
+    assert await wait_gone(pid)
+
+
+async def test_an_opted_in_mcp_server_runs_in_its_job_until_it_is_stopped(jobs: Recorder) -> None:
+    confined = stdio("boxed", cwd=str(FIXTURES), sandbox=Confinement(network="full", max_processes=5))
+    async with running(confined, sandbox=Sandbox("none", jobs=jobs)) as (host, _):
+        await wait_status(host, "ts~boxed", "connected")
+        assert text(await host.call_tool("ts~boxed", "echo", {"text": "in a job"})) == "in a job"
+        (_, job), limits, (_, flags, pid), assign, resume = jobs.calls
+        assert limits[2].active_processes == 5 and flags & CREATE_SUSPENDED
+        assert assign == ("assign", job, pid) and resume == ("resume", pid)
     assert jobs.calls[-1] == ("close", job)
     assert await wait_gone(pid)
 
