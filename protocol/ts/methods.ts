@@ -97,7 +97,7 @@ export interface ClientRequests {
   "mcpServers/add": { params: T.AddParams; result: T.ServerResult };
   /** Configured MCP servers with their connection status, a page at a time (pageSize, pageToken). */
   "mcpServers/list": { params: T.ListServersParams; result: T.ServersResult };
-  /** Change a server in place: its overrides, its toolset and its stored secrets stay. It reconnects only when what the connection depends on changed (command, args, env, cwd, url, headers, type, timeouts, enabled). A server a toolset declares takes only enabled (its manifest says how it runs: edit the toolset and import it with replace). */
+  /** Change a server in place: its overrides, its toolset and its stored secrets stay. It reconnects only when what the connection depends on changed (command, args, env, cwd, url, headers, type, timeouts, sandbox, enabled). A server a toolset declares takes only enabled (its manifest says how it runs: edit the toolset and import it with replace). */
   "mcpServers/update": { params: T.UpdateParams; result: T.ServerResult };
   /** Remove a server added with mcpServers/add (with its toolset and overrides); servers a toolset declares go with toolsets/uninstall. */
   "mcpServers/remove": { params: T.ServerIdParams; result: T.Empty };

@@ -558,6 +558,8 @@ export interface LimitWarning {
   message: string;
   /** The tool it concerns (toolset:tool). */
   toolId?: string | null;
+  /** The sandboxed stdio MCP server it concerns (its id in the toolset), for a server's mcp_servers[].sandbox. */
+  server?: string | null;
 }
 
 export interface InspectedServer {
@@ -568,6 +570,32 @@ export interface InspectedServer {
   cwd?: string | null;
   env?: Record<string, string>;
   headers?: Record<string, string>;
+  /** A stdio server that will run in the OS sandbox (mcp_servers[].sandbox, sizes in bytes; {}: seed 004's defaults). Absent: it will run unconfined, with the user's own rights. */
+  sandbox?: ServerSandbox | null;
+  /** What its sandbox lets this server do beyond seed 004's defaults (network, writable folders, more memory or processes); each is also one of the bundle's warnings. */
+  limitWarnings?: LimitWarning[];
+}
+
+/** The OS sandbox of a stdio server, as toolset.yaml's ``mcp_servers[].sandbox`` writes it. Every
+ *     key left out keeps seed 004's default, so ``{}`` is the whole default sandbox: the server reads the
+ *     system's programs and libraries, the sidecar's Python, the folder of its command and its working
+ *     folder (cwd), all read-only; it writes only to a fresh, empty /tmp of its own (also its HOME,
+ *     /tmp/home), gone when it stops, and to the folders in writable; it has no network, sees only its
+ *     own processes (never the sidecar's), and the user's home folder and the app's data directory are
+ *     not there at all. Its memory and processes are limited where debug/info's sandbox.limits is a
+ *     cgroup. A server run through npx or uvx needs network full (or allowedHosts) to download, and
+ *     writable for its cache folder. */
+export interface ServerSandbox {
+  /** Memory the server's processes may use together. Bytes, or a number with k, m or g as toolset.yaml writes it ("512m", "1g"); 32m to 64g, default 256m. */
+  memory?: number | string | null;
+  /** none (the default: no connection at all, not even to this machine), allowedHosts (only the hosts in allowedHosts, through the sidecar's filtering proxy) or full (any host, the local network included). */
+  network?: "allowedHosts" | "full" | "none" | null;
+  /** With network allowedHosts: the hosts the server may reach ('api.example.com', 'api.example.com:443', '*.example.com' for its subdomains). Listing hosts without a network means allowedHosts. */
+  allowedHosts?: string[] | null;
+  /** Absolute folders the server may write besides its private /tmp. Refused: relative paths, '/', the whole home folder, and the app's data directory or a folder holding it. */
+  writable?: string[] | null;
+  /** Processes and threads the server may run at once (1-4096, default 64). */
+  processes?: number | null;
 }
 
 export interface BundleFile {
@@ -709,6 +737,8 @@ export interface ConfiguredServer {
   enabled: boolean;
   command?: string[] | null;
   url?: string | null;
+  /** A stdio server's OS sandbox (sizes in bytes; {}: seed 004's defaults); absent: it runs unconfined (mcpServers/list shows what confines it now). */
+  sandbox?: ServerSandbox | null;
 }
 
 export interface ExportParams {
@@ -1038,6 +1068,8 @@ export interface AddParams {
   connectTimeout?: number | null;
   callTimeout?: number | null;
   logLevel?: "alert" | "critical" | "debug" | "emergency" | "error" | "info" | "notice" | "warning" | null;
+  /** Run this stdio server in the OS sandbox: {} for seed 004's defaults (no network, 256m, 64 processes, writes nowhere but a private /tmp), or the settings to change. null or absent: the server runs unconfined, as any program of the user's (it reads and writes what the user can and reaches any host). Only a stdio server can be sandboxed. */
+  sandbox?: ServerSandbox | null;
 }
 
 export interface ServerResult {
@@ -1070,6 +1102,10 @@ export interface McpServer {
   callTimeout?: number | null;
   /** The least severe of the server's log messages passed on as mcpServers/log (absent: all it sends). */
   logLevel?: "alert" | "critical" | "debug" | "emergency" | "error" | "info" | "notice" | "warning" | null;
+  /** The OS sandbox the user turned on for this stdio server, sizes in bytes ({}: seed 004's defaults). Absent: it runs unconfined. */
+  sandbox?: ServerSandbox | null;
+  /** What confines the running server process now: bubblewrap, landlock or seatbelt; 'none' when its sandbox is on but this machine has no mechanism (it runs unconfined: debug/info's sandbox.warning says why). Absent while it does not run, and for a server without sandbox. */
+  confinedBy?: "bubblewrap" | "landlock" | "none" | "seatbelt" | null;
 }
 
 /** A page of servers, by toolset id and then in the order their toolset declares them. */
@@ -1114,6 +1150,8 @@ export interface UpdateParams {
   logLevel?: "alert" | "critical" | "debug" | "emergency" | "error" | "info" | "notice" | "warning" | null;
   /** Connect (true) or disconnect and stop (false), as mcpServers/setEnabled. Left out: unchanged. */
   enabled?: boolean;
+  /** The whole new sandbox of a stdio server ({}: seed 004's defaults); null turns it off (the server runs unconfined). A change restarts the server. Left out: unchanged. */
+  sandbox?: ServerSandbox | null;
 }
 
 export interface ServerIdParams {

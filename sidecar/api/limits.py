@@ -60,6 +60,9 @@ class LimitWarning(Model):
         "or constraints.timeout_seconds."))]
     message: Annotated[str, msgspec.Meta(description="What the tool gains, e.g. 'may connect to any host ...'.")]
     tool_id: Annotated[str | None, msgspec.Meta(description="The tool it concerns (toolset:tool).")] = None
+    server: Annotated[str | None, msgspec.Meta(description=(
+        "The sandboxed stdio MCP server it concerns (its id in the toolset), for a server's "
+        "mcp_servers[].sandbox."))] = None
 
 
 class ToolLimits(Model):

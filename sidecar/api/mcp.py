@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from .base import Empty, Id, MethodSpec, Model
+from .debug import SandboxMechanism
 from .errors import ErrorCode
 from .pages import NextPageToken, PageParams
 
@@ -15,6 +16,41 @@ ServerType = Literal["stdio", "sse", "streamable-http"]
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 # needsAuth: a remote server wants an OAuth sign-in (mcpServers/login); error says why.
 ServerStatus = Literal["connecting", "connected", "error", "disabled", "needsAuth"]
+
+
+_SIZE = "Bytes, or a number with k, m or g as toolset.yaml writes it (\"512m\", \"1g\")"
+
+
+class ServerSandbox(Model):
+    """The OS sandbox of a stdio server, as toolset.yaml's ``mcp_servers[].sandbox`` writes it. Every
+    key left out keeps seed 004's default, so ``{}`` is the whole default sandbox: the server reads the
+    system's programs and libraries, the sidecar's Python, the folder of its command and its working
+    folder (cwd), all read-only; it writes only to a fresh, empty /tmp of its own (also its HOME,
+    /tmp/home), gone when it stops, and to the folders in writable; it has no network, sees only its
+    own processes (never the sidecar's), and the user's home folder and the app's data directory are
+    not there at all. Its memory and processes are limited where debug/info's sandbox.limits is a
+    cgroup. A server run through npx or uvx needs network full (or allowedHosts) to download, and
+    writable for its cache folder."""
+
+    memory: Annotated[int | str | None, msgspec.Meta(description=(
+        f"Memory the server's processes may use together. {_SIZE}; 32m to 64g, default 256m."))] = None
+    network: Annotated[Literal["none", "allowedHosts", "full"] | None, msgspec.Meta(description=(
+        "none (the default: no connection at all, not even to this machine), allowedHosts (only the hosts "
+        "in allowedHosts, through the sidecar's filtering proxy) or full (any host, the local network "
+        "included)."))] = None
+    allowed_hosts: Annotated[list[str] | None, msgspec.Meta(description=(
+        "With network allowedHosts: the hosts the server may reach ('api.example.com', "
+        "'api.example.com:443', '*.example.com' for its subdomains). Listing hosts without a network means "
+        "allowedHosts."))] = None
+    writable: Annotated[list[str] | None, msgspec.Meta(description=(
+        "Absolute folders the server may write besides its private /tmp. Refused: relative paths, '/', the "
+        "whole home folder, and the app's data directory or a folder holding it."))] = None
+    processes: Annotated[int | None, msgspec.Meta(description=(
+        "Processes and threads the server may run at once (1-4096, default 64)."))] = None
+
+
+_SANDBOX_OFF = ("null or absent: the server runs unconfined, as any program of the user's (it reads and "
+                "writes what the user can and reaches any host). Only a stdio server can be sandboxed.")
 
 
 class McpServer(Model):
@@ -44,6 +80,13 @@ class McpServer(Model):
     log_level: Annotated[LogLevel | None, msgspec.Meta(
         description="The least severe of the server's log messages passed on as mcpServers/log "
                     "(absent: all it sends).")] = None
+    sandbox: Annotated[ServerSandbox | None, msgspec.Meta(description=(
+        "The OS sandbox the user turned on for this stdio server, sizes in bytes ({}: seed 004's defaults). "
+        "Absent: it runs unconfined."))] = None
+    confined_by: Annotated[SandboxMechanism | None, msgspec.Meta(description=(
+        "What confines the running server process now: bubblewrap, landlock or seatbelt; 'none' when its "
+        "sandbox is on but this machine has no mechanism (it runs unconfined: debug/info's sandbox.warning "
+        "says why). Absent while it does not run, and for a server without sandbox."))] = None
 
 
 class AddParams(Model):
@@ -62,6 +105,9 @@ class AddParams(Model):
     # The least severe log message wanted from the server: sent to it with logging/setLevel when it
     # supports that, and applied to what it sends either way (absent: all it sends).
     log_level: LogLevel | None = None
+    sandbox: Annotated[ServerSandbox | None, msgspec.Meta(description=(
+        "Run this stdio server in the OS sandbox: {} for seed 004's defaults (no network, 256m, 64 "
+        "processes, writes nowhere but a private /tmp), or the settings to change. " + _SANDBOX_OFF))] = None
 
 
 _UNCHANGED = " Left out: unchanged."
@@ -100,6 +146,9 @@ class UpdateParams(Model):
     enabled: Annotated[bool | msgspec.UnsetType, msgspec.Meta(
         description="Connect (true) or disconnect and stop (false), as mcpServers/setEnabled." + _UNCHANGED
     )] = msgspec.UNSET
+    sandbox: Annotated[ServerSandbox | None | msgspec.UnsetType, msgspec.Meta(description=(
+        "The whole new sandbox of a stdio server ({}: seed 004's defaults); null turns it off (the server "
+        "runs unconfined). A change restarts the server." + _UNCHANGED))] = msgspec.UNSET
 
 
 class ServerResult(Model):
@@ -270,7 +319,7 @@ SPECS = (
     MethodSpec("mcpServers/update", "clientToServer", "request",
                "Change a server in place: its overrides, its toolset and its stored secrets stay. It "
                "reconnects only when what the connection depends on changed (command, args, env, cwd, "
-               "url, headers, type, timeouts, enabled). A server a toolset declares takes only enabled "
+               "url, headers, type, timeouts, sandbox, enabled). A server a toolset declares takes only enabled "
                "(its manifest says how it runs: edit the toolset and import it with replace).",
                params=UpdateParams, result=ServerResult, errors=(_IP, _NF, _CF, _ST)),
     MethodSpec("mcpServers/remove", "clientToServer", "request",

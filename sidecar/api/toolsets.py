@@ -9,6 +9,7 @@ import msgspec
 from .base import Empty, MethodSpec, Model
 from .errors import ErrorCode
 from .limits import ConstraintsSettings, LimitWarning, SandboxSettings, ToolLimits
+from .mcp import ServerSandbox
 from .pages import NextPageToken, PageParams
 from .render_plans import Renderer, RenderPlan
 
@@ -72,6 +73,12 @@ class InspectedServer(Model):
     cwd: str | None = None
     env: dict[str, str] = {}
     headers: dict[str, str] = {}
+    sandbox: Annotated[ServerSandbox | None, msgspec.Meta(description=(
+        "A stdio server that will run in the OS sandbox (mcp_servers[].sandbox, sizes in bytes; {}: seed "
+        "004's defaults). Absent: it will run unconfined, with the user's own rights."))] = None
+    limit_warnings: Annotated[list[LimitWarning], msgspec.Meta(description=(
+        "What its sandbox lets this server do beyond seed 004's defaults (network, writable folders, more "
+        "memory or processes); each is also one of the bundle's warnings."))] = []
 
 
 class BundleFile(Model):
@@ -227,6 +234,9 @@ class ConfiguredServer(Model):
     enabled: bool
     command: list[str] | None = None  # secrets masked
     url: str | None = None
+    sandbox: Annotated[ServerSandbox | None, msgspec.Meta(description=(
+        "A stdio server's OS sandbox (sizes in bytes; {}: seed 004's defaults); absent: it runs unconfined "
+        "(mcpServers/list shows what confines it now)."))] = None
 
 
 class ImportParams(Model):

@@ -34,7 +34,7 @@ def service_routes(s: Services) -> dict[str, Any]:
     found: dict[str, Any] = {}
     for area in (
         AuthoringHandlers(s.user_toolsets, s.catalog),
-        BundleHandlers(s.toolsets, s.bundles, s.catalog),
+        BundleHandlers(s.toolsets, s.bundles, s.catalog, s.mcp_servers),
         ChatHandlers(s.chats, s.turns, s.workspace, s.tool_calls.repo),
         ConfigHandlers(s.config),
         DebugHandlers(s.settings, s.db, s.started_at, s.secrets, s.switch, s.sandbox),

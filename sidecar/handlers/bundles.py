@@ -7,6 +7,7 @@ from typing import Any
 from ..api.bundles import CheckUpdateParams, UpdateCheck, UpgradeParams, UpgradeResult
 from ..api.toolsets import ImportParams, ToolsetResult
 from ..errors import InvalidParams
+from ..mcp_host.servers import McpServers
 from ..rpc import RequestContext
 from ..tools import limits
 from ..tools.catalog import Catalog
@@ -18,10 +19,12 @@ from .toolsets import toolset_out
 
 
 class BundleHandlers:
-    def __init__(self, toolsets: ToolsetService, remote: RemoteBundles, catalog: Catalog) -> None:
+    def __init__(self, toolsets: ToolsetService, remote: RemoteBundles, catalog: Catalog,
+                 servers: McpServers) -> None:
         self.toolsets = toolsets
         self.remote = remote
         self.catalog = catalog  # the installed tools' limits, for the answer's warnings
+        self.servers = servers  # and its sandboxed MCP servers'
 
     @method("toolsets/import")
     async def import_(self, p: ImportParams, ctx: RequestContext) -> ToolsetResult:
@@ -37,7 +40,8 @@ class BundleHandlers:
             row = await self.remote.install(p.url, sha256=p.sha256, replace=p.replace,
                                             on_progress=_reporter(ctx, p.work_done_token))
         shown = limits.toolset_view(row.id, *await self.catalog.toolset_limits(row.id))
-        return ToolsetResult(toolset_out(row), limit_warnings=shown.warnings)
+        return ToolsetResult(toolset_out(row),
+                             limit_warnings=[*shown.warnings, *await self.servers.limit_warnings(row.id)])
 
     @method("toolsets/checkUpdate")
     async def check_update(self, p: CheckUpdateParams, ctx: RequestContext) -> UpdateCheck:

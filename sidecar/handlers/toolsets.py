@@ -34,6 +34,7 @@ from ..api.toolsets import (
 from ..chat import toolbox
 from ..chat.chats import ChatService
 from ..errors import InvalidParams
+from ..mcp_host.config import sandbox_view
 from ..rpc import RequestContext, Verbatim
 from ..store.tool_calls import API
 from ..store.toolsets import ToolsetRow
@@ -80,7 +81,8 @@ class ToolsetHandlers:
             [ConfiguredServer(id=r.key, server_id=r.server_id, toolset_id=p.id, type=r.type,
                               enabled=r.enabled,
                               command=secrets.masked_command(r.command, r.args),
-                              url=secrets.mask_url(r.url) if r.url else None)
+                              url=secrets.mask_url(r.url) if r.url else None,
+                              sandbox=sandbox_view(r.options) if r.type == "stdio" else None)
              for r in servers],
         )
 

@@ -9,12 +9,19 @@ is not set is a `secrets.MissingVariable`, which the host turns into an `error` 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
-from ..api.mcp import LogLevel, ServerType
-from ..sandbox.policy import Confinement
+import msgspec
+
+from ..api.mcp import LogLevel, ServerSandbox, ServerType
+from ..sandbox.policy import Confinement, resolve
+from ..sandbox.settings import SettingError, layer
+
+log = logging.getLogger(__name__)
 
 DEFAULT_CONNECT_TIMEOUT = 30.0  # seconds a server gets to connect (and a sign-out to finish)
 
@@ -41,7 +48,7 @@ class ServerConfig:
     log_level: LogLevel | None = None
     """The least severe log message wanted (sent with logging/setLevel, applied to what arrives)."""
     sandbox: Confinement | None = None
-    """A stdio server the user opted into the OS sandbox (option ``sandboxed``); None runs it as is."""
+    """A stdio server the user opted into the OS sandbox (option ``sandbox``); None runs it as is."""
 
     @property
     def key(self) -> str:
@@ -56,3 +63,41 @@ class ServerConfig:
 
     def __hash__(self) -> int:  # mappings are not hashable; hash what identifies the server
         return hash((self.key, self.type, self.command, self.args, self.url))
+
+
+def sandbox_block(options: dict[str, Any]) -> dict[str, Any] | None:
+    """A stored server's ``sandbox`` block (mcpServers/add, mcpServers/update or toolset.yaml;
+    ``{}``: seed 004's defaults), or the older ``sandboxed: true`` of rows written before the block
+    existed as the block it meant (it kept the network); None: unconfined."""
+    given = options.get("sandbox")
+    if isinstance(given, dict):
+        return given
+    return {"network": "full"} if options.get("sandboxed") else None
+
+
+def sandbox_of(options: dict[str, Any]) -> Confinement | None:
+    """The confinement a stored server runs under (None: unconfined). Its block was checked when it
+    was written; one that fails the check now (written by an older version) confines the server to
+    the defaults and says why in the log, so it never widens anything."""
+    block = sandbox_block(options)
+    if block is None:
+        return None
+    try:
+        patch, _ = layer(None, block)
+    except SettingError as exc:
+        log.warning("the sandbox option of an MCP server was refused (%s): it runs with seed 004's defaults, "
+                    "no network", exc)
+        return Confinement()
+    return resolve(patch)
+
+
+def sandbox_view(options: dict[str, Any]) -> ServerSandbox | None:
+    """The stored sandbox block as mcpServers/list shows it (the older ``sandboxed: true`` as what
+    it means)."""
+    block = sandbox_block(options)
+    if block is None:
+        return None
+    try:
+        return msgspec.convert(block, ServerSandbox)
+    except msgspec.ValidationError:
+        return ServerSandbox()  # what sandbox_of runs it with

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from .. import secrets
 from ..api.base import wire_name
+from ..api.mcp import ServerSandbox
 from ..errors import InvalidParams
 from ..store.mcp_servers import McpServerRow
 
@@ -15,14 +18,23 @@ if TYPE_CHECKING:
     from ..secrets.store import SecretStore
 
 EDITABLE = ("type", "command", "args", "env", "cwd", "url", "headers", "requires_confirmation",
-             "connect_timeout", "call_timeout", "log_level")
+             "connect_timeout", "call_timeout", "log_level", "sandbox")
 
 
 def declaration_of(row: McpServerRow) -> dict[str, Any]:
-    """A stored server as a manifest's mcp_servers entry (what mcpServers/update edits)."""
+    """A stored server as a manifest's mcp_servers entry (what mcpServers/update edits). The older
+    ``sandboxed: true`` option becomes the block it means, so an edit writes only ``sandbox``."""
+    options = dict(row.options)
+    if options.pop("sandboxed", False) and "sandbox" not in options:
+        options["sandbox"] = {"network": "full"}
     return {"id": row.server_id, "type": row.type, "command": row.command, "args": list(row.args),
             "env": dict(row.env), "cwd": row.cwd, "url": row.url, "headers": dict(row.headers),
-            "requires_confirmation": row.requires_confirmation, **row.options}
+            "requires_confirmation": row.requires_confirmation, **options}
+
+
+def sandbox_block(given: ServerSandbox | None) -> dict[str, Any] | None:
+    """The wire's sandbox as toolset.yaml writes it (only the keys given; {} stays {}: the defaults)."""
+    return None if given is None else msgspec.to_builtins(given)
 
 
 def placeholders(server: dict[str, Any], names: secrets.Placeholders) -> dict[str, Any]:
@@ -70,6 +82,8 @@ def unmasked(field: str, value: Any, old: Any) -> Any:
                 v = old[i]
             out_args.append(v)
         return out_args
+    if field == "sandbox":
+        return sandbox_block(value)
     if field == "url" and value is not None and secrets.MASK in value:
         if not old or secrets.mask_url(old) != value:
             raise refuse(where)

@@ -19,6 +19,7 @@ import msgspec
 from anyio.abc import TaskGroup
 
 from .. import secrets
+from ..api.limits import LimitWarning
 from ..api.mcp import (
     AddParams,
     FoundServer,
@@ -30,15 +31,14 @@ from ..api.mcp import (
 )
 from ..errors import Conflict, InvalidParams, NotFound, StorageError
 from ..paging import Pages
-from ..sandbox.policy import Confinement, resolve
 from ..sandbox.runner import Sandbox
-from ..sandbox.settings import SettingError, layer
 from ..store import Database
 from ..store.mcp_servers import AmbiguousServer, McpServerRepo, McpServerRow
 from ..store.mcp_tools_seen import McpToolsSeenRepo
 from ..tools import frozen
+from ..tools.limits import warnings_of
 from . import app_configs, edits, signin
-from .config import ServerConfig
+from .config import ServerConfig, sandbox_of, sandbox_view
 from .connect import config_references
 from .elicitation import Elicit
 from .host import DEFAULT_MAX_RESULT_BYTES, McpHost
@@ -62,27 +62,6 @@ def config_of(row: McpServerRow) -> ServerConfig:
                         command=row.command, args=tuple(row.args), env=row.env, cwd=row.cwd, url=row.url,
                         headers=row.headers, enabled=row.should_run, log_level=row.options.get("log_level"),
                         sandbox=sandbox_of(row.options) if row.type == "stdio" else None, **timeouts)
-
-
-def sandbox_of(options: dict[str, Any]) -> Confinement | None:
-    """The confinement of a server the user opted in (``sandboxed: true``, or ``sandbox: {network,
-    writable, ...}``); an MCP server usually needs the network, so it keeps it unless told otherwise.
-    The block is checked as a toolset's is (``sandbox.settings``): a writable '/' or home folder, or
-    an unknown network mode, must not widen anything. A block that fails the check confines the
-    server to the defaults (no network) and says why in the log."""
-    given = options.get("sandbox")
-    if not options.get("sandboxed") and not isinstance(given, dict):
-        return None
-    block = given if isinstance(given, dict) else {}
-    if "network" not in block and not block.get("allowedHosts"):
-        block = {**block, "network": "full"}
-    try:
-        patch, _ = layer(None, block)
-    except SettingError as exc:
-        log.warning("the sandbox option of an MCP server was refused (%s): it runs with seed 004's defaults, "
-                    "no network", exc)
-        return Confinement()
-    return resolve(patch)
 
 
 async def find(repo: McpServerRepo, ref: str) -> McpServerRow:
@@ -160,13 +139,20 @@ class McpServers:
     async def get(self, ref: str) -> McpServer:
         return self.view(await self.find(ref))
 
+    async def limit_warnings(self, toolset_id: str) -> list[LimitWarning]:
+        """What the sandboxes of a toolset's stdio servers allow beyond seed 004's defaults."""
+        return [w for r in await self.repo.of_toolset(toolset_id) if r.type == "stdio"
+                and (c := sandbox_of(r.options)) is not None for w in warnings_of(c, server=r.server_id)]
+
     def view(self, row: McpServerRow) -> McpServer:
         """The row joined with its live state, secrets masked."""
         try:
             state = self.host.state(row.key)
             status, error, tools, name = state.status, state.error, state.tool_count, state.server_name
+            confined_by = state.confined_by
         except KeyError:  # not handed to the host yet (added a moment ago)
             status, error, tools, name = ("connecting" if row.should_run else "disabled"), None, 0, None
+            confined_by = None
         return McpServer(
             id=row.key, server_id=row.server_id, toolset_id=row.toolset_id, type=row.type,
             status=status, enabled=row.should_run, tool_count=tools, error=error, user_mcp=row.user_mcp,
@@ -176,6 +162,7 @@ class McpServers:
             headers=secrets.mask_map(row.headers), cwd=row.cwd,
             connect_timeout=row.options.get("connect_timeout"), call_timeout=row.options.get("call_timeout"),
             log_level=row.options.get("log_level"),
+            sandbox=sandbox_view(row.options) if row.type == "stdio" else None, confined_by=confined_by,
         )
 
     # -- changing --------------------------------------------------------------------------------------
@@ -217,7 +204,7 @@ class McpServers:
         """
         server = edits.declaration_of(row)
         if "type" in given and given["type"] != row.type:  # the fields of the other kind go unless given
-            gone = ("url", "headers") if given["type"] == "stdio" else ("command", "args", "cwd")
+            gone = ("url", "headers") if given["type"] == "stdio" else ("command", "args", "cwd", "sandbox")
             server.update(dict.fromkeys(gone))
         for field, value in given.items():
             server[field] = edits.unmasked(field, value, server.get(field))
@@ -427,7 +414,8 @@ def declaration(p: AddParams) -> dict[str, Any]:
     return {
         "id": p.id, "type": p.type, "command": p.command, "args": p.args, "env": p.env, "cwd": p.cwd,
         "url": p.url, "headers": p.headers, "requires_confirmation": p.requires_confirmation,
-        "connect_timeout": p.connect_timeout, "call_timeout": p.call_timeout, "log_level": p.log_level}
+        "connect_timeout": p.connect_timeout, "call_timeout": p.call_timeout, "log_level": p.log_level,
+        "sandbox": edits.sandbox_block(p.sandbox)}
 
 
 async def _discover(path: str | None) -> tuple[list[app_configs.Found], list[str]]:

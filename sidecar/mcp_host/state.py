@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from ..api.debug import SandboxMechanism
 from ..api.mcp import ServerStatus
 from ..api.toolsets import ToolIcon
 from ..secrets import clean
@@ -43,6 +44,8 @@ class ServerState:
     tool_count: int = 0
     server_name: str | None = None
     """The name the server gave in its initialize answer."""
+    confined_by: SandboxMechanism | None = None
+    """The sandbox mechanism of the running stdio child ("none": asked for, none available)."""
 
 
 OnStatus = Callable[[ServerState], Awaitable[None]]
@@ -149,9 +152,11 @@ class LiveServer:
 
     def snapshot(self) -> ServerState:
         c = self.config
+        transport = self.conn.transport if self.conn is not None and self.status == "connected" else None
         return ServerState(key=c.key, server_id=c.server_id, toolset_id=c.toolset_id, type=c.type,
                            status=self.status, error=self.error, tool_count=len(self.tools),
-                           server_name=self.server_name)
+                           server_name=self.server_name,
+                           confined_by=transport.confined_by if transport is not None else None)
 
     @property
     def ready(self) -> bool:

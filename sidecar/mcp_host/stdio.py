@@ -28,12 +28,14 @@ from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from types import TracebackType
+from typing import cast
 
 import anyio
 import anyio.abc
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 
+from ..api.debug import SandboxMechanism
 from ..children import Child, spawn
 from ..sandbox.policy import Confinement
 from ..sandbox.runner import Sandbox, python_paths
@@ -225,6 +227,9 @@ class StdioTransport:
         self._child: Child | None = None
         self._sandbox = sandbox
         self._confinement = confinement
+        self.confined_by: SandboxMechanism | None = None
+        """What confines the running child (bubblewrap, landlock, seatbelt, or none when no mechanism
+        could); None: it was not asked to be confined."""
 
     @property
     def returncode(self) -> int | None:
@@ -288,6 +293,7 @@ class StdioTransport:
         jail = await self._sandbox.prepare(
             self.argv, env=self.env, cwd=self.cwd or os.path.dirname(program), workspace=None,
             read_only=[*python_paths(), *sorted(folders)], confinement=self._confinement)
+        self.confined_by = cast("SandboxMechanism", jail.mechanism)
         return await jail.spawn(label=f"[{self.label}]", cwd=self.cwd, stderr_lines=self.stderr_lines,
                                 stderr_line_chars=1000, logger=log)
 

@@ -75,10 +75,12 @@ def view_of(row: CatalogRow, mechanism: str | None = None) -> ToolLimits | None:
     return view(layers, row.tool_id, mechanism) if layers is not None else None
 
 
-def warnings_of(c: Confinement, tool_id: str | None = None, mechanism: str | None = None) -> list[LimitWarning]:
-    found = [LimitWarning(setting=w.field, message=w.message, tool_id=tool_id) for w in widenings(c)]
+def warnings_of(c: Confinement, tool_id: str | None = None, mechanism: str | None = None, *,
+                server: str | None = None) -> list[LimitWarning]:
+    found = [LimitWarning(setting=w.field, message=w.message, tool_id=tool_id, server=server) for w in widenings(c)]
     if mechanism == "landlock" and c.network == "allowedHosts":
-        found.append(LimitWarning(setting="sandbox.network", message=landlock_hosts_note(c), tool_id=tool_id))
+        found.append(LimitWarning(setting="sandbox.network", message=landlock_hosts_note(c), tool_id=tool_id,
+                                  server=server))
     return found
 
 

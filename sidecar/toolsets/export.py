@@ -17,6 +17,7 @@ import msgspec
 
 from .. import secrets
 from ..errors import InvalidParams, StorageError
+from ..mcp_host.config import sandbox_block
 from ..sandbox import settings as sandbox_settings
 from ..sandbox.policy import Patch
 from ..secrets.store import is_user_name
@@ -83,14 +84,25 @@ async def manifest_from_rows(repo: ToolsetRepo, servers_of: McpServerRepo, tools
         "renderer_config": o.renderer_config, "name_override": o.name_override,
         "description_override": o.description_override, "requires_confirmation": o.requires_confirmation,
         "enabled": o.enabled}) for o in overrides]
-    out["mcp_servers"] = [drop_empty({
+    out["mcp_servers"] = [_server(r, names) for r in servers]
+    return {k: v for k, v in out.items() if v != []}
+
+
+def _server(r: McpServerRow, names: secrets.Placeholders) -> dict[str, Any]:
+    """A stored server as toolset.yaml declares it; its sandbox as ``sandbox: {...}`` even when that
+    is ``{}`` (the defaults: confined, unlike no sandbox at all)."""
+    options = {k: v for k, v in r.options.items() if k not in ("sandbox", "sandboxed")}
+    out = drop_empty({
         "id": r.server_id, "type": r.type, "command": r.command,
         "args": secrets.placeholder_args(r.args, names), "cwd": r.cwd,
         "url": secrets.placeholder_url(r.url, names) if r.url else None,
         "headers": secrets.placeholder_map(r.headers, names),
         "env": secrets.placeholder_map(r.env, names),
-        "requires_confirmation": r.requires_confirmation or None, **r.options}) for r in servers]
-    return {k: v for k, v in out.items() if v != []}
+        "requires_confirmation": r.requires_confirmation or None, **options})
+    block = sandbox_block(r.options) if r.type == "stdio" else None
+    if block is not None:
+        out["sandbox"] = block
+    return out
 
 
 def _from_store(row: McpServerRow, stored: dict[str, str]) -> McpServerRow:

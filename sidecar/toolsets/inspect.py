@@ -4,7 +4,10 @@ reads the bundle, this describes it)."""
 
 from __future__ import annotations
 
+import msgspec
+
 from .. import secrets
+from ..api.mcp import ServerSandbox
 from ..api.toolsets import (
     BundleFile,
     BundleVariable,
@@ -14,6 +17,7 @@ from ..api.toolsets import (
     InspectResult,
     ManifestInfo,
 )
+from ..mcp_host.config import sandbox_of
 from ..tools import limits
 from . import bundle
 from .manifest import ConfigSchema, McpServerDecl
@@ -27,6 +31,10 @@ def inspect(b: bundle.Bundle, mechanism: str | None = None) -> InspectResult:
     tool_limits = {t.id: limits.view([("manifest", b.parsed.limits), ("manifest", b.parsed.tool_limits.get(t.id))],
                                      f"{m.id}:{t.id}", mechanism) for t in m.tools if t.http is None}
     widened = [f"{w.tool_id}: {w.message} ({w.setting})" for v in tool_limits.values() for w in v.warnings]
+    # The stdio servers the manifest puts in the sandbox, and what their sandbox allows.
+    server_limits = {s.id: limits.warnings_of(c, mechanism=mechanism, server=s.id) for s in m.mcp_servers
+                     if (c := sandbox_of({"sandbox": s.sandbox})) is not None}
+    widened += [f"MCP server {w.server}: {w.message} ({w.setting})" for ws in server_limits.values() for w in ws]
     return InspectResult(
         manifest=ManifestInfo(m.id, m.name, m.version, m.description, m.manifest_version),
         source_type="local" if b.source_type == "local" else "zip",
@@ -48,6 +56,8 @@ def inspect(b: bundle.Bundle, mechanism: str | None = None) -> InspectResult:
                 command=secrets.masked_command(s.command, s.args),
                 url=secrets.mask_url(s.url) if s.url else None, cwd=s.cwd,
                 env=secrets.mask_map(s.env), headers=secrets.mask_map(s.headers),
+                sandbox=msgspec.convert(s.sandbox, ServerSandbox) if isinstance(s.sandbox, dict) else None,
+                limit_warnings=server_limits.get(s.id, []),
             )
             for s in m.mcp_servers
         ],

@@ -118,17 +118,22 @@ class McpServerDecl(_Decl):
     log_level: LogLevel | None = None  # the least severe of its log messages the UI is sent
     # The output declaration of this server's tools, by MCP tool name (a card only when declared).
     tool_output: dict[str, OutputDecl] = {}
+    # A stdio server in the OS sandbox: {} (or true) for seed 004's defaults, or the keys of a
+    # toolset's sandbox block but disk; absent (or false): unconfined. Checked into the stored form.
+    sandbox: dict[str, Any] | bool | None = None
 
     def row(self, toolset_id: str) -> McpServerRow:
         """The one way a declared server becomes a stored one."""
+        options = {k: v for k, v in (("connect_timeout", self.connect_timeout),
+                                     ("call_timeout", self.call_timeout),
+                                     ("log_level", self.log_level),
+                                     ("tool_output", msgspec.to_builtins(self.tool_output))) if v}
+        if isinstance(self.sandbox, dict):  # {} too: the defaults, which are not "unconfined"
+            options["sandbox"] = self.sandbox
         return McpServerRow(
             server_id=self.id, toolset_id=toolset_id, type=self.type, command=self.command, args=self.args,
             cwd=self.cwd, url=self.url, headers=self.headers, env=self.env,
-            requires_confirmation=self.requires_confirmation,
-            options={k: v for k, v in (("connect_timeout", self.connect_timeout),
-                                       ("call_timeout", self.call_timeout),
-                                       ("log_level", self.log_level),
-                                       ("tool_output", msgspec.to_builtins(self.tool_output))) if v})
+            requires_confirmation=self.requires_confirmation, options=options)
 
 
 class Manifest(_Decl):
@@ -342,6 +347,12 @@ def check_writable_paths(parsed: Parsed, data_dir: Path) -> None:
                 sandbox_settings.check_writable(path, data_dir)
             except ValueError as exc:
                 raise ManifestError(f"{where}sandbox.writable[{j}]", str(exc)) from None
+    for i, s in enumerate(parsed.manifest.mcp_servers):
+        for j, path in enumerate(s.sandbox.get("writable", []) if isinstance(s.sandbox, dict) else []):
+            try:
+                sandbox_settings.check_writable(path, data_dir)
+            except ValueError as exc:
+                raise ManifestError(f"mcp_servers[{i}].sandbox.writable[{j}]", str(exc)) from None
 
 
 def _check_slugs(tools: list[ToolDecl]) -> None:
@@ -448,11 +459,32 @@ def _check_server(where: str, s: McpServerDecl) -> None:
             raise ManifestError(f"{where}.command", "a stdio server needs the command to start it")
         if s.url:
             raise ManifestError(f"{where}.url", "a stdio server has no url; set type to sse or streamable-http")
+        _check_server_sandbox(where, s)
         return
+    if s.sandbox is not None and s.sandbox is not False:
+        raise ManifestError(f"{where}.sandbox", f"only a stdio server runs as a process of this machine that the "
+                                                f"sandbox can confine; a {s.type} server runs elsewhere: remove "
+                                                "sandbox")
     if not s.url or not re.match(r"^https?://[^/\s]+", s.url):
         raise ManifestError(f"{where}.url", f"a {s.type} server needs an http:// or https:// url")
     if s.command:
         raise ManifestError(f"{where}.command", f"a {s.type} server is reached by url, not started by a command")
+
+
+def _check_server_sandbox(where: str, s: McpServerDecl) -> None:
+    """``s.sandbox`` checked as a toolset's sandbox block is, and kept in the form it is stored in
+    (sizes in bytes; {} for the defaults, None for none)."""
+    if isinstance(s.sandbox, dict) and "disk" in s.sandbox:
+        raise ManifestError(f"{where}.sandbox.disk", "a server is no tool call with a workspace to grow: disk "
+                                                     "is a per-call limit of Python tools; remove it")
+    if s.sandbox is None or s.sandbox is False:
+        s.sandbox = None
+        return
+    try:
+        patch, _ = sandbox_settings.layer(None, {} if s.sandbox is True else s.sandbox)
+    except sandbox_settings.SettingError as exc:
+        raise ManifestError(f"{where}.{exc.where}", exc.reason) from None
+    s.sandbox = sandbox_settings.to_blocks(patch).get("sandbox", {})
 
 
 def _with_legacy_renderers(m: Manifest, warnings: list[str]) -> list[OverrideDecl]:

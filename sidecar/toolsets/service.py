@@ -171,7 +171,7 @@ class ToolsetService:
     async def add_user_server(self, server: dict[str, Any]) -> ToolsetRow:
         """mcpServers/add: a userMcp toolset whose id is the server's, holding only that server.
         ``server`` is a manifest's mcp_servers entry; unset (None or empty) fields are dropped."""
-        parsed = _parse_user_server(server)
+        parsed = _parse_user_server(server, self.data_dir)
         server_id = parsed.manifest.id
         async with self._lock:
             if await self.repo.get(server_id) is not None:
@@ -184,7 +184,7 @@ class ToolsetService:
 
     def user_server_row(self, server: dict[str, Any]) -> McpServerRow:
         """mcpServers/update: a user's server as it would be stored, checked as mcpServers/add checks it."""
-        parsed = _parse_user_server(server)
+        parsed = _parse_user_server(server, self.data_dir)
         return parsed.manifest.mcp_servers[0].row(parsed.manifest.id)
 
     async def _changed(self, toolset_id: str) -> None:
@@ -328,13 +328,18 @@ class ToolsetService:
 
 
 
-def _parse_user_server(server: dict[str, Any]) -> Parsed:
+def _parse_user_server(server: dict[str, Any], data_dir: Path) -> Parsed:
     """A user's server (mcpServers/add or update params, as a manifest's mcp_servers entry) checked
-    as a one-server manifest; unset (None or empty) fields are dropped."""
+    as a one-server manifest (its sandbox's writable folders against ``data_dir`` too); unset (None
+    or empty) fields are dropped."""
     server_id = server.get("id")
+    entry = drop_empty(server)
+    if server.get("sandbox") is not None:
+        entry["sandbox"] = server["sandbox"]  # {} is the default sandbox, not "no sandbox"
     try:
-        return from_data({"manifest_version": "1", "id": server_id, "name": server_id,
-                          "mcp_servers": [drop_empty(server)]})
+        parsed = from_data({"manifest_version": "1", "id": server_id, "name": server_id, "mcp_servers": [entry]})
+        check_writable_paths(parsed, data_dir)
+        return parsed
     except ManifestError as exc:
         raise InvalidParams("params" + _wire_path(exc.path), exc.reason) from None
 

@@ -1,0 +1,99 @@
+"""A stdio MCP server the user puts in the OS sandbox (mcpServers/add and update's ``sandbox``),
+through the real sidecar process: a hostile server's tools that read the sidecar's database, write
+beside it, connect to a local port and signal the sidecar succeed unconfined and are blocked
+confined; turning the sandbox off (null) lets them through again."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sidecar.client import SidecarClient
+from sidecar.sandbox.detect import detect
+from tests.e2e.test_mcp import FIXTURES, status
+from tests.sandbox.conftest import outer_dir  # noqa: F401 - a fixture
+
+pytestmark = pytest.mark.anyio
+
+HOSTILE = str(FIXTURES / "hostile.py")
+
+
+@pytest.fixture
+def listener() -> Iterator[int]:
+    """A TCP port on this machine's loopback that accepts connections."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(16)
+        yield sock.getsockname()[1]
+
+
+async def add(sc: SidecarClient, server_id: str, **extra: object) -> dict:
+    # cwd: the sandbox lets a server read its command's folder and its working folder only.
+    params = {"id": server_id, "command": sys.executable, "args": [HOSTILE], "cwd": str(FIXTURES)} | extra
+    return (await sc.request("mcpServers/add", params))["server"]
+
+
+async def said(sc: SidecarClient, key: str, tool: str, **args: object) -> str:
+    done = (await sc.request("tools/call", {"toolId": f"mcp:{key}:{tool}", "args": args}, timeout=60))["toolCall"]
+    assert done["status"] == "success", done
+    return done["result"]["content"][0]["text"]
+
+
+@pytest.fixture(params=["bubblewrap", "landlock"])
+def mechanism(request: pytest.FixtureRequest) -> str:
+    found = detect(request.param)
+    if found.mechanism != request.param:
+        pytest.skip(f"{request.param} cannot run here: {found.warning}")
+    if request.param == "landlock" and found.landlock_abi < 6:
+        pytest.skip(f"Landlock ABI {found.landlock_abi} cannot scope signals (needs 6)")
+    return request.param
+
+
+async def test_a_sandboxed_server_is_confined_and_the_same_server_unconfined_is_not(
+        mechanism: str, outer_dir: Path, listener: int):  # noqa: F811 - outer_dir is the fixture
+    data_dir = outer_dir / "data"
+    database = data_dir / "sidecar.db"
+    async with SidecarClient.spawn(data_dir, args=("--sandbox", mechanism)) as sc:
+        boxed = await add(sc, "boxed", sandbox={})
+        assert boxed["sandbox"] == {}
+        plain = await add(sc, "plain")
+        assert "sandbox" not in plain
+        boxed = await status(sc, "boxed~boxed", "connected", "error")
+        assert boxed["status"] == "connected", boxed["error"]
+        assert boxed["confinedBy"] == mechanism
+        assert "confinedBy" not in await status(sc, "plain~plain", "connected")
+        sidecar_pid = (await sc.request("debug/info"))["pid"]
+
+        # Unconfined, the server reads the database, writes beside it, reaches a local port and
+        # could signal the sidecar: what the user turns the sandbox on against.
+        assert await said(sc, "plain~plain", "read", path=str(database)) == "ok read 64 bytes"
+        assert await said(sc, "plain~plain", "write", path=str(data_dir / "plain.txt")) == "ok written"
+        assert await said(sc, "plain~plain", "connect", port=listener) == "ok connected"
+        assert await said(sc, "plain~plain", "signal_pid", pid=sidecar_pid) == "ok signalled"
+
+        assert (await said(sc, "boxed~boxed", "read", path=str(database))).startswith("blocked")
+        assert (await said(sc, "boxed~boxed", "write", path=str(data_dir / "boxed.txt"))).startswith("blocked")
+        assert (await said(sc, "boxed~boxed", "connect", port=listener)).startswith("blocked")
+        assert (await said(sc, "boxed~boxed", "signal_pid", pid=sidecar_pid)).startswith("blocked")
+        scratch = await said(sc, "boxed~boxed", "home")  # a private folder (bubblewrap: in its own /tmp)
+        assert await said(sc, "boxed~boxed", "write", path=f"{scratch}/scratch.txt") == "ok written"
+        assert not (data_dir / "boxed.txt").exists()
+
+        # Turned off (null), it restarts unconfined; a sandbox with the network given back
+        # restarts it confined again, still without the database.
+        off = (await sc.request("mcpServers/update", {"id": "boxed", "sandbox": None}))["server"]
+        assert "sandbox" not in off
+        off = await status(sc, "boxed~boxed", "connected")
+        assert "confinedBy" not in off
+        assert await said(sc, "boxed~boxed", "read", path=str(database)) == "ok read 64 bytes"
+        networked = (await sc.request("mcpServers/update", {"id": "boxed", "sandbox": {"network": "full"}}))
+        assert networked["server"]["sandbox"] == {"network": "full"}
+        assert (await status(sc, "boxed~boxed", "connected"))["confinedBy"] == mechanism
+        assert await said(sc, "boxed~boxed", "connect", port=listener) == "ok connected"
+        assert (await said(sc, "boxed~boxed", "read", path=str(database))).startswith("blocked")
+        assert os.path.exists(database)
