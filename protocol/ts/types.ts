@@ -577,14 +577,16 @@ export interface InspectedServer {
 }
 
 /** The OS sandbox of a stdio server, as toolset.yaml's ``mcp_servers[].sandbox`` writes it. Every
- *     key left out keeps seed 004's default, so ``{}`` is the whole default sandbox: the server reads the
- *     system's programs and libraries, the sidecar's Python, the folder of its command and its working
- *     folder (cwd), all read-only; it writes only to a fresh, empty /tmp of its own (also its HOME,
- *     /tmp/home), gone when it stops, and to the folders in writable; it has no network, sees only its
- *     own processes (never the sidecar's), and the user's home folder and the app's data directory are
- *     not there at all. Its memory and processes are limited where debug/info's sandbox.limits is a
- *     cgroup. A server run through npx or uvx needs network full (or allowedHosts) to download, and
- *     writable for its cache folder. */
+ *     key left out keeps seed 004's default, so ``{}`` is the whole default sandbox. The server reads
+ *     the system's programs and libraries, the sidecar's Python, the folder of its command and its
+ *     working folder (cwd), all read-only: a script given by path in args must lie in one of them. It
+ *     writes only to a private temporary folder (its TMPDIR and HOME; with bubblewrap a fresh, empty
+ *     /tmp of its own, HOME /tmp/home, gone when it stops) and to the folders in writable. It has no
+ *     network, cannot signal the sidecar (with bubblewrap it sees only its own processes), and the
+ *     user's home folder and the app's data directory are not readable. Its memory and processes count
+ *     for everything it starts together, where debug/info's sandbox.limits is a cgroup (past its
+ *     memory the kernel kills it and it restarts); with rlimit they are not enforced. A server run
+ *     through npx or uvx needs network full (or allowedHosts) to download, and writable for its cache. */
 export interface ServerSandbox {
   /** Memory the server's processes may use together. Bytes, or a number with k, m or g as toolset.yaml writes it ("512m", "1g"); 32m to 64g, default 256m. */
   memory?: number | string | null;

@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import shlex
 from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -37,6 +38,7 @@ from mcp.shared.message import SessionMessage
 
 from ..api.debug import SandboxMechanism
 from ..children import Child, spawn
+from ..sandbox import cgroups
 from ..sandbox.policy import Confinement
 from ..sandbox.runner import Sandbox, python_paths
 
@@ -193,6 +195,25 @@ class _StdoutReader:
         await self.aclose()
 
 
+def _server_group(confinement: Confinement) -> cgroups.WorkerGroup | None:
+    """A cgroup holding the server and all it starts, with its memory and process limits; None
+    where no cgroup can be used (debug/info's sandbox.limits says rlimit): the server then runs
+    without those two limits, its filesystem and network still confined."""
+    group = cgroups.detect().create()
+    if group is not None:
+        group.set_limits(confinement.max_processes, confinement.memory_bytes)
+    return group
+
+
+def _entering(group: cgroups.WorkerGroup) -> list[str]:
+    """A shell that moves itself into ``group`` and then execs the sandbox: everything the sandbox
+    starts is in the group from its first instruction (moving the pid after the spawn would let it
+    fork outside first). A write that fails stops the server there, with the shell's message on its
+    stderr: it never runs without the limits it was given."""
+    enter = " && ".join(f"echo $$ > {shlex.quote(path)}" for path in group.procs_files())
+    return ["/bin/sh", "-c", f'{enter} && exec "$@"', "sh"]
+
+
 class StdioTransport:
     def __init__(
         self,
@@ -285,17 +306,29 @@ class StdioTransport:
             return await spawn(self.argv, env=self.env, cwd=self.cwd, label=f"[{self.label}]",
                                stderr_lines=self.stderr_lines, stderr_line_chars=1000, logger=log)
         # Opted in: the server reads its own folder and its working folder, writes nowhere but
-        # ``sandbox.writable`` (and a private /tmp), and keeps the network unless told otherwise.
+        # ``sandbox.writable`` (and a private /tmp), and has the network its sandbox gives it.
+        confinement = self._confinement
+        group = await anyio.to_thread.run_sync(_server_group, confinement)
         program = self.argv[0]
         folders = {os.path.dirname(program), os.path.dirname(os.path.realpath(program))}  # noqa: ASYNC240 - no I/O but readlink of one path
         if self.cwd:
             folders.add(self.cwd)
         jail = await self._sandbox.prepare(
             self.argv, env=self.env, cwd=self.cwd or os.path.dirname(program), workspace=None,
-            read_only=[*python_paths(), *sorted(folders)], confinement=self._confinement)
+            read_only=[*python_paths(), *sorted(folders)], confinement=confinement)
         self.confined_by = cast("SandboxMechanism", jail.mechanism)
-        return await jail.spawn(label=f"[{self.label}]", cwd=self.cwd, stderr_lines=self.stderr_lines,
-                                stderr_line_chars=1000, logger=log)
+        if group is not None:
+            jail.argv = [*_entering(group), *jail.argv]
+        try:
+            child = await jail.spawn(label=f"[{self.label}]", cwd=self.cwd, stderr_lines=self.stderr_lines,
+                                     stderr_line_chars=1000, logger=log)
+        except BaseException:
+            if group is not None:
+                group.remove()
+            raise
+        if group is not None:
+            child.on_stop(group.remove)  # kills what is left in it (a setsid daemon), then removes it
+        return child
 
     # -- pipes -------------------------------------------------------------------------------------
 

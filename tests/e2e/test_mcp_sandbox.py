@@ -95,3 +95,25 @@ async def test_a_sandboxed_server_is_confined_and_the_same_server_unconfined_is_
         assert (await status(sc, "boxed~boxed", "connected"))["confinedBy"] == mechanism
         assert await said(sc, "boxed~boxed", "connect", port=listener) == "ok connected"
         assert (await said(sc, "boxed~boxed", "read", path=str(database))).startswith("blocked")
+
+
+async def test_a_sandboxed_servers_processes_and_memory_are_limited(outer_dir: Path):  # noqa: F811
+    if detect("bubblewrap").mechanism != "bubblewrap":
+        pytest.skip("bubblewrap cannot run here")
+    async with SidecarClient.spawn(outer_dir / "data", args=("--sandbox", "bubblewrap")) as sc:
+        limits = (await sc.request("debug/info"))["sandbox"]["limits"]
+        if limits == "rlimit":
+            pytest.skip("no cgroup can be used here: a server gets no memory or process limit")
+        await add(sc, "few", sandbox={"processes": 12, "memory": "128m"})
+        await add(sc, "many", sandbox={"network": "none"})
+        await status(sc, "few~few", "connected")
+        await status(sc, "many~many", "connected")
+        assert await said(sc, "many~many", "fork", n=20) == "ok started 20"
+        assert await said(sc, "many~many", "allocate", mb=160) == "ok allocated 160 MiB"
+
+        assert (await said(sc, "few~few", "fork", n=20)).startswith("blocked")
+        assert await said(sc, "few~few", "fork", n=2) == "ok started 2"  # the ones it started were reaped
+        done = (await sc.request("tools/call", {"toolId": "mcp:few~few:allocate", "args": {"mb": 160}},
+                                 timeout=60))["toolCall"]
+        # Past its memory the server is killed (the kernel's OOM killer in its cgroup) or refused.
+        assert done["status"] == "error" or done["result"]["content"][0]["text"].startswith("blocked"), done
