@@ -254,6 +254,7 @@ async def run(data_dir: Path, verbose: bool) -> int:
 
         await configured_tool(sc)
         await sandbox_settings(sc)
+        await sandboxed_server(sc, data_dir)
 
         await http_tools(sc)
 
@@ -400,6 +401,25 @@ async def sandbox_settings(sc: SidecarClient) -> None:
     show("the user's 5 s wins", f"{won['timeoutSeconds']:g} s ({won['sources']['timeoutSeconds']})")
     call = (await sc.request("tools/call", {"toolId": "sandbox-settings:quick", "args": {"seconds": 0.2}}))["toolCall"]
     show("a short nap", f"{call['status']}, {call['result']}")
+
+
+async def sandboxed_server(sc: SidecarClient, data_dir: Path) -> None:
+    step("an MCP server the user puts in the OS sandbox: it cannot read the sidecar's database")
+    hostile = ROOT / "tests" / "fixtures" / "mcp" / "hostile.py"
+    await sc.request("mcpServers/add", {"id": "boxed", "command": sys.executable, "args": [str(hostile)],
+                                        "cwd": str(hostile.parent), "sandbox": {}})
+    async def boxed() -> dict[str, Any]:
+        return next(s for s in (await sc.request("mcpServers/list"))["servers"] if s["id"] == "boxed~boxed")
+
+    with anyio.fail_after(30):
+        while (shown := await boxed())["status"] == "connecting":  # noqa: ASYNC110 - a poll of the list, as a UI would
+            await anyio.sleep(0.05)
+    show("mcpServers/list", f"{shown['status']}, sandbox {shown.get('sandbox')}, confinedBy {shown.get('confinedBy')}")
+    if shown["status"] == "connected":
+        call = (await sc.request("tools/call", {"toolId": "mcp:boxed~boxed:read",
+                                                "args": {"path": str(data_dir / "sidecar.db")}}))["toolCall"]
+        show("it reads sidecar.db", call["result"]["content"][0]["text"])
+    await sc.request("mcpServers/remove", {"id": "boxed"})
 
 
 # -- HTTP tools (issue 13) against a local server -------------------------------------------------
