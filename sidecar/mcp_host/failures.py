@@ -57,7 +57,7 @@ async def handshake_failure(config: ServerConfig, conn: Conn, exc: BaseException
     transport = conn.transport
     if transport is not None and (conn.lost.is_set() or transport.returncode is not None):
         code = await transport.wait_exited(1.0)
-        what = exit_reason(code) if code is not None else "closed its stdout"
+        what = transport.memory_killed() or (exit_reason(code) if code is not None else "closed its stdout")
         message = f"the server {what} before completing the MCP handshake{garbage_note(transport)}"
         return with_stderr(message, transport)
     if exc is None:
@@ -76,7 +76,7 @@ async def lost_message(conn: Conn, url: str) -> str:
     transport = conn.transport
     if transport is not None:
         code = await transport.wait_exited(1.0)
-        what = exit_reason(code) if code is not None else "closed its stdout"
+        what = transport.memory_killed() or (exit_reason(code) if code is not None else "closed its stdout")
         return with_stderr(f"the server {what}", transport)
     message = f"the connection to {mask_url(url)} was closed"
     return f"{message}: {conn.notes[-1]}" if conn.notes else message

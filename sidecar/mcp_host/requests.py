@@ -104,6 +104,9 @@ async def request(srv: LiveServer, conn: Conn, what: str,
             # connection so the supervisor reconnects (or reports it) instead of waiting for
             # the next request to fail the same way.
             conn.lost.set()
+            if conn.transport is not None and (killed := conn.transport.memory_killed()) is not None:
+                raise McpError("disconnected", f"MCP server {name} {killed} before answering {what}",
+                               server=key) from None
             raise McpError("disconnected", f"MCP server {name}: the connection ended before the answer to "
                                            f"{what} ({err.message})", server=key) from None
         if err.code == TOO_LARGE_CODE and isinstance(err.data, dict) and err.data.get("covaltTooLarge"):

@@ -39,7 +39,7 @@ from mcp.shared.message import SessionMessage
 from ..api.debug import SandboxMechanism
 from ..children import Child, spawn
 from ..sandbox import cgroups
-from ..sandbox.policy import Confinement
+from ..sandbox.policy import Confinement, format_size
 from ..sandbox.runner import Sandbox, python_paths
 
 __all__ = ["TOO_LARGE_CODE", "StdioTransport"]
@@ -205,6 +205,21 @@ def _server_group(confinement: Confinement) -> cgroups.WorkerGroup | None:
     return group
 
 
+def _oom_kills(group: cgroups.WorkerGroup) -> int:
+    """How many of the group's processes the kernel killed at its memory limit (0 if unknown)."""
+    folder = group.dirs.get("memory") or group.dirs.get("unified")
+    name = "memory.oom_control" if group.version == 1 else "memory.events"
+    try:
+        text = (folder / name).read_text() if folder is not None else ""
+    except OSError:
+        return 0
+    for line in text.splitlines():
+        key, _, value = line.partition(" ")
+        if key == "oom_kill" and value.strip().isdigit():
+            return int(value)
+    return 0
+
+
 def _entering(group: cgroups.WorkerGroup) -> list[str]:
     """A shell that moves itself into ``group`` and then execs the sandbox: everything the sandbox
     starts is in the group from its first instruction (moving the pid after the spawn would let it
@@ -248,6 +263,8 @@ class StdioTransport:
         self._child: Child | None = None
         self._sandbox = sandbox
         self._confinement = confinement
+        self._group: cgroups.WorkerGroup | None = None
+        self._oom_killed: bool | None = None
         self.confined_by: SandboxMechanism | None = None
         """What confines the running child (bubblewrap, landlock, seatbelt, or none when no mechanism
         could); None: it was not asked to be confined."""
@@ -327,8 +344,23 @@ class StdioTransport:
                 group.remove()
             raise
         if group is not None:
+            self._group = group
+            child.on_stop(self._note_limits)  # read before the group goes
             child.on_stop(group.remove)  # kills what is left in it (a setsid daemon), then removes it
         return child
+
+    def _note_limits(self) -> None:
+        self.memory_killed()
+
+    def memory_killed(self) -> str | None:
+        """When the kernel killed the sandboxed server at its memory limit: words saying so, with
+        the limit and the setting that raises it; else None."""
+        if self._oom_killed is None and self._group is not None and not self._group.removed:
+            self._oom_killed = _oom_kills(self._group) > 0
+        if not self._oom_killed or self._confinement is None:
+            return None
+        return (f"was killed at its sandbox's memory limit of {format_size(self._confinement.memory_bytes)} "
+                "(sandbox.memory raises it)")
 
     # -- pipes -------------------------------------------------------------------------------------
 
