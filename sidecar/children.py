@@ -184,15 +184,19 @@ class Child:
         self._sandboxed = True
 
     def interrupt(self) -> None:
-        """SIGINT for the program, so it can unwind. In a bubblewrap sandbox our child is bwrap,
-        which SIGINT would kill outright: the signal goes to the sandbox's own process group instead
-        (its pid 1 has no handler, so the kernel drops it there; the program gets it)."""
+        """SIGINT for the program's process group, as a terminal's Ctrl-C: the program and what it
+        started can unwind, each getting it once (a program does not pass it on to its group).
+        In a bubblewrap sandbox our child is bwrap, which SIGINT would kill outright: the signal
+        goes to the sandbox's own group instead (its pid 1 has no handler, so the kernel drops it
+        there). Elsewhere the child leads its own group (a new session)."""
         target = self._confined_group()
         with suppress(ProcessLookupError, PermissionError):
             if target is not None:
                 os.killpg(target, signal.SIGINT)
-            else:
+            elif sys.platform == "win32":
                 os.kill(self.pid, signal.SIGINT)
+            else:
+                os.killpg(self.pid, signal.SIGINT)
 
     def _confined_group(self) -> int | None:
         if self._sandbox_pid is None and self._sandbox_info is not None:

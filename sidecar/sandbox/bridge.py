@@ -14,6 +14,12 @@ nothing: the bridge is the sandbox's first process, so when it dies the sandbox'
 kernel kills every process of the sandbox, the tool included. It listens before ARGV starts, so the
 tool never finds the port free to put a listener of its own there.
 
+An interrupt is not the bridge's to pass on: the sidecar stops a call with SIGINT to the sandbox's
+whole process group (bwrap's ``--new-session`` group: the bridge, the tool and everything the tool
+started), so the tool has it already. The bridge ignores SIGINT from its first line: forwarding it
+gave the tool a second one, and a second SIGINT raises KeyboardInterrupt again inside the ``finally``
+the first one started, so a tool lost the grace it gets to unwind. The bridge ends when the tool ends.
+
 It is one thread: an epoll set carries every connection, with at most 64 KiB waiting in each
 direction (a direction is not read while its bytes wait, so a slow reader slows its writer), and
 learns of the tool's end from the same set. Threads would count against the sandbox's
@@ -35,7 +41,7 @@ import sys
 
 BLOCK = 64 * 1024
 MAX_CONNECTIONS = 64  # beyond this a new connection is closed at once; the proxy has its own bound
-_FORWARDED = (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP, _signal.SIGQUIT, _signal.SIGUSR1, _signal.SIGUSR2)
+_FORWARDED = (_signal.SIGTERM, _signal.SIGHUP, _signal.SIGQUIT, _signal.SIGUSR1, _signal.SIGUSR2)
 _IN, _OUT = select.EPOLLIN, select.EPOLLOUT
 _READABLE = select.EPOLLIN | select.EPOLLHUP | select.EPOLLERR  # a hang-up or error shows on the next recv
 _WRITABLE = select.EPOLLOUT | select.EPOLLHUP | select.EPOLLERR
@@ -45,6 +51,7 @@ def main(argv: list[str]) -> int:
     if len(argv) < 4 or argv[2] != "--":
         sys.stderr.write("usage: bridge.py SOCKET PORT -- PROGRAM [ARG...]\n")
         return 2
+    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)  # the tool gets the group's interrupt itself
     unix_path, port, command = argv[0], int(argv[1]), argv[3:]
     listener = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
     listener.bind(("127.0.0.1", port))  # before the tool runs: it never finds the port free
@@ -74,7 +81,9 @@ def _ignore(_sig: int, _frame: object) -> None:
 
 def _run(command: list[str]) -> None:
     """In the child: restore default signal dispositions and become the tool's program."""
-    for number in (_signal.SIGPIPE, _signal.SIGXFSZ):  # Python ignores them; exec would keep that
+    # Python ignores SIGPIPE and SIGXFSZ, the bridge SIGINT; exec would keep that (and a Python
+    # started with SIGINT ignored never raises KeyboardInterrupt).
+    for number in (_signal.SIGPIPE, _signal.SIGXFSZ, _signal.SIGINT):
         _signal.signal(number, _signal.SIG_DFL)
     try:
         os.execvp(command[0], command)

@@ -66,6 +66,16 @@ class Spare:
         self.params_w = self.result_r = -1
 
 
+def pass_interrupt(pid: int) -> None:
+    """SIGINT for a call's child that did not get the host's: the host signals the worker's whole
+    process group, so a child still in it has it already, and a second SIGINT would raise
+    KeyboardInterrupt again inside the ``finally`` the first one started (the tool would lose its
+    grace to unwind). A child that left the group (setpgid, setsid) gets it from here."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if os.getpgid(pid) != os.getpgrp():
+            os.kill(pid, signal.SIGINT)
+
+
 def kill_descendants(keep: int = 0, dying: int = 0) -> None:
     """Stop, kill and reap every process below this one but ``keep`` (the next call's spare, a
     child of this one that no call's process started). ``dying`` is a call's child killed after

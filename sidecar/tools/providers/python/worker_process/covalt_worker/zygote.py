@@ -20,7 +20,7 @@ from .child import Child
 from .limits import POLL, Cgroup, Watch
 from .messages import signal_name, size_text
 from .pipes import drain, read_rest, read_some, request_lines, write_all
-from .procs import Spare, held_fds, ignore_signal, kill_descendants, thread_count
+from .procs import Spare, held_fds, ignore_signal, kill_descendants, pass_interrupt, thread_count
 from .protocol import (
     KINDS,
     METHOD_NOT_FOUND,
@@ -187,8 +187,7 @@ class Worker:
             now = time.monotonic()
             if self.interrupted and interrupted_at is None:
                 interrupted_at = now
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(child.pid, signal.SIGINT)
+                pass_interrupt(child.pid)
             if interrupted_at is not None and now - interrupted_at > CHILD_GRACE:
                 return None, data, Failure("cancelled", "the call was stopped")
             if now >= next_check:
