@@ -1,6 +1,7 @@
 """How a call ends, through the real `python -m sidecar` (issue 15): a call stopped by its timeout
 or by the user unwinds (its finally block runs, under a network allow-list too) before everything
-of it is killed, and the sidecar answers ping within 50 ms throughout."""
+of it is killed; a call whose helper process the kernel killed for the call's memory limit says
+so; and the sidecar answers ping within 50 ms throughout."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import anyio
 import pytest
 
 from sidecar.client import SidecarClient
+from sidecar.sandbox import cgroups
 from sidecar.sandbox.detect import detect
 from tests.e2e.test_hostile_worker import PING_BOUND, Pinger, running_with
 
@@ -24,6 +26,7 @@ FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "toolsets" / "hosti
 # first in its sandbox), `unwind_offline` with no network.
 STOPS = [("bubblewrap", "unwind"), ("bubblewrap", "unwind_offline"), ("landlock", "unwind_offline"),
          ("none", "unwind_offline")]
+WARM = {"child_hog": {"megabytes": 1}}
 
 
 class Limits:
@@ -50,7 +53,7 @@ async def limits(request: pytest.FixtureRequest, data_dir: Path, tmp_path: Path)
         chat = (await sidecar.request("chats/create", {"title": "limits"}))["chat"]
         here = Limits(sidecar, chat["id"], Path(chat["workspacePath"]))
         # A worker's cold start is bench_tools.py's budget, not what these tests measure.
-        warm = await here.call(tool, {"marker": "warm", "seconds": 0})
+        warm = await here.call(tool, WARM.get(tool, {"marker": "warm", "seconds": 0}))
         assert warm["status"] == "success", (warm.get("errorKind"), warm.get("error"))
         pinger = Pinger(sidecar)
         async with anyio.create_task_group() as tg:
@@ -96,3 +99,18 @@ async def test_a_cancelled_call_unwinds_before_it_is_killed(limits: Limits, tool
     assert stopped["error"]["code"] == -32800, stopped  # answered at once; the call unwinds meanwhile
     assert await eventually((limits.workspace / marker).exists), "the stopped tool's finally block did not run"
     assert await eventually(lambda: not running_with(marker)), "a process of the call outlived it"
+
+
+@pytest.mark.parametrize("limits", [("bubblewrap", "child_hog")], indirect=True, ids=["bubblewrap"])
+async def test_a_helper_killed_for_the_calls_memory_fails_the_call_on_the_memory_limit(limits: Limits):
+    if cgroups.detect().kind == "rlimit":
+        pytest.skip("no memory cgroup here: each process has its own memory rlimit, nothing kills for the call's total")
+    # Three helpers of 40 MB each stay under their own 64 MB rlimit, not under the call's 64 MB together.
+    failed = await limits.call("child_hog", {"megabytes": 40, "helpers": 3})
+    assert failed["status"] == "error" and failed["errorKind"] == "limit", failed
+    assert "memory limit" in failed["error"] and "64 MiB" in failed["error"] and "sandbox.memory" in failed["error"]
+    assert "a helper failed with code -9" in failed["error"]  # what the tool said stays in the message
+    # A tool that handled its helper's end keeps its answer: what it returns is its own account of it.
+    handled = await limits.call("child_hog", {"megabytes": 40, "helpers": 3, "handle": True})
+    assert handled["status"] == "success", handled
+    assert -9 in handled["result"]["codes"]

@@ -103,10 +103,16 @@ class Watch:
 
     def after_kill(self) -> Failure | None:
         """Why the call's process was killed by a signal, when a limit did it."""
-        if self.cgroup is not None and self.cgroup.oom_kills() > self.ooms:
-            return limit_failure("memory", self.limits.memory_bytes,
-                                  "the call's processes used more memory than", killed=True)
-        return self.check()
+        return self.memory_killed(stopped=True) or self.check()
+
+    def memory_killed(self, stopped: bool = False, note: str = "", **data: Any) -> Failure | None:
+        """The memory limit, when the kernel killed a process of this call for it: the cgroup's
+        count of such kills grew (v1 ``memory.oom_control``, v2 ``memory.events``). The worker's
+        cgroup holds one call at a time, so every kill it counts meanwhile is this call's."""
+        if self.cgroup is None or self.cgroup.oom_kills() <= self.ooms:
+            return None
+        return limit_failure("memory", self.limits.memory_bytes, "the call's processes used more memory than",
+                             killed=stopped, note=note, **data)
 
     def disk(self) -> Failure | None:
         if self.base is None:

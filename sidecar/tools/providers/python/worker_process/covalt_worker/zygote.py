@@ -240,13 +240,24 @@ class Worker:
             raise passed
         if reply is None:
             code = os.WEXITSTATUS(status) if status is not None else None
-            raise Failure("crashed", f"the tool's process exited with code {code} before answering")
+            crashed = f"the tool's process exited with code {code} before answering"
+            raise watch.memory_killed(note=f"Then {crashed}.") or Failure("crashed", crashed)
         if reply.error is not None:
             kind = reply.error.data.get("kind")
             if kind not in KINDS:
                 raise Failure("output", "the tool's answer could not be read: it reports an unknown failure")
-            raise Failure(str(kind), reply.error.message, reply.error.code, **{
-                k: v for k, v in reply.error.data.items() if k != "kind"})
+            details = {k: v for k, v in reply.error.data.items() if k != "kind"}
+            if kind in ("raised", "crashed"):
+                # A process the tool started was killed for the call's memory (the tool's own would
+                # have ended the call by a signal): that is why the tool failed, in its own words after.
+                passed = watch.memory_killed(note=f"The kernel stopped a process of the call; the tool then "
+                                                  f"failed: {reply.error.message}", **details)
+                if passed is not None:
+                    raise passed
+            raise Failure(str(kind), reply.error.message, reply.error.code, **details)
+        # A tool that answered although a process of it was killed for memory keeps its answer: it
+        # handled that process's end (a retry, a smaller job, a partial result) and its value is its
+        # own account of it; failing the call would throw that work away.
         if not reply.result:
             raise Failure("output", "the tool's answer could not be read: it holds no result")
         return {"result": reply.result}
