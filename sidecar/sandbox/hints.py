@@ -1,8 +1,9 @@
 """What to tell the user when the sandbox stopped a tool: which setting would have allowed it.
 
 A tool sees the sandbox only as ordinary errors (a read-only file system, a path that does not
-exist, a refused connection). The sidecar reads them from the tool's error or output and adds
-what was blocked and which setting widens it (``sandbox.writable``, ``sandbox.network``).
+exist, a refused connection, a process out of memory). The sidecar reads them from the tool's error
+or output and adds what was blocked and which setting widens it (``sandbox.writable``,
+``sandbox.network``, ``sandbox.memory``).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 
-from .policy import Confinement
+from .policy import Confinement, format_size
 
 _PATH_ERROR = re.compile(r"\[Errno (\d+)\] [^:'\n]*: '([^'\n]+)'")
 _READ_ONLY = ("Read-only file system", "[Errno 30]")
@@ -21,6 +22,7 @@ _NETWORK = ("[Errno 111]", "Connection refused", "[Errno 101]", "Network is unre
 _SHELL_WRITE = re.compile(r"cannot create ([^:\n]+): (?:Permission denied|Directory nonexistent)")
 # Landlock refuses a TCP connect or bind with EACCES, without a path.
 _DENIED_CONNECT = re.compile(r"\[Errno 13\] Permission denied(?!: ')")
+_OUT_OF_MEMORY = re.compile(r"\bMemoryError\b|Cannot allocate memory|\[Errno 12\]")
 
 
 def hint(text: str, confinement: Confinement, workspace: str | None, mechanism: str | None = None) -> str | None:
@@ -40,6 +42,11 @@ def hint(text: str, confinement: Confinement, workspace: str | None, mechanism: 
             return writable_hint(workspace)
     if confinement.network != "full" and (any(m in text for m in _NETWORK) or _DENIED_CONNECT.search(text)):
         return network_hint(confinement, mechanism)
+    if _OUT_OF_MEMORY.search(text):
+        # A process the tool started hit its memory rlimit (a MemoryError in its stderr, which the
+        # tool quoted): the tool's own MemoryError is already a memory-limit failure, not a hint.
+        return (f"A process of this tool ran out of memory: each process of a call may use "
+                f"{format_size(confinement.memory_bytes)}; the setting sandbox.memory raises it.")
     return None
 
 
@@ -78,3 +85,4 @@ def _inside(path: str, workspace: str | None, writable: tuple[str, ...]) -> bool
         if path == root or path.startswith(root + os.sep):
             return True
     return False
+

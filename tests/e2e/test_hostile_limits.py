@@ -114,3 +114,8 @@ async def test_a_helper_killed_for_the_calls_memory_fails_the_call_on_the_memory
     handled = await limits.call("child_hog", {"megabytes": 40, "helpers": 3, "handle": True})
     assert handled["status"] == "success", handled
     assert -9 in handled["result"]["codes"]
+    # One helper asking for 1 GB meets its own memory rlimit first (a MemoryError in it, no kill):
+    # the tool's error quotes it, and the sidecar says which setting raises the limit.
+    alone = await limits.call("child_hog", {"megabytes": 1024})
+    assert alone["status"] == "error" and alone["errorKind"] == "raised", alone
+    assert "MemoryError" in alone["error"] and "64 MiB" in alone["error"] and "sandbox.memory" in alone["error"]

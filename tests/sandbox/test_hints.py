@@ -50,3 +50,11 @@ def test_allowed_hosts_under_landlock_says_there_is_no_network_and_how_to_get_it
     under_bwrap = hint("ConnectionRefusedError: [Errno 111] Connection refused", hosts, "/ws", "bubblewrap")
     assert under_bwrap is not None and "add the host to sandbox.allowedHosts" in under_bwrap
     assert "Landlock" not in (hint("PermissionError: [Errno 13] Permission denied", DEFAULT, "/ws", "landlock") or "")
+
+
+def test_a_helper_out_of_memory_names_the_limit_and_sandbox_memory() -> None:
+    quoted = "RuntimeError: a helper failed with code 1: Traceback (most recent call last):\n  File ..\nMemoryError\n"
+    said = hint(quoted, Confinement(memory_bytes=64 << 20), "/ws")
+    assert said is not None and "64 MiB" in said and "sandbox.memory" in said
+    assert hint("OSError: [Errno 12] Cannot allocate memory", DEFAULT, "/ws") is not None
+    assert hint("ValueError: no MemoryErrors here", DEFAULT, "/ws") is None
