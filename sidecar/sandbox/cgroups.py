@@ -55,9 +55,11 @@ class WorkerGroup:
         self.dirs = dirs
         self.removed = False
         self.fixed = False  # its limits are set: the worker only moves processes in
+        self.limited = True  # False: it has no limit files (controllers off); calls get rlimits
 
     def config(self) -> dict[str, Any]:
-        return {"version": self.version, "dirs": {k: str(v) for k, v in self.dirs.items()}, "fixed": self.fixed}
+        return {"version": self.version, "dirs": {k: str(v) for k, v in self.dirs.items()}, "fixed": self.fixed,
+                "limited": self.limited}
 
     def folders(self) -> list[str]:
         return [str(d) for d in self.dirs.values()]
@@ -70,12 +72,22 @@ class WorkerGroup:
         """Write the limits for all of the worker's calls (the worker then never writes them)."""
         pids = self.dirs.get("pids") or self.dirs.get("unified")
         memory = self.dirs.get("memory") or self.dirs.get("unified")
+        values: dict[Path, int] = {}
+        if pids is not None:
+            values[pids / "pids.max"] = max_processes
+        if memory is not None:
+            values[memory / ("memory.max" if self.version == 2 else "memory.limit_in_bytes")] = memory_bytes
+        missing = [path for path in values if not path.exists()]
+        if missing:
+            # The controllers are not enabled for it: the group still holds the calls' processes
+            # (and kills them together), the worker limits each call with rlimits instead.
+            self.limited = False
+            log.warning("the cgroup %s has no %s (its controllers are not enabled): this worker's calls get "
+                        "rlimits for memory and processes", missing[0].parent, " or ".join(p.name for p in missing))
+            return
         try:
-            if pids is not None:
-                (pids / "pids.max").write_text(str(max_processes))
-            if memory is not None:
-                name = "memory.max" if self.version == 2 else "memory.limit_in_bytes"
-                (memory / name).write_text(str(memory_bytes))
+            for path, value in values.items():
+                path.write_text(str(value))
         except OSError as exc:
             log.warning("cannot set the limits of the cgroup %s: %s", pids or memory, exc)
             return
@@ -171,7 +183,11 @@ def _v2_base(own: Path) -> Path | None:
         available = (own / "cgroup.controllers").read_text().split()
     except OSError:
         return None
-    if not {"memory", "pids"} <= set(available) or not _writable(own):
+    if not {"memory", "pids"} <= set(available):
+        log.info("cgroup v2 at %s offers no memory and pids controllers (%s; bound to v1 hierarchies?): "
+                 "tool calls get rlimits", own, " ".join(available) or "none")
+        return None
+    if not _writable(own):
         return None
     enable = own / "cgroup.subtree_control"
     if _enabled(enable):
@@ -214,9 +230,13 @@ def _running(pid: int) -> bool:
 
 
 def _kill_and_remove(dirs: list[Path]) -> bool:
-    """SIGKILL every process in ``dirs`` until they are empty, then remove them; whether all went."""
+    """SIGKILL every process in ``dirs`` until they are empty, then remove them; whether all went.
+    On v2 (kernel 5.14+) ``cgroup.kill`` kills the whole group at once, so a process forking as
+    fast as it can is not outrun; elsewhere each pid listed is killed, round after round."""
     deadline = time.monotonic() + _REMOVE_WAIT
     for folder in dirs:
+        with suppress(OSError):
+            (folder / "cgroup.kill").write_text("1")
         while True:
             pids = _procs(folder)
             for pid in pids:

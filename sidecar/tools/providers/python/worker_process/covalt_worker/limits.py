@@ -32,6 +32,7 @@ class Cgroup:
         self.memory = dirs.get("memory") or dirs.get("unified")
         self.limits: CallLimits | None = None
         self.fixed = config.fixed
+        self.limited = config.limited  # False: the group only holds the calls' processes
         self.failed = False
 
     def enter(self, pid: int) -> None:
@@ -39,7 +40,7 @@ class Cgroup:
             self._write(path, str(pid))
 
     def set_limits(self, limits: CallLimits) -> None:
-        if limits == self.limits or self.fixed:
+        if limits == self.limits or self.fixed or not self.limited:
             return
         self.limits = limits
         if self.pids:

@@ -33,6 +33,7 @@ class CgroupConfig(msgspec.Struct):
     version: int  # 1: one folder per controller ("pids", "memory"); 2: one folder ("unified")
     dirs: dict[str, str]
     fixed: bool = False  # the host set the limits (in a sandbox only cgroup.procs is writable)
+    limited: bool = True  # False: no limit files (controllers not enabled), each call gets rlimits
 
 
 class CallLimits(msgspec.Struct, rename="camel"):

@@ -287,7 +287,8 @@ class Worker:
             os.close(result_r)
             inherited = (self.wire_in, self.wire_out, self.wake_r, self.wake_w, *held_fds(),
                          *((self.running.result_r,) if self.running is not None else ()))
-            Child(self.tools, self.cgroup is not None, inherited).main(params_r, result_w)  # never returns
+            limited = self.cgroup is not None and self.cgroup.limited
+            Child(self.tools, limited, inherited).main(params_r, result_w)  # never returns
         os.close(params_r)
         os.close(result_w)
         os.set_blocking(result_r, False)
