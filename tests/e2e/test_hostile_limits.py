@@ -5,6 +5,7 @@ so; and the sidecar answers ping within 50 ms throughout."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import uuid
 from collections.abc import AsyncIterator
@@ -17,7 +18,8 @@ import pytest
 from sidecar.client import SidecarClient
 from sidecar.sandbox import cgroups
 from sidecar.sandbox.detect import detect
-from tests.e2e.test_hostile_worker import PING_BOUND, Pinger, running_with
+from tests.e2e.test_confine import Pinger
+from tests.e2e.test_hostile_worker import PING_BOUND, running_with
 
 pytestmark = pytest.mark.anyio
 
@@ -26,7 +28,7 @@ FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "toolsets" / "hosti
 # first in its sandbox), `unwind_offline` with no network.
 STOPS = [("bubblewrap", "unwind"), ("bubblewrap", "unwind_offline"), ("landlock", "unwind_offline"),
          ("none", "unwind_offline")]
-WARM = {"child_hog": {"megabytes": 1}}
+WARM = {"child_hog": {"megabytes": 1}, "escape_cgroup": {"helpers": 0}}
 
 
 class Limits:
@@ -60,8 +62,11 @@ async def limits(request: pytest.FixtureRequest, data_dir: Path, tmp_path: Path)
             tg.start_soon(pinger.run)
             yield here
             tg.cancel_scope.cancel()
-        assert pinger.count > 0
-        assert pinger.worst < PING_BOUND, f"a ping took {pinger.worst * 1000:.1f} ms while tools misbehaved"
+        # Within 50 ms throughout, judged as test_confine does: one outlier is this test descheduled
+        # on the shared machine; a sidecar held up by a tool delays every ping sent meanwhile.
+        times = sorted(pinger.times)
+        assert len(times) > 5 and times[-2] < PING_BOUND and times[-1] < 0.25, \
+            f"pings took {[round(t * 1000, 1) for t in times[-3:]]} ms while tools misbehaved"
 
 
 async def eventually(check: Any, within: float = 5.0) -> Any:
@@ -119,3 +124,23 @@ async def test_a_helper_killed_for_the_calls_memory_fails_the_call_on_the_memory
     alone = await limits.call("child_hog", {"megabytes": 1024})
     assert alone["status"] == "error" and alone["errorKind"] == "raised", alone
     assert "MemoryError" in alone["error"] and "64 MiB" in alone["error"] and "sandbox.memory" in alone["error"]
+
+
+@pytest.mark.parametrize("limits", [("landlock", "escape_cgroup")], indirect=True, ids=["landlock"])
+async def test_under_landlock_a_tool_cannot_leave_its_cgroup_and_its_limits_hold(limits: Limits):
+    # As root without bubblewrap's namespaces, the cgroup files are the tool's to write but for
+    # Landlock, which lets it write only its workspace (and its own group's cgroup.procs).
+    found = cgroups.detect()
+    if found.kind == "rlimit":
+        pytest.skip("no cgroup is used here: there is nothing to leave")
+    got = await limits.call("escape_cgroup", {})
+    assert got["status"] == "success", got
+    attempts = got["result"]["attempts"]
+    assert attempts and all(outcome in ("Permission denied", "No such file or directory")
+                            for outcome in attempts.values()), attempts
+    assert any(outcome == "Permission denied" for outcome in attempts.values())
+    # The folders whose cgroup.procs hold the call's pid, in the hierarchies that limit it.
+    limiting = [str(cgroups.ROOT if c == "unified" else cgroups.ROOT / c) for c in found.bases]
+    groups = [g for g in got["result"]["groups"] if any(g == root or g.startswith(root + "/") for root in limiting)]
+    assert len(groups) == len(found.bases) and all(os.path.basename(g).startswith("covalt-") for g in groups), groups
+    assert -9 in got["result"]["codes"], got["result"]  # 3 x 40 MB in a 64 MB group: the kernel killed one
