@@ -34,7 +34,9 @@ class Child:
         try:
             signal.set_wakeup_fd(-1)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+            # A spare waits while the previous call runs, in the process group the host interrupts
+            # that call through: the interrupt is not for it.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
             for fd in self.inherited:
                 os.close(fd)
             prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -49,6 +51,7 @@ class Child:
             os.close(params_r)
             if not raw:
                 os._exit(0)  # discarded spare, or the zygote is gone
+            signal.signal(signal.SIGINT, signal.default_int_handler)  # this call's interrupt, from now on
             answer = self.call(raw, tasks)
         except BaseException as exc:  # noqa: BLE001 - the child must answer whatever happens
             answer = self.tools.error(Failure("crashed", f"the call's process failed: {describe_exc(exc)}"))
