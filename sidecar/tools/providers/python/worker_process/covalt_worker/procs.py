@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import signal
 import sys
@@ -98,11 +99,15 @@ def kill_descendants(keep: int = 0, dying: int = 0) -> None:
         for pid in stopped - {keep}:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+        if _whole_table():
+            break
+        # Only this process's own children can be seen (Landlock): theirs come to it as they
+        # die, and the next walk finds them.
         time.sleep(0.001)
-        # Where only this process's own children can be seen (Landlock), theirs come to it as
-        # they die: the next walk finds them.
         if not _others(keep) or time.monotonic() > deadline:
             return
+    while _others(keep) and time.monotonic() < deadline:
+        time.sleep(0.001)
 
 
 def _others(keep: int, dying: int = 0) -> bool:
@@ -160,6 +165,16 @@ def _children(pid: int = 0) -> set[int] | None:
         return {int(child) for child in os.pread(_children_fd, 1 << 16, 0).split()}
     except OSError:
         return None
+
+
+@functools.cache
+def _whole_table() -> bool:
+    """Whether /proc lists every process (Landlock lets a process read only its own entry)."""
+    try:
+        os.listdir("/proc")
+    except OSError:
+        return False
+    return True
 
 
 def _descendants(root: int) -> set[int]:
