@@ -25,6 +25,7 @@ from . import process
 from .errors import InstanceLocked, SidecarError, StorageError
 from .handlers import Deferred
 from .rpc import Connection, MethodTable, RequestContext, StdioTransport, Transport
+from .sandbox.detect import RECORD_FILE, Detected, probe, probed, recall
 from .sandbox.detect import detect as sandbox_detect
 from .settings import Settings
 from .store import Database
@@ -52,6 +53,30 @@ class Sidecar:
         self._on_stopping = on_stopping
         self._start_services: StartServices | None = None
         self._starting: anyio.CancelScope | None = None  # the build of the services, once begun
+        self.sandbox_record = settings.data_dir / RECORD_FILE
+        self._sandbox_recalled: Detected | None = None  # the last start's finding, while it still applies
+        self.sandbox_reported: Detected | None = None  # what ``initialize`` said
+
+    def begin_sandbox_probe(self) -> None:
+        """Find which sandbox confines tools (sidecar/sandbox/detect.py). With a record of the last
+        start that still applies, ``initialize`` answers from it and the probe waits for the answer;
+        without one, the probe (a bwrap run, about 20 ms) starts now, beside the rest of start-up."""
+        self._sandbox_recalled = recall(self.settings.sandbox, self.sandbox_record)
+        if self._sandbox_recalled is None:
+            self._start_sandbox_probe()
+
+    def _start_sandbox_probe(self) -> None:
+        threading.Thread(target=sandbox_detect, args=(self.settings.sandbox, self.sandbox_record),
+                         name="sandbox-probe", daemon=True).start()
+
+    async def sandbox_status(self) -> Detected:
+        """What ``initialize`` reports: the probe's finding, else the record's (unverified), else
+        the probe's once it is done."""
+        found = probed(self.settings.sandbox) or self._sandbox_recalled
+        if found is None:
+            found = await probe(self.settings.sandbox, self.sandbox_record)
+        self.sandbox_reported = found
+        return found
 
     def on_close(self, name: str, closer: Callable[[], Awaitable[None]]) -> None:
         """Register a teardown; they run in reverse order of registration."""
@@ -60,6 +85,9 @@ class Sidecar:
     def initialized(self) -> None:
         """The ``initialize`` answer is on its way: build the services now (once), so the first
         answer never waits for them."""
+        if self._sandbox_recalled is not None:
+            self._start_sandbox_probe()  # re-checks the record ``initialize`` answered from
+            self._sandbox_recalled = None
         if self._start_services is None or self._starting is not None or self._tg is None:
             return
         self._starting = anyio.CancelScope()
@@ -181,6 +209,7 @@ async def serve(
     settings: Settings, transport: Transport, on_stopping: Callable[[], None] | None = None
 ) -> int:
     app = Sidecar(settings, on_stopping)
+    app.begin_sandbox_probe()
     lock = process.InstanceLock(settings.lock_path)
     try:
         lock.acquire()
@@ -213,7 +242,8 @@ async def serve(
                 from .handlers.notify import Notifier
 
                 notifier = Notifier(conn)
-                services = await compose.build(settings, db, notifier, tg, app.on_close, app.started_at)
+                services = await compose.build(settings, db, notifier, tg, app.on_close, app.started_at,
+                                               sandbox_reported=app.sandbox_reported)
                 deferred.bind(service_routes(services))
                 process.freeze_heap()
             except SidecarError as exc:
@@ -240,9 +270,6 @@ def main(argv: list[str] | None = None) -> int:
     process.own_process()
     listener = logs.setup(settings.log_level)
     log.info("sidecar %s starting (pid %d, data dir %s)", _version(), os.getpid(), settings.data_dir)
-    # Which sandbox confines tools is found by running bwrap once (a few ms): started now, beside
-    # the rest of start-up, so initialize (which reports it) does not wait for it.
-    threading.Thread(target=sandbox_detect, args=(settings.sandbox,), name="sandbox-probe", daemon=True).start()
 
     def arm_hard_deadline() -> None:
         # Cancellation reaches only code that awaits; a handler stuck in a shielded or blocking

@@ -21,6 +21,7 @@ from .chat.turns import TurnService
 from .errors import NotFound, StorageError
 from .handlers.notify import Notifier
 from .mcp_host.servers import McpServers
+from .sandbox.detect import RECORD_FILE, Detected
 from .sandbox.egress import Egress
 from .sandbox.runner import Sandbox
 from .schedules.clock import Clock
@@ -80,9 +81,10 @@ class Services:
 
 
 async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGroup, on_close: OnClose,
-                started_at: float, *, clock: Clock | None = None) -> Services:
+                started_at: float, *, clock: Clock | None = None, sandbox_reported: Detected | None = None) -> Services:
     """Services that run in ``tg``; each one's teardown is handed to ``on_close`` as it is made
-    (``clock``: the schedules' sense of time, the wall clock unless a test brings its own)."""
+    (``clock``: the schedules' sense of time, the wall clock unless a test brings its own;
+    ``sandbox_reported``: what ``initialize`` said confines tools, checked against the probe)."""
     data_dir: Path = settings.data_dir
 
     async def secret_changed(name: str) -> None:
@@ -106,7 +108,9 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     egress = Egress()  # the allowedHosts proxies of sandboxed tools
     egress.bind(tg)
     on_close("sandbox network proxies", egress.aclose)
-    sandbox = Sandbox(settings.sandbox, egress)
+    sandbox = Sandbox(settings.sandbox, egress, record=data_dir / RECORD_FILE)
+    if sandbox_reported is not None:
+        tg.start_soon(sandbox.verify, sandbox_reported, notifier.sandbox_changed)
     workers = WorkerHost(sandbox=sandbox)
     on_close("tool workers", workers.aclose)
 

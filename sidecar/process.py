@@ -68,8 +68,9 @@ class InstanceLock:
 
 # Temporary files and folders a sidecar killed mid-way leaves in its data directory, as globs:
 # half-written blobs (written to a temp file, then renamed in), scratch folders of tool calls made
-# outside a chat, and stat caches half saved.
-CRASH_LEFTOVERS = ("scratch/*", "downloads/*", "chats/*/blobs/tmp/*", "chats/*/statcache.tmp")
+# outside a chat, stat caches and the sandbox probe's record half saved.
+CRASH_LEFTOVERS = ("scratch/*", "downloads/*", "chats/*/blobs/tmp/*", "chats/*/statcache.tmp",
+                   ".sandbox-probe.json.*.tmp")
 
 
 def sweep_crash_leftovers(data_dir: Path) -> threading.Thread:

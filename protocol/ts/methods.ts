@@ -189,6 +189,8 @@ export interface ServerNotifications {
   "$/cancelRequest": { params: T.CancelParams };
   /** Progress of a long request that was given a workDoneToken. */
   "$/progress": { params: T.ProgressParams };
+  /** What confines tool processes is not what initialize reported in capabilities.sandbox. initialize answers from the last start's probe while nothing that decides it has changed, and the sidecar probes again right after the answer (tools always wait for that probe); this is sent when the new probe disagrees, e.g. the bubblewrap package or a kernel setting changed in a way the sidecar could not see. */
+  "sandbox/changed": { params: T.SandboxChangedParams };
   /** One step of a running turn, for the assistant message messageId, in seq order. */
   "chat/event": { params: T.ChatEventParams };
   /** Files of a chat's workspace changed from outside the sidecar (an editor); the change is saved as a new edit version. Also sent, with empty changes, when a snapshot meets paths it cannot version (see unversioned). */

@@ -63,6 +63,13 @@ export interface ProgressValue {
   title?: string | null;
 }
 
+export interface SandboxChangedParams {
+  /** What confines tool processes now, as the probe found it (replaces capabilities.sandbox). */
+  sandbox: SandboxCapability;
+  /** What is not confined and why, worded for the user (as debug/info sandbox.warning); absent when fully confined. */
+  warning?: string | null;
+}
+
 export interface CreateChatParams {
   title?: string;
 }

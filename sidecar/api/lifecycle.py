@@ -57,6 +57,14 @@ class SandboxCapability(Model):
         description="Whether tools run confined by the operating system; false deserves a visible warning.")]
 
 
+class SandboxChangedParams(Model):
+    sandbox: Annotated[SandboxCapability, msgspec.Meta(
+        description="What confines tool processes now, as the probe found it (replaces capabilities.sandbox).")]
+    warning: Annotated[str | None, msgspec.Meta(
+        description="What is not confined and why, worded for the user (as debug/info sandbox.warning); "
+                    "absent when fully confined.")] = None
+
+
 class InitializeResult(Model):
     protocol_version: str
     server_info: ServerInfo
@@ -110,4 +118,10 @@ SPECS = (
     ),
     MethodSpec("$/progress", "serverToClient", "notification",
                "Progress of a long request that was given a workDoneToken.", params=ProgressParams),
+    MethodSpec("sandbox/changed", "serverToClient", "notification",
+               "What confines tool processes is not what initialize reported in capabilities.sandbox. initialize "
+               "answers from the last start's probe while nothing that decides it has changed, and the sidecar "
+               "probes again right after the answer (tools always wait for that probe); this is sent when the "
+               "new probe disagrees, e.g. the bubblewrap package or a kernel setting changed in a way the "
+               "sidecar could not see.", params=SandboxChangedParams),
 )

@@ -18,7 +18,7 @@ from ..api.lifecycle import (
 from ..errors import Conflict
 from ..process import EXIT_OK, EXIT_WITHOUT_SHUTDOWN
 from ..rpc import RequestContext
-from ..sandbox.detect import probe
+from ..sandbox.detect import Detected
 from ..settings import Settings
 from .routes import method
 
@@ -32,6 +32,7 @@ class Lifecycle(Protocol):
     tools_enabled: bool  # the kill switch as stored, read before the first answer
 
     def watch_parent(self, pid: int) -> None: ...
+    async def sandbox_status(self) -> Detected: ...
     def initialized(self) -> None: ...
     async def shutdown(self, exclude: Any = None) -> None: ...
     def request_stop(self, reason: str, code: int) -> None: ...
@@ -48,7 +49,7 @@ class LifecycleHandlers:
         if params.process_id:
             self.app.watch_parent(params.process_id)
         ctx.after_answer(self.app.initialized)
-        sandbox = await probe(self.app.settings.sandbox)  # once per process, on a thread (about 10 ms)
+        sandbox = await self.app.sandbox_status()  # the last start's record while it applies: no wait
         return InitializeResult(
             protocol_version=PROTOCOL_VERSION,
             server_info=ServerInfo(name="covalt-sidecar", version=__version__),

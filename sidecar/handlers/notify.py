@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from ..api.chats import ChatEventParams, ConfirmToolCallParams, ConfirmToolCallResult
+from ..api.lifecycle import SandboxCapability, SandboxChangedParams
 from ..api.mcp import (
     ElicitParams,
     ElicitResult,
@@ -25,6 +26,7 @@ from ..api.workspace import ChangedParams, Changes
 from ..mcp_host.elicitation import ElicitAnswer, Elicitation, InvalidAnswer
 from ..mcp_host.logs import ServerLog
 from ..rpc.errors import InvalidResponse, RemoteError
+from ..sandbox.detect import Detected
 from ..secrets import clean
 from ..store.toolsets import ToolsetRow
 from .toolsets import toolset_out
@@ -70,6 +72,10 @@ class Notifier:
     async def tools_switched(self, enabled: bool) -> None:
         await self._peer.notify("settings/changed", SettingsChangedParams(UserSettings(tools_enabled=enabled),
                                                                           ["toolsEnabled"]))
+
+    async def sandbox_changed(self, found: Detected) -> None:
+        await self._peer.notify("sandbox/changed", SandboxChangedParams(
+            SandboxCapability(mechanism=found.mechanism, confined=found.confined), found.warning))
 
     async def schedule_fired(self, params: FiredParams) -> None:
         await self._peer.notify("schedules/fired", params)

@@ -19,10 +19,11 @@ resumed (sidecar/sandbox/windows.py); the job ends the whole tree when the child
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -39,6 +40,9 @@ if TYPE_CHECKING:
     from .windows import JobApi
 
 LimitsKind = Literal["cgroup-v2", "cgroup-v1", "rlimit", "job-object"]
+
+log = logging.getLogger("sidecar.sandbox")
+
 LANDLOCK_EXEC = Path(__file__).with_name("landlock_exec.py")
 _LANDLOCK_SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/proc", "/sys")
 
@@ -117,16 +121,29 @@ def python_paths() -> list[str]:
 
 
 class Sandbox:
-    def __init__(self, choice: Choice = "auto", egress: Egress | None = None, jobs: JobApi | None = None) -> None:
+    def __init__(self, choice: Choice = "auto", egress: Egress | None = None, jobs: JobApi | None = None,
+                 record: Path | None = None) -> None:
         self.choice: Choice = choice
         # The allowedHosts proxies (sidecar/sandbox/egress.py); without it allowedHosts gets no network.
         self.egress = egress
         # Windows' Job Object calls (windows.JobApi), made when the first tool starts; elsewhere none.
         self._jobs = jobs
+        self.record = record  # where the probe's finding is kept for the next start (detect.RECORD_FILE)
         self._private_tmp: str | None = None
 
     async def status(self) -> Detected:
-        return await probe(self.choice)
+        return await probe(self.choice, self.record)
+
+    async def verify(self, reported: Detected, changed: Callable[[Detected], Awaitable[None]]) -> None:
+        """Hold what ``initialize`` reported (perhaps from the last start's record) against the probe;
+        ``changed`` announces a difference. The probe rewrites the record itself."""
+        found = await self.status()
+        if (found.mechanism, found.confined) == (reported.mechanism, reported.confined):
+            return
+        log.warning("tool sandbox: %s, not %s as initialize reported from the last start's record (something "
+                    "changed on this machine since)%s", found.mechanism, reported.mechanism,
+                    f": {found.warning}" if found.warning else "")
+        await changed(found)
 
     async def limits(self) -> LimitsKind:
         """What enforces a call's memory and process limits (the first look sweeps leftovers: a thread)."""
@@ -160,7 +177,7 @@ class Sandbox:
         self, argv: Sequence[str], *, env: dict[str, str], cwd: str, workspace: str | None,
         read_only: Sequence[str], confinement: Confinement,
     ) -> Jail:
-        found = await probe(self.choice)
+        found = await self.status()  # the probe's own finding: never the last start's record
         # A missing extra path would stop bwrap: it is left out (the tool's write there fails).
         writable = [*([workspace] if workspace else []), *filter(os.path.exists, confinement.writable)]
         if found.mechanism == "bubblewrap" and found.bwrap is not None:

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.anyio
 
 
 def found(mechanism: str, **kw: object) -> object:
-    async def probe(choice: str) -> Detected:
+    async def probe(choice: str, record: object = None) -> Detected:
         return Detected(mechanism=mechanism, **kw)  # type: ignore[arg-type]  # the mechanism under test
     return probe
 
