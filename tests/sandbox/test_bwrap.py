@@ -68,3 +68,22 @@ def test_the_workspace_is_writable_even_inside_a_read_only_folder(tmp_path: Path
     assert argv.index(ws) > argv.index("/data/chats")
     assert argv[argv.index("--chdir") + 1] == ws
     assert os.path.dirname(ws) not in binds
+
+
+def test_the_way_to_a_workspace_in_tmp_is_a_read_only_tmpfs_that_shows_nothing(tmp_path: Path) -> None:
+    # A data directory under /tmp: the sandbox's own /tmp would hold the folders on the way to the
+    # workspace, writable, so ../../sidecar.db would land there and vanish instead of failing.
+    ws = "/tmp/x/data/chats/c1/workspace"
+    argv = bwrap.command("/usr/bin/bwrap", PY, network="none", cwd=ws, root=str(fake_root(tmp_path)),
+                         binds=bwrap.Binds(read_only=("/tmp/x/data/toolsets/t", "/tmp/clone", "/tmp/clone/.venv"),
+                                           writable=(ws, "/tmp/home/ada/out")))
+    options = argv[:argv.index("--")]
+    pairs = list(zip(options, options[1:], strict=False))
+    assert ("--tmpfs", "/tmp/x") in pairs and ("--remount-ro", "/tmp/x") in pairs
+    assert options.index("/tmp/x") < options.index(ws) < len(options) - options[::-1].index("/tmp/x")
+    # Nothing of the real /tmp/x is bound: not the database, not another chat.
+    assert not [p for p in binds_of(argv) if p in ("/tmp/x", "/tmp/x/data", "/tmp/x/data/chats")]
+    # A bound folder is itself (not shadowed); the tool's home stays writable, the way below it not.
+    assert ("--tmpfs", "/tmp/clone") not in pairs and ("--remount-ro", "/tmp/clone") not in pairs
+    assert ("--tmpfs", "/tmp/home/ada") in pairs and ("--remount-ro", "/tmp/home") not in pairs
+    assert ("--tmpfs", "/tmp") in pairs and ("--remount-ro", "/tmp") not in pairs  # the tool's own /tmp
