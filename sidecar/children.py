@@ -5,8 +5,9 @@ its own, so its pid is also its process group id and stopping the group stops wh
 On Linux it also gets a parent-death signal (SIGKILL, through util-linux's ``setpriv``, which keeps
 the spawn as cheap as a plain one), so a sidecar that dies without cleaning up (``kill -9``, a crash)
 takes its children along; elsewhere, or without ``setpriv``, a child learns of it from its stdin
-reaching EOF. The signal is tied to the thread that spawned the child: ``spawn`` runs on the event
-loop's thread, which lives as long as the sidecar.
+reaching EOF. The signal is tied to the thread that spawned the child: on Linux that is the
+spawner thread (sidecar/spawner.py), which lives as long as the sidecar and keeps the fork, which
+waits for the child to reach exec, off the event loop.
 
     child = await spawn(argv, env=env, cwd=folder, label="toolset app-builder")
     await child.stdin.send(b"...")                 # stdin and stdout are pipes unless told otherwise
@@ -39,6 +40,7 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 
+from . import spawner
 from .secrets import clean
 
 if TYPE_CHECKING:
@@ -367,23 +369,34 @@ async def spawn(
     if stderr == TAIL:
         tail_read, tail_write = os.pipe()
     process: anyio.abc.Process | None = None
+    tail: StderrTail | None = None
+
+    def start_tail() -> StderrTail | None:
+        # Starting a thread waits until it runs: on the spawner thread, not the event loop's.
+        if tail_read < 0:
+            return None
+        return StderrTail(tail_read, label, lines=stderr_lines, line_chars=stderr_line_chars, logger=logger)
+
     try:
         with anyio.CancelScope(shield=True):  # a process started must also be tracked
-            process = await anyio.open_process(
-                command, stdin=stdin, stdout=stdout, stderr=tail_write if stderr == TAIL else stderr,
-                cwd=cwd, env=env, start_new_session=True, pass_fds=pass_fds, creationflags=creationflags,
-            )
+            if sys.platform == "linux":  # forked off the event loop (sidecar/spawner.py says why)
+                process, tail = await spawner.start(
+                    command, stdin=stdin, stdout=stdout, stderr=tail_write if stderr == TAIL else stderr,
+                    cwd=cwd, env=env, pass_fds=pass_fds, then=start_tail)
+            else:
+                process = await anyio.open_process(
+                    command, stdin=stdin, stdout=stdout, stderr=tail_write if stderr == TAIL else stderr,
+                    cwd=cwd, env=env, start_new_session=True, pass_fds=pass_fds, creationflags=creationflags,
+                )
+                tail = start_tail()
     except BaseException:
-        if tail_read >= 0:
+        if tail_read >= 0 and tail is None:
             os.close(tail_read)
         raise
     finally:
         if tail_write >= 0:
             os.close(tail_write)
     assert process is not None  # a shielded await either returns or raises
-    tail = None
-    if tail_read >= 0:
-        tail = StderrTail(tail_read, label, lines=stderr_lines, line_chars=stderr_line_chars, logger=logger)
     logger.debug("%s: started pid %d", label, process.pid)
     return Child(process, label, tail)
 
