@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
+import statistics
+import tempfile
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +20,6 @@ import pytest
 
 from sidecar.client import SidecarClient
 from sidecar.sandbox.detect import detect
-from tests.sandbox.conftest import outer_dir  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.anyio
 
@@ -34,18 +38,41 @@ def tree(*roots: Path) -> dict[str, str]:
     return found
 
 
+def waited_for_cpu(pid: int, tid: int) -> float:
+    """Seconds thread ``tid`` of process ``pid`` has spent runnable but waiting for a CPU (the
+    scheduler's run delay, /proc/<pid>/task/<tid>/schedstat); 0 where the kernel does not say."""
+    try:
+        with open(f"/proc/{pid}/task/{tid}/schedstat") as f:  # noqa: ASYNC230 - a few bytes from procfs
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 class Pinger:
-    """Pings all along; the longest round trip seen."""
+    """Pings all along. Each round trip is also kept without the time the sidecar's event loop
+    thread and this test's thread spent waiting for a CPU meanwhile: on two cores shared with the
+    rest of the suite (and other work), a ping can wait tens of ms for a CPU, which says nothing
+    of the sidecar. What is left is the sidecar's own doing: its loop running something, or
+    sleeping in a blocking call (both were found and fixed: a thread started per child, waited on
+    by the loop). A tool hogging the CPU would hide in the run delay, but none of these attacks
+    spins (test_hostile_worker's fork bomb does, and is judged on the round trip itself)."""
 
     def __init__(self, sidecar: SidecarClient) -> None:
         self.sidecar = sidecar
-        self.times: list[float] = []
+        self.times: list[float] = []  # round trips, seconds
+        self.own: list[float] = []  # the same, less the waits for a CPU
 
     async def run(self) -> None:
+        loop_thread = self.sidecar.proc.pid  # python -m sidecar serves on its main thread
+        me = (os.getpid(), threading.get_native_id())
         while True:
+            waited = waited_for_cpu(loop_thread, loop_thread) + waited_for_cpu(*me)
             start = time.perf_counter()
             await self.sidecar.request("ping")
-            self.times.append(time.perf_counter() - start)
+            took = time.perf_counter() - start
+            waited = waited_for_cpu(loop_thread, loop_thread) + waited_for_cpu(*me) - waited
+            self.times.append(took)
+            self.own.append(took - waited)
             await anyio.sleep(0.01)
 
 
@@ -64,7 +91,18 @@ def mechanism(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
-async def test_hostile_tools_fail_only_their_own_calls(mechanism: str, outer_dir: Path, tmp_path: Path):  # noqa: F811
+@pytest.fixture(params=["/var/tmp", "/tmp"])
+def outer_dir(request: pytest.FixtureRequest) -> Iterator[Path]:
+    """Where the data directory lives: where a user's does (/var/tmp, beside nothing the tool sees),
+    and under /tmp, where bubblewrap's private /tmp lies over the way to the workspace."""
+    folder = Path(tempfile.mkdtemp(prefix="covalt-confine-", dir=request.param))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+async def test_hostile_tools_fail_only_their_own_calls(mechanism: str, outer_dir: Path, tmp_path: Path):
     home = tmp_path / "home"
     (home / ".ssh").mkdir(parents=True)
     (home / ".ssh" / "id_ed25519").write_text("-----BEGIN OPENSSH PRIVATE KEY----- not for tools")
@@ -102,6 +140,7 @@ async def test_hostile_tools_fail_only_their_own_calls(mechanism: str, outer_dir
                 ("resolve", {"name": "example.com"}, "sandbox.network"),
                 ("connect", {"host": "1.1.1.1", "port": 53}, "sandbox.network"),
                 ("write", {"path": "../../sidecar.db"}, "sandbox.writable"),
+                ("write", {"path": "../../../sidecar.db"}, "sandbox.writable"),
                 ("write", {"path": to_db}, "sandbox.writable"),
                 ("write", {"path": str(outer_dir / "planted")}, "sandbox.writable"),
                 ("write", {"path": str(home / ".bashrc")}, "outside the tool's sandbox"),
@@ -149,11 +188,12 @@ async def test_hostile_tools_fail_only_their_own_calls(mechanism: str, outer_dir
                 assert ok["status"] == "success", ok
                 pings.cancel_scope.cancel()
             assert (await sidecar.request("ping")) == {}
-            # Within 50 ms throughout; one outlier is the shared machine descheduling this test (the
-            # whole suite runs beside it on two cores): a sidecar held up by a tool delays every ping
-            # sent meanwhile, which the second longest shows.
-            times = sorted(pinger.times)
-            assert len(times) > 10 and times[-2] < 0.05 and times[-1] < 0.25, (len(times), times[-3:])
+            # Within 50 ms throughout, every ping, once waits for a CPU are taken out (Pinger says
+            # why); and the typical round trip within 50 ms as it is.
+            worst = max(range(len(pinger.own)), key=pinger.own.__getitem__)
+            assert len(pinger.times) > 10 and pinger.own[worst] < 0.05, \
+                (len(pinger.times), f"{pinger.own[worst] * 1000:.1f} ms of {pinger.times[worst] * 1000:.1f} ms")
+            assert statistics.median(pinger.times) < 0.05, sorted(pinger.times)[-5:]
             assert (ws_a / "mine.txt").read_text() == "pwned"
         tg.cancel_scope.cancel()
     assert accepted == []

@@ -46,7 +46,8 @@ async def test_a_write_beside_the_workspace_fails_with_a_data_dir_under_tmp(tmp_
         ran = (await call(sidecar, "run_command", {"command": "echo pwned > ../../../sidecar.db"}, chat))["result"]
         assert ran["exit_code"] != 0 and "sandbox.writable" in ran["sandbox"], ran
         # The data directory's other contents stay hidden on the way down.
-        assert (await call(sidecar, "hostile-startup:list", {"path": "../../.."}, chat))["result"] == ["chats", "toolsets"]
+        listed = await call(sidecar, "hostile-startup:list", {"path": "../../.."}, chat)
+        assert listed["result"] == ["chats", "toolsets"]
         # Its own /tmp and its workspace stay writable.
         assert (await call(sidecar, "hostile-startup:scratch", {"name": "mine"}, chat))["result"] == "scratch"
         assert (await call(sidecar, "hostile-startup:write", {"path": "sub/mine.txt"}, chat))["status"] == "success"
