@@ -176,7 +176,7 @@ class ToolCallService:
                 yield None
                 return
             # Python tools get a cwd even outside a chat; whatever they leave there is dropped.
-            folder = await anyio.to_thread.run_sync(self._make_scratch)
+            folder = await anyio.to_thread.run_sync(self._make_scratch, record.toolset_id or "_")
             try:
                 yield folder
             finally:
@@ -194,9 +194,12 @@ class ToolCallService:
                     manifest = await self.workspace.capture(ws, chat, "tool_run", record.id)
                 record.post_manifest_id = manifest.id if manifest else ws.active_manifest_id
 
-    def _make_scratch(self) -> Path:
-        self.scratch.mkdir(parents=True, exist_ok=True)
-        return Path(tempfile.mkdtemp(prefix="call-", dir=self.scratch))
+    def _make_scratch(self, toolset_id: str) -> Path:
+        # One root per toolset, each call a folder of its own in it: the root is what a worker's
+        # sandbox binds, so one warm worker serves every call of the toolset made outside a chat.
+        root = self.scratch / toolset_id
+        root.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix="call-", dir=root))
 
     async def _run(self, target: Resolved, call: _Call, on_progress: OnProgress | None, raw: bool) -> Any:
         tool = target.tool
@@ -223,7 +226,8 @@ class ToolCallService:
                 # Seed 004's 9 s unless a layer (manifest or user, tools/limits.py) says otherwise.
                 result = await pool.call(tool.id, target.entrypoint or "", args, context=context,
                                          input_schema=tool.input_schema, timeout=confinement.timeout_seconds,
-                                         raw=raw, confinement=confinement)
+                                         raw=raw, confinement=confinement,
+                                         root=str(workspace.parent) if chat_id is None and workspace else None)
             except ToolFailure as exc:
                 message = f"{exc.path}: {exc.message}" if exc.path else exc.message
                 # A tool's error often quotes what it was given (an HTTP library's "Illegal header

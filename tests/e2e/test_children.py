@@ -70,8 +70,8 @@ async def test_children_die_with_a_sidecar_killed_without_warning(data_dir: Path
                             "params": {"toolId": "sleepy:nap", "args": {}}})
         with anyio.fail_after(20):
             while True:
-                # the call's scratch folder, the only place the sandboxed tool writes
-                markers = [m for m in data_dir.glob("scratch/*/worker.pid") if m.read_text()]
+                # the call's scratch folder (in its toolset's root), the only place the tool writes
+                markers = [m for m in data_dir.glob("scratch/*/*/worker.pid") if m.read_text()]
                 if markers and any("hangs.py" in c for c in children_of(sidecar.proc.pid).values()):
                     break
                 await anyio.sleep(0.02)
@@ -98,7 +98,7 @@ async def test_temporary_files_a_crash_left_are_removed_at_the_next_start(data_d
     half_blob.write_bytes(b"half a blob")
     half_cache = chat / "statcache.tmp"
     half_cache.write_bytes(b"half a cache")
-    scratch = data_dir / "scratch" / "call-x1y2"
+    scratch = data_dir / "scratch" / "sleepy" / "call-x1y2"
     scratch.mkdir(parents=True)
     (scratch / "out.csv").write_text("a tool's output")
     blobs_before = sorted(p.name for p in (chat / "blobs").rglob("*") if p.is_file())

@@ -204,3 +204,15 @@ async def test_a_message_or_version_of_another_chat_cannot_be_built_on_or_read_f
         assert info.value.code == -32010 and "B's secret" not in info.value.message, method
     assert (await app.request("chats/get", {"id": a["id"]}))["messages"] == []
     assert await files(app, a["id"]) == []
+
+
+async def test_calls_outside_a_chat_share_one_warm_worker_and_each_get_an_empty_folder(app: SidecarClient,
+                                                                                     tmp_path: Path):
+    # Each such call used to get a new folder and so a new sandboxed worker: a cold start (about
+    # 100 ms) on every call from the "+" palette outside a chat.
+    await install_probe(app, tmp_path)
+    first = (await call(app, "probe:where", {}))["result"]
+    second = (await call(app, "probe:where", {}))["result"]
+    assert first["pid"] == second["pid"]
+    assert first["cwd"] != second["cwd"] and first["files"] == second["files"] == []
+    assert not os.path.exists(first["cwd"]) and not os.path.exists(second["cwd"])

@@ -108,12 +108,14 @@ class ToolsetWorkers:
         timeout: float | None = None,  # noqa: ASYNC109 - on expiry the worker is killed, which no cancel scope does
         raw: bool = False,
         confinement: Confinement = DEFAULT,
+        root: str | None = None,
     ) -> Any:
         """Run one tool. ``context`` holds ``workspace`` (absolute) and optionally ``chatId`` and
         ``toolCallId``; ``input_schema`` is checked for legacy functions only (``@tool`` ones
         carry their own). ``raw``: return the value as the worker's JSON (``msgspec.Raw``, see
         ``decode_result``) instead of building it. The worker is sandboxed to that workspace under
-        ``confinement`` (its only writable place, besides ``confinement.writable``)."""
+        ``confinement`` (its only writable place, besides ``confinement.writable``); ``root``:
+        to a folder holding it instead (calls outside a chat: each its own folder in one root)."""
         params = {
             "tool": tool_id,
             "entrypoint": entrypoint,
@@ -126,7 +128,7 @@ class ToolsetWorkers:
         try:
             answer: CallAnswer = await self._request(
                 "call", params, timeout or self.limits.default_timeout, tool_id, CALL_REPLY,
-                context.get("workspace"), confinement)
+                root or context.get("workspace"), confinement)
         except ToolFailure as exc:
             found = self.sandbox.detected()
             if exc.kind == "raised" and found.confined:
