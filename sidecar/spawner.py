@@ -30,6 +30,8 @@ import anyio.abc
 import anyio.from_thread
 import anyio.lowlevel
 
+from .rpc.transport import send_all
+
 T = TypeVar("T")
 PIPE = subprocess.PIPE
 
@@ -193,16 +195,9 @@ class _PipeSend(anyio.abc.ByteSendStream):
         self._fd = fd
 
     async def send(self, item: bytes) -> None:
-        view = memoryview(item)
-        while view:
-            if self._fd < 0:
-                raise anyio.ClosedResourceError
-            try:
-                view = view[os.write(self._fd, view):]
-            except BlockingIOError:
-                await anyio.wait_writable(self._fd)
-            except (BrokenPipeError, ConnectionResetError):
-                raise anyio.BrokenResourceError from None
+        if self._fd < 0:
+            raise anyio.ClosedResourceError
+        await send_all(self._fd, item)
 
     async def aclose(self) -> None:
         _close(self)

@@ -13,6 +13,7 @@ from ..api.base import wire_name
 from ..api.mcp import ServerSandbox
 from ..errors import InvalidParams
 from ..store.mcp_servers import McpServerRow
+from .config import sandbox_block
 
 if TYPE_CHECKING:
     from ..secrets.store import SecretStore
@@ -24,15 +25,15 @@ EDITABLE = ("type", "command", "args", "env", "cwd", "url", "headers", "requires
 def declaration_of(row: McpServerRow) -> dict[str, Any]:
     """A stored server as a manifest's mcp_servers entry (what mcpServers/update edits). The older
     ``sandboxed: true`` option becomes the block it means, so an edit writes only ``sandbox``."""
-    options = dict(row.options)
-    if options.pop("sandboxed", False) and "sandbox" not in options:
-        options["sandbox"] = {"network": "full"}
+    options = {k: v for k, v in row.options.items() if k not in ("sandbox", "sandboxed")}
+    if (block := sandbox_block(row.options)) is not None:
+        options["sandbox"] = block
     return {"id": row.server_id, "type": row.type, "command": row.command, "args": list(row.args),
             "env": dict(row.env), "cwd": row.cwd, "url": row.url, "headers": dict(row.headers),
             "requires_confirmation": row.requires_confirmation, **options}
 
 
-def sandbox_block(given: ServerSandbox | None) -> dict[str, Any] | None:
+def stored_sandbox(given: ServerSandbox | None) -> dict[str, Any] | None:
     """The wire's sandbox as toolset.yaml writes it (only the keys given; {} stays {}: the defaults)."""
     return None if given is None else msgspec.to_builtins(given)
 
@@ -83,7 +84,7 @@ def unmasked(field: str, value: Any, old: Any) -> Any:
             out_args.append(v)
         return out_args
     if field == "sandbox":
-        return sandbox_block(value)
+        return stored_sandbox(value)
     if field == "url" and value is not None and secrets.MASK in value:
         if not old or secrets.mask_url(old) != value:
             raise refuse(where)

@@ -415,7 +415,7 @@ def declaration(p: AddParams) -> dict[str, Any]:
         "id": p.id, "type": p.type, "command": p.command, "args": p.args, "env": p.env, "cwd": p.cwd,
         "url": p.url, "headers": p.headers, "requires_confirmation": p.requires_confirmation,
         "connect_timeout": p.connect_timeout, "call_timeout": p.call_timeout, "log_level": p.log_level,
-        "sandbox": edits.sandbox_block(p.sandbox)}
+        "sandbox": edits.stored_sandbox(p.sandbox)}
 
 
 async def _discover(path: str | None) -> tuple[list[app_configs.Found], list[str]]:

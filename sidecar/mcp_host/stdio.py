@@ -205,21 +205,6 @@ def _server_group(confinement: Confinement) -> cgroups.WorkerGroup | None:
     return group
 
 
-def _oom_kills(group: cgroups.WorkerGroup) -> int:
-    """How many of the group's processes the kernel killed at its memory limit (0 if unknown)."""
-    folder = group.dirs.get("memory") or group.dirs.get("unified")
-    name = "memory.oom_control" if group.version == 1 else "memory.events"
-    try:
-        text = (folder / name).read_text() if folder is not None else ""
-    except OSError:
-        return 0
-    for line in text.splitlines():
-        key, _, value = line.partition(" ")
-        if key == "oom_kill" and value.strip().isdigit():
-            return int(value)
-    return 0
-
-
 def _entering(group: cgroups.WorkerGroup) -> list[str]:
     """A shell that moves itself into ``group`` and then execs the sandbox: everything the sandbox
     starts is in the group from its first instruction (moving the pid after the spawn would let it
@@ -356,7 +341,7 @@ class StdioTransport:
         """When the kernel killed the sandboxed server at its memory limit: words saying so, with
         the limit and the setting that raises it; else None."""
         if self._oom_killed is None and self._group is not None and not self._group.removed:
-            self._oom_killed = _oom_kills(self._group) > 0
+            self._oom_killed = self._group.oom_kills() > 0
         if not self._oom_killed or self._confinement is None:
             return None
         return (f"was killed at its sandbox's memory limit of {format_size(self._confinement.memory_bytes)} "

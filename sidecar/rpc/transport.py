@@ -138,16 +138,7 @@ class StdioTransport:
         if not self._nonblocking:
             await anyio.to_thread.run_sync(_write_all, self._write_fd, data)
             return
-        view = memoryview(data)
-        while view:
-            try:
-                n = os.write(self._write_fd, view)
-            except BlockingIOError:
-                await anyio.wait_writable(self._write_fd)
-                continue
-            except (BrokenPipeError, ConnectionResetError) as exc:
-                raise anyio.BrokenResourceError from exc
-            view = view[n:]
+        await send_all(self._write_fd, data)
 
     def has_input(self) -> bool:
         if not self._poll_reads:
@@ -186,6 +177,23 @@ def _widen(fd: int) -> None:
     if sys.platform == "linux" and stat.S_ISFIFO(os.fstat(fd).st_mode):
         with contextlib.suppress(OSError):
             fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+
+
+async def send_all(fd: int, data: Data) -> None:
+    """Write all of ``data`` to the non-blocking pipe ``fd``, waiting while it is full.
+
+    Raises:
+        anyio.BrokenResourceError: the reading end is closed.
+        anyio.ClosedResourceError: ``fd`` was closed (``anyio.notify_closing``) while waiting.
+    """
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view):]
+        except BlockingIOError:
+            await anyio.wait_writable(fd)
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            raise anyio.BrokenResourceError from exc
 
 
 def _write_all(fd: int, data: Data) -> None:

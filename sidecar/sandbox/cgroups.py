@@ -93,6 +93,20 @@ class WorkerGroup:
             return
         self.fixed = True
 
+    def oom_kills(self) -> int:
+        """How many of its processes the kernel killed at its memory limit (0 if unknown)."""
+        folder = self.dirs.get("memory") or self.dirs.get("unified")
+        name = "memory.oom_control" if self.version == 1 else "memory.events"
+        try:
+            text = (folder / name).read_text() if folder is not None else ""
+        except OSError:
+            return 0
+        for line in text.splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill" and value.strip().isdigit():
+                return int(value)
+        return 0
+
     def remove(self) -> None:
         """Kill what is left in it, then remove it. Idempotent; never raises."""
         if self.removed:

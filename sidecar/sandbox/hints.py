@@ -85,4 +85,3 @@ def _inside(path: str, workspace: str | None, writable: tuple[str, ...]) -> bool
         if path == root or path.startswith(root + os.sep):
             return True
     return False
-

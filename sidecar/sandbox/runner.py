@@ -32,7 +32,7 @@ import msgspec
 
 from ..children import Child, spawn
 from . import bwrap, cgroups, seatbelt
-from .detect import Choice, Detected, detect, probe
+from .detect import Choice, Detected, detect, probe, probed
 from .policy import DEFAULT, Confinement
 
 if TYPE_CHECKING:
@@ -158,6 +158,10 @@ class Sandbox:
 
             self._jobs = kernel32()
         return self._jobs
+
+    def known(self) -> Detected | None:
+        """The probe's finding once it is done; None before (never waits, never a record's)."""
+        return probed(self.choice)
 
     def detected(self) -> Detected:
         """Synchronous, for callers that cannot wait (probes on this thread the first time)."""

@@ -122,8 +122,10 @@ class Catalog:
         self.sandbox = sandbox  # what confines tools here: a tool's limits say what it cannot enforce
 
     def mechanism(self) -> str | None:
-        """What confines tools here (probed by ``initialize``, so known before any tool is listed)."""
-        return self.sandbox.detected().mechanism if self.sandbox is not None else None
+        """What confines tools here, once the probe has found it (it runs at start-up, on a thread:
+        a listing never waits for it, nor probes on the event loop)."""
+        found = self.sandbox.known() if self.sandbox is not None else None
+        return found.mechanism if found is not None else None
 
     async def config_values(self) -> dict[str, list[ConfigValue]]:
         """Every config value set, by toolset (secret ones as markers); read once per change."""
@@ -146,7 +148,8 @@ class Catalog:
 
     async def _views(self, rows: list[tuple[CatalogRow, list[str]]]) -> list[Tool]:
         values = await self.config_values()
-        return [view(r, values.get(r.toolset_id or "", []), applied, self.mechanism()) for r, applied in rows]
+        mechanism = self.mechanism()
+        return [view(r, values.get(r.toolset_id or "", []), applied, mechanism) for r, applied in rows]
 
     async def toolset_tools(self, toolset_id: str) -> list[Tool]:
         return await self._views(await self._layered(await ToolCatalogRepo(self.db).of_toolset(toolset_id)))

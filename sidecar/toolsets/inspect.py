@@ -4,10 +4,7 @@ reads the bundle, this describes it)."""
 
 from __future__ import annotations
 
-import msgspec
-
 from .. import secrets
-from ..api.mcp import ServerSandbox
 from ..api.toolsets import (
     BundleFile,
     BundleVariable,
@@ -17,7 +14,7 @@ from ..api.toolsets import (
     InspectResult,
     ManifestInfo,
 )
-from ..mcp_host.config import sandbox_of
+from ..mcp_host.config import sandbox_of, sandbox_view
 from ..tools import limits
 from . import bundle
 from .manifest import ConfigSchema, McpServerDecl
@@ -56,7 +53,7 @@ def inspect(b: bundle.Bundle, mechanism: str | None = None) -> InspectResult:
                 command=secrets.masked_command(s.command, s.args),
                 url=secrets.mask_url(s.url) if s.url else None, cwd=s.cwd,
                 env=secrets.mask_map(s.env), headers=secrets.mask_map(s.headers),
-                sandbox=msgspec.convert(s.sandbox, ServerSandbox) if isinstance(s.sandbox, dict) else None,
+                sandbox=sandbox_view({"sandbox": s.sandbox}),
                 limit_warnings=server_limits.get(s.id, []),
             )
             for s in m.mcp_servers

@@ -341,18 +341,15 @@ def check_writable_paths(parsed: Parsed, data_dir: Path) -> None:
     """Refuse a writable path inside (or above) ``data_dir``: what parsing alone cannot know."""
     places = [("", parsed.limits)] + [(f"tools[{i}].", parsed.tool_limits.get(t.id))
                                       for i, t in enumerate(parsed.manifest.tools)]
-    for where, patch in places:
-        for j, path in enumerate(patch.writable or () if patch is not None else ()):
+    lists = [(f"{where}sandbox.writable", patch.writable or ()) for where, patch in places if patch is not None]
+    lists += [(f"mcp_servers[{i}].sandbox.writable", s.sandbox.get("writable", []))
+              for i, s in enumerate(parsed.manifest.mcp_servers) if isinstance(s.sandbox, dict)]
+    for where, paths in lists:
+        for j, path in enumerate(paths):
             try:
                 sandbox_settings.check_writable(path, data_dir)
             except ValueError as exc:
-                raise ManifestError(f"{where}sandbox.writable[{j}]", str(exc)) from None
-    for i, s in enumerate(parsed.manifest.mcp_servers):
-        for j, path in enumerate(s.sandbox.get("writable", []) if isinstance(s.sandbox, dict) else []):
-            try:
-                sandbox_settings.check_writable(path, data_dir)
-            except ValueError as exc:
-                raise ManifestError(f"mcp_servers[{i}].sandbox.writable[{j}]", str(exc)) from None
+                raise ManifestError(f"{where}[{j}]", str(exc)) from None
 
 
 def _check_slugs(tools: list[ToolDecl]) -> None:
