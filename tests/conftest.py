@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -47,3 +49,14 @@ def http_server() -> Iterator[HttpServer]:
     """A real HTTP/1.1 server on 127.0.0.1 whose routes each test scripts (tests/http_server.py)."""
     with HttpServer() as server:
         yield server
+
+
+@pytest.fixture
+def outer_dir() -> Iterator[Path]:
+    """A folder outside /tmp: the sandbox has its own /tmp, where a stray write would only vanish,
+    so the data directory of these tests lives where a user's does, beside nothing the tool sees."""
+    folder = Path(tempfile.mkdtemp(prefix="covalt-confine-", dir="/var/tmp"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -19,7 +19,7 @@ import anyio
 import pytest
 
 from sidecar.client import SidecarClient
-from sidecar.sandbox.detect import detect
+from tests.listeners import recording_listener
 
 pytestmark = pytest.mark.anyio
 
@@ -81,16 +81,6 @@ async def tool_call(sidecar: SidecarClient, tool: str, args: dict[str, Any], cha
     return (await sidecar.request("tools/call", params))["toolCall"]
 
 
-@pytest.fixture(params=["bubblewrap", "landlock"])
-def mechanism(request: pytest.FixtureRequest) -> str:
-    found = detect(request.param)
-    if found.mechanism != request.param:
-        pytest.skip(f"{request.param} cannot run here: {found.warning}")
-    if request.param == "landlock" and found.landlock_abi < 6:
-        pytest.skip(f"Landlock ABI {found.landlock_abi} cannot scope signals (needs 6)")
-    return request.param
-
-
 @pytest.fixture(params=["/var/tmp", "/tmp"])
 def outer_dir(request: pytest.FixtureRequest) -> Iterator[Path]:
     """Where the data directory lives: where a user's does (/var/tmp, beside nothing the tool sees),
@@ -107,16 +97,7 @@ async def test_hostile_tools_fail_only_their_own_calls(mechanism: str, outer_dir
     (home / ".ssh").mkdir(parents=True)
     (home / ".ssh" / "id_ed25519").write_text("-----BEGIN OPENSSH PRIVATE KEY----- not for tools")
     data_dir = outer_dir / "data"
-    accepted: list[bytes] = []
-    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
-    port = listener.extra(anyio.abc.SocketAttribute.local_port)
-
-    async def serve(stream: anyio.abc.SocketStream) -> None:
-        async with stream:
-            accepted.append(await stream.receive())
-
-    async with listener, anyio.create_task_group() as tg:
-        tg.start_soon(listener.serve, serve)
+    async with recording_listener() as (port, accepted):
         async with SidecarClient.spawn(data_dir, env={"HOME": str(home), SECRET_ENV: SECRET,
                                                                 "SIDECAR_SANDBOX": mechanism}) as sidecar:
             info = await sidecar.request("debug/info")
@@ -195,7 +176,6 @@ async def test_hostile_tools_fail_only_their_own_calls(mechanism: str, outer_dir
                 (len(pinger.times), f"{pinger.own[worst] * 1000:.1f} ms of {pinger.times[worst] * 1000:.1f} ms")
             assert statistics.median(pinger.times) < 0.05, sorted(pinger.times)[-5:]
             assert (ws_a / "mine.txt").read_text() == "pwned"
-        tg.cancel_scope.cancel()
     assert accepted == []
     assert not (outer_dir / "planted").exists()
     assert tree(home, ws_b) == before

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import anyio
-import anyio.abc
 import pytest
 
 from sidecar.client import SidecarClient
 from sidecar.sandbox.detect import detect
 from tests.e2e.test_confine import HOSTILE, tool_call
-from tests.sandbox.conftest import outer_dir  # noqa: F401 - a fixture
+from tests.listeners import recording_listener
 
 pytestmark = pytest.mark.anyio
 
@@ -29,17 +27,8 @@ def landlock() -> None:
         pytest.skip(f"Landlock with TCP rules (ABI 4) cannot run here: {found.warning}")
 
 
-async def test_allowed_hosts_under_landlock_is_no_network_and_says_why(landlock: None, outer_dir: Path):  # noqa: F811
-    accepted: list[bytes] = []
-    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
-    port = listener.extra(anyio.abc.SocketAttribute.local_port)
-
-    async def serve(stream: anyio.abc.SocketStream) -> None:
-        async with stream:
-            accepted.append(await stream.receive())
-
-    async with listener, anyio.create_task_group() as tg:
-        tg.start_soon(listener.serve, serve)
+async def test_allowed_hosts_under_landlock_is_no_network_and_says_why(landlock: None, outer_dir: Path):
+    async with recording_listener() as (port, accepted):
         async with SidecarClient.spawn(outer_dir / "data", env={"SIDECAR_SANDBOX": "landlock"}) as sidecar:
             assert (await sidecar.request("debug/info"))["sandbox"]["mechanism"] == "landlock"
             inspected = await sidecar.request("toolsets/inspect", {"path": str(SANDBOX_SETTINGS)})
@@ -64,5 +53,4 @@ async def test_allowed_hosts_under_landlock_is_no_network_and_says_why(landlock:
             assert tc["status"] == "error", tc
             assert all(s in tc["error"] for s in SAYS), tc["error"]
             assert "add the host to sandbox.allowedHosts" not in tc["error"]  # it is there already
-        tg.cancel_scope.cancel()
     assert accepted == []

@@ -15,7 +15,6 @@ import pytest
 from sidecar.client import SidecarClient
 from sidecar.sandbox.detect import detect
 from tests.e2e.test_mcp import FIXTURES, status
-from tests.sandbox.conftest import outer_dir  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.anyio
 
@@ -43,18 +42,8 @@ async def said(sc: SidecarClient, key: str, tool: str, **args: object) -> str:
     return done["result"]["content"][0]["text"]
 
 
-@pytest.fixture(params=["bubblewrap", "landlock"])
-def mechanism(request: pytest.FixtureRequest) -> str:
-    found = detect(request.param)
-    if found.mechanism != request.param:
-        pytest.skip(f"{request.param} cannot run here: {found.warning}")
-    if request.param == "landlock" and found.landlock_abi < 6:
-        pytest.skip(f"Landlock ABI {found.landlock_abi} cannot scope signals (needs 6)")
-    return request.param
-
-
 async def test_a_sandboxed_server_is_confined_and_the_same_server_unconfined_is_not(
-        mechanism: str, outer_dir: Path, listener: int):  # noqa: F811 - outer_dir is the fixture
+        mechanism: str, outer_dir: Path, listener: int):
     data_dir = outer_dir / "data"
     database = data_dir / "sidecar.db"
     async with SidecarClient.spawn(data_dir, args=("--sandbox", mechanism)) as sc:
@@ -97,7 +86,7 @@ async def test_a_sandboxed_server_is_confined_and_the_same_server_unconfined_is_
         assert (await said(sc, "boxed~boxed", "read", path=str(database))).startswith("blocked")
 
 
-async def test_a_sandboxed_servers_processes_and_memory_are_limited(outer_dir: Path):  # noqa: F811
+async def test_a_sandboxed_servers_processes_and_memory_are_limited(outer_dir: Path):
     if detect("bubblewrap").mechanism != "bubblewrap":
         pytest.skip("bubblewrap cannot run here")
     async with SidecarClient.spawn(outer_dir / "data", args=("--sandbox", "bubblewrap")) as sc:
