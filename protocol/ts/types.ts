@@ -1064,18 +1064,31 @@ export interface ConfigTestResult {
   missing: string[];
 }
 
+/** mcpServers/add: the server to add (a toolset.yaml mcp_servers[] entry takes these fields, in snake_case). */
 export interface AddParams {
+  /** The server's id within its toolset (mcpServers/add: also the id of its userMcp toolset). */
   id: string;
+  /** stdio (a program this machine runs), sse or streamable-http (a remote server, by url). */
   type?: "sse" | "stdio" | "streamable-http";
+  /** The program a stdio server runs (a path, or a name found on PATH). */
   command?: string | null;
+  /** A stdio server's arguments. Values may be ${VAR} references, resolved at connect time: the secrets (secrets/set), then the environment; a literal secret is moved to the secret store and replaced by one. */
   args?: string[];
+  /** A stdio server's extra environment, over the scrubbed one it gets. Values may be ${VAR} references, resolved at connect time: the secrets (secrets/set), then the environment; a literal secret is moved to the secret store and replaced by one. */
   env?: Record<string, string>;
+  /** A stdio server's working folder (absent: the default). */
   cwd?: string | null;
+  /** A remote server's endpoint, http:// or https://. Values may be ${VAR} references, resolved at connect time: the secrets (secrets/set), then the environment; a literal secret is moved to the secret store and replaced by one. */
   url?: string | null;
+  /** A remote server's HTTP headers. Values may be ${VAR} references, resolved at connect time: the secrets (secrets/set), then the environment; a literal secret is moved to the secret store and replaced by one. */
   headers?: Record<string, string>;
+  /** Its tools ask the user before they run (a tool override still wins). */
   requiresConfirmation?: boolean;
+  /** Seconds it gets to connect, at most 600 (absent: 30). */
   connectTimeout?: number | null;
+  /** Seconds one of its tool calls may take, at most 3600 (absent: 120). */
   callTimeout?: number | null;
+  /** The least severe log message wanted from it: sent to it with logging/setLevel when it supports that, and applied to what it sends either way (absent: all it sends). */
   logLevel?: "alert" | "critical" | "debug" | "emergency" | "error" | "info" | "notice" | "warning" | null;
   /** Run this stdio server in the OS sandbox: {} for seed 004's defaults (no network, 256m, 64 processes, writes nowhere but a private /tmp), or the settings to change. null or absent: the server runs unconfined, as any program of the user's (it reads and writes what the user can and reaches any host). Only a stdio server can be sandboxed. */
   sandbox?: ServerSandbox | null;
@@ -1132,6 +1145,7 @@ export interface ServersResult {
   nextPageToken?: string | null;
 }
 
+/** mcpServers/update: the fields of mcpServers/add to change (with the same bounds), and enabled. */
 export interface UpdateParams {
   /** Server key (toolset~server); a bare server id works when it names one server. */
   id: string;
@@ -1151,9 +1165,9 @@ export interface UpdateParams {
   headers?: Record<string, string>;
   /** Whether its tools ask before they run (a tool override still wins). Left out: unchanged. */
   requiresConfirmation?: boolean;
-  /** Seconds (null: the default, 30). Left out: unchanged. */
+  /** Seconds, at most 600 (null: the default, 30). Left out: unchanged. */
   connectTimeout?: number | null;
-  /** Seconds (null: the default, 120). Left out: unchanged. */
+  /** Seconds, at most 3600 (null: the default, 120). Left out: unchanged. */
   callTimeout?: number | null;
   /** The least severe log message wanted from it (null: all it sends). Left out: unchanged. */
   logLevel?: "alert" | "critical" | "debug" | "emergency" | "error" | "info" | "notice" | "warning" | null;

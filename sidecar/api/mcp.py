@@ -1,4 +1,20 @@
-"""MCP servers: connections declared by toolsets or added by the user (seed 001)."""
+"""MCP servers: connections declared by toolsets or added by the user (seed 001).
+
+One declaration of a server, `ServerDecl`, with its field list and its bounds (lengths, patterns,
+allowed types, env/header/arg limits, timeouts, the sandbox block) written once here. mcpServers/add
+takes it as it is (`AddParams`); a toolset.yaml ``mcp_servers[]`` entry is it plus ``tool_output``
+(toolsets/manifest.py `McpServerDecl`); the stored row is it plus the toolset it belongs to and its
+switches (store/mcp_servers.py `McpServerRow`). So the wire, the manifest and the store cannot drift.
+
+A Struct has one spelling of its keys, and this one's is the wire's (camelCase). toolset.yaml keeps
+its snake_case keys: the manifest renames an entry's keys to these before it decodes it, and the
+error paths back (`msgspec.structs.fields` gives both spellings of every field), so one decoder
+checks both. mcpServers/update's `UpdateParams` are these fields again, each optional (absent:
+unchanged): they name the fields a second time (tests/mcp_host/test_declaration.py keeps the two
+lists equal) and take their bounds from the aliases below. What bounds cannot say (a stdio server
+needs a command, a remote one an http(s) url, what a sandbox may allow) is checked once for all three
+in toolsets/manifest.py.
+"""
 
 from __future__ import annotations
 
@@ -91,25 +107,71 @@ class McpServer(Model):
         "says why). Absent while it does not run, and for a server without sandbox."))] = None
 
 
-class AddParams(Model):
-    id: Id  # becomes the id of the server and of its userMcp toolset
-    type: ServerType = "stdio"
-    command: str | None = None
-    args: list[str] = []
-    # Values may be ${VAR} references, resolved at connect time: the secrets (secrets/set), then the environment.
-    env: dict[str, str] = {}
-    cwd: str | None = None
-    url: str | None = None
-    headers: dict[str, str] = {}
-    requires_confirmation: bool = False
-    connect_timeout: float | None = None  # seconds (default 30)
-    call_timeout: float | None = None  # seconds (default 120)
-    # The least severe log message wanted from the server: sent to it with logging/setLevel when it
-    # supports that, and applied to what it sends either way (absent: all it sends).
-    log_level: LogLevel | None = None
+MAX_PATH_CHARS = 4096  # PATH_MAX
+MAX_ARGS = 1024
+MAX_ARG_CHARS = 32 * 1024
+MAX_ENV = 1024
+MAX_ENV_VALUE_CHARS = 32 * 1024
+MAX_HEADERS = 128
+MAX_HEADER_VALUE_CHARS = 8 * 1024
+MAX_URL_CHARS = 8 * 1024
+MAX_CONNECT_TIMEOUT = 600.0
+MAX_CALL_TIMEOUT = 3600.0
+
+Command = Annotated[str, msgspec.Meta(max_length=MAX_PATH_CHARS)]
+Args = Annotated[list[Annotated[str, msgspec.Meta(max_length=MAX_ARG_CHARS)]], msgspec.Meta(max_length=MAX_ARGS)]
+# A variable's name: anything but '=' and NUL (what execve takes), matched whole (see ID_PATTERN).
+EnvName = Annotated[str, msgspec.Meta(pattern=r"^[^=\x00]{1,256}(?![\s\S])")]
+Env = Annotated[dict[EnvName, Annotated[str, msgspec.Meta(max_length=MAX_ENV_VALUE_CHARS)]],
+                msgspec.Meta(max_length=MAX_ENV)]
+Cwd = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_PATH_CHARS)]
+Url = Annotated[str, msgspec.Meta(max_length=MAX_URL_CHARS)]
+# A header's name is an RFC 9110 token; a value holds no line break (it would start another header).
+HeaderName = Annotated[str, msgspec.Meta(pattern=r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}(?![\s\S])")]
+HeaderValue = Annotated[str, msgspec.Meta(max_length=MAX_HEADER_VALUE_CHARS, pattern=r"^[^\r\n\x00]*(?![\s\S])")]
+Headers = Annotated[dict[HeaderName, HeaderValue], msgspec.Meta(max_length=MAX_HEADERS)]
+ConnectTimeout = Annotated[float, msgspec.Meta(gt=0, le=MAX_CONNECT_TIMEOUT)]
+CallTimeout = Annotated[float, msgspec.Meta(gt=0, le=MAX_CALL_TIMEOUT)]
+
+_SECRETS = (" Values may be ${VAR} references, resolved at connect time: the secrets (secrets/set), then the "
+            "environment; a literal secret is moved to the secret store and replaced by one.")
+
+
+class ServerDecl(Model, kw_only=True):
+    """One MCP server as declared: by mcpServers/add, by a toolset.yaml's mcp_servers[] entry (in
+    snake_case there) and as stored."""
+
+    id: Annotated[Id, msgspec.Meta(description=(
+        "The server's id within its toolset (mcpServers/add: also the id of its userMcp toolset)."))]
+    type: Annotated[ServerType, msgspec.Meta(description=(
+        "stdio (a program this machine runs), sse or streamable-http (a remote server, by url)."))] = "stdio"
+    command: Annotated[Command | None, msgspec.Meta(description=(
+        "The program a stdio server runs (a path, or a name found on PATH)."))] = None
+    args: Annotated[Args, msgspec.Meta(description="A stdio server's arguments." + _SECRETS)] = []
+    env: Annotated[Env, msgspec.Meta(description=(
+        "A stdio server's extra environment, over the scrubbed one it gets." + _SECRETS))] = {}
+    cwd: Annotated[Cwd | None, msgspec.Meta(description=(
+        "A stdio server's working folder (absent: the default)."))] = None
+    url: Annotated[Url | None, msgspec.Meta(description=(
+        "A remote server's endpoint, http:// or https://." + _SECRETS))] = None
+    headers: Annotated[Headers, msgspec.Meta(description=(
+        "A remote server's HTTP headers." + _SECRETS))] = {}
+    requires_confirmation: Annotated[bool, msgspec.Meta(description=(
+        "Its tools ask the user before they run (a tool override still wins)."))] = False
+    connect_timeout: Annotated[ConnectTimeout | None, msgspec.Meta(description=(
+        f"Seconds it gets to connect, at most {MAX_CONNECT_TIMEOUT:g} (absent: 30)."))] = None
+    call_timeout: Annotated[CallTimeout | None, msgspec.Meta(description=(
+        f"Seconds one of its tool calls may take, at most {MAX_CALL_TIMEOUT:g} (absent: 120)."))] = None
+    log_level: Annotated[LogLevel | None, msgspec.Meta(description=(
+        "The least severe log message wanted from it: sent to it with logging/setLevel when it supports that, "
+        "and applied to what it sends either way (absent: all it sends)."))] = None
     sandbox: Annotated[ServerSandbox | None, msgspec.Meta(description=(
         "Run this stdio server in the OS sandbox: {} for seed 004's defaults (no network, 256m, 64 "
         "processes, writes nowhere but a private /tmp), or the settings to change. " + _SANDBOX_OFF))] = None
+
+
+class AddParams(ServerDecl, kw_only=True):
+    """mcpServers/add: the server to add (a toolset.yaml mcp_servers[] entry takes these fields, in snake_case)."""
 
 
 _UNCHANGED = " Left out: unchanged."
@@ -118,30 +180,34 @@ _KEEP_MASKED = (" A value sent back exactly as mcpServers/list shows it (masked,
 
 
 class UpdateParams(Model):
+    """mcpServers/update: the fields of mcpServers/add to change (with the same bounds), and enabled."""
+
     id: Annotated[str, msgspec.Meta(
         description="Server key (toolset~server); a bare server id works when it names one server.")]
     type: Annotated[ServerType | msgspec.UnsetType, msgspec.Meta(
         description="stdio, sse or streamable-http (give command or url to match)." + _UNCHANGED)] = msgspec.UNSET
-    command: Annotated[str | None | msgspec.UnsetType, msgspec.Meta(
+    command: Annotated[Command | None | msgspec.UnsetType, msgspec.Meta(
         description="The program a stdio server runs." + _UNCHANGED)] = msgspec.UNSET
-    args: Annotated[list[str] | msgspec.UnsetType, msgspec.Meta(
+    args: Annotated[Args | msgspec.UnsetType, msgspec.Meta(
         description="The whole new argument list." + _KEEP_MASKED + _UNCHANGED)] = msgspec.UNSET
-    env: Annotated[dict[str, str] | msgspec.UnsetType, msgspec.Meta(
+    env: Annotated[Env | msgspec.UnsetType, msgspec.Meta(
         description="The whole new environment; a literal secret goes to the secret store as "
                     "mcpServers/add does it." + _KEEP_MASKED + _UNCHANGED)] = msgspec.UNSET
-    cwd: Annotated[str | None | msgspec.UnsetType, msgspec.Meta(
+    cwd: Annotated[Cwd | None | msgspec.UnsetType, msgspec.Meta(
         description="Working folder (null: the default)." + _UNCHANGED)] = msgspec.UNSET
-    url: Annotated[str | None | msgspec.UnsetType, msgspec.Meta(
+    url: Annotated[Url | None | msgspec.UnsetType, msgspec.Meta(
         description="Endpoint of a remote server." + _KEEP_MASKED + _UNCHANGED)] = msgspec.UNSET
-    headers: Annotated[dict[str, str] | msgspec.UnsetType, msgspec.Meta(
+    headers: Annotated[Headers | msgspec.UnsetType, msgspec.Meta(
         description="The whole new set of HTTP headers." + _KEEP_MASKED + _UNCHANGED)] = msgspec.UNSET
     requires_confirmation: Annotated[bool | msgspec.UnsetType, msgspec.Meta(
         description="Whether its tools ask before they run (a tool override still wins)." + _UNCHANGED
     )] = msgspec.UNSET
-    connect_timeout: Annotated[float | None | msgspec.UnsetType, msgspec.Meta(
-        description="Seconds (null: the default, 30)." + _UNCHANGED)] = msgspec.UNSET
-    call_timeout: Annotated[float | None | msgspec.UnsetType, msgspec.Meta(
-        description="Seconds (null: the default, 120)." + _UNCHANGED)] = msgspec.UNSET
+    connect_timeout: Annotated[ConnectTimeout | None | msgspec.UnsetType, msgspec.Meta(
+        description=f"Seconds, at most {MAX_CONNECT_TIMEOUT:g} (null: the default, 30)." + _UNCHANGED
+    )] = msgspec.UNSET
+    call_timeout: Annotated[CallTimeout | None | msgspec.UnsetType, msgspec.Meta(
+        description=f"Seconds, at most {MAX_CALL_TIMEOUT:g} (null: the default, 120)." + _UNCHANGED
+    )] = msgspec.UNSET
     log_level: Annotated[LogLevel | None | msgspec.UnsetType, msgspec.Meta(
         description="The least severe log message wanted from it (null: all it sends)." + _UNCHANGED
     )] = msgspec.UNSET

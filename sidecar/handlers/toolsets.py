@@ -34,7 +34,6 @@ from ..api.toolsets import (
 from ..chat import toolbox
 from ..chat.chats import ChatService
 from ..errors import InvalidParams
-from ..mcp_host.config import sandbox_view
 from ..rpc import RequestContext, Verbatim
 from ..store.tool_calls import API
 from ..store.toolsets import ToolsetRow
@@ -82,7 +81,7 @@ class ToolsetHandlers:
                               enabled=r.enabled,
                               command=secrets.masked_command(r.command, r.args),
                               url=secrets.mask_url(r.url) if r.url else None,
-                              sandbox=sandbox_view(r.options) if r.type == "stdio" else None)
+                              sandbox=r.sandbox if r.type == "stdio" else None)
              for r in servers],
         )
 

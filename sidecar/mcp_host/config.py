@@ -13,7 +13,6 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
 
 import msgspec
 
@@ -65,39 +64,16 @@ class ServerConfig:
         return hash((self.key, self.type, self.command, self.args, self.url))
 
 
-def sandbox_block(options: dict[str, Any]) -> dict[str, Any] | None:
-    """A stored server's ``sandbox`` block (mcpServers/add, mcpServers/update or toolset.yaml;
-    ``{}``: seed 004's defaults), or the older ``sandboxed: true`` of rows written before the block
-    existed as the block it meant (it kept the network); None: unconfined."""
-    given = options.get("sandbox")
-    if isinstance(given, dict):
-        return given
-    return {"network": "full"} if options.get("sandboxed") else None
-
-
-def sandbox_of(options: dict[str, Any]) -> Confinement | None:
+def sandbox_of(block: ServerSandbox | None) -> Confinement | None:
     """The confinement a stored server runs under (None: unconfined). Its block was checked when it
     was written; one that fails the check now (written by an older version) confines the server to
     the defaults and says why in the log, so it never widens anything."""
-    block = sandbox_block(options)
     if block is None:
         return None
     try:
-        patch, _ = layer(None, block)
+        patch, _ = layer(None, msgspec.to_builtins(block))
     except SettingError as exc:
         log.warning("the sandbox option of an MCP server was refused (%s): it runs with seed 004's defaults, "
                     "no network", exc)
         return Confinement()
     return resolve(patch)
-
-
-def sandbox_view(options: dict[str, Any]) -> ServerSandbox | None:
-    """The stored sandbox block as mcpServers/list shows it (the older ``sandboxed: true`` as what
-    it means)."""
-    block = sandbox_block(options)
-    if block is None:
-        return None
-    try:
-        return msgspec.convert(block, ServerSandbox)
-    except msgspec.ValidationError:
-        return ServerSandbox()  # what sandbox_of runs it with

@@ -1,57 +1,62 @@
-"""Editing a stored MCP server (mcpServers/update): the row as a manifest entry to change, the
-literal secrets of a changed config moved to the secret store as mcpServers/add moves them, and what
-the UI sends back masked (as mcpServers/list shows it) restored to the value it stands for."""
+"""Editing a stored MCP server (mcpServers/update): the literal secrets of a changed config moved to
+the secret store as mcpServers/add moves them, and what the UI sends back masked (as mcpServers/list
+shows it) restored to the value it stands for."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
 from .. import secrets
 from ..api.base import wire_name
-from ..api.mcp import ServerSandbox
+from ..api.mcp import ServerDecl, ServerType
 from ..errors import InvalidParams
-from ..store.mcp_servers import McpServerRow
-from .config import sandbox_block
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
     from ..secrets.store import SecretStore
 
-EDITABLE = ("type", "command", "args", "env", "cwd", "url", "headers", "requires_confirmation",
-             "connect_timeout", "call_timeout", "log_level", "sandbox")
+# What mcpServers/update may change: every field of the declaration but its id.
+EDITABLE = tuple(f for f in ServerDecl.__struct_fields__ if f != "id")
+# A change of type drops the fields of the other kind of server (unless the update gives them).
+OF_STDIO = ("command", "args", "cwd", "sandbox")
+OF_REMOTE = ("url", "headers")
 
 
-def declaration_of(row: McpServerRow) -> dict[str, Any]:
-    """A stored server as a manifest's mcp_servers entry (what mcpServers/update edits). The older
-    ``sandboxed: true`` option becomes the block it means, so an edit writes only ``sandbox``."""
-    options = {k: v for k, v in row.options.items() if k not in ("sandbox", "sandboxed")}
-    if (block := sandbox_block(row.options)) is not None:
-        options["sandbox"] = block
-    return {"id": row.server_id, "type": row.type, "command": row.command, "args": list(row.args),
-            "env": dict(row.env), "cwd": row.cwd, "url": row.url, "headers": dict(row.headers),
-            "requires_confirmation": row.requires_confirmation, **options}
+class _Config(Protocol):
+    """Where a server's values may hold secrets: a declaration, or a server found in another app."""
+
+    @property
+    def args(self) -> Sequence[str]: ...
+    @property
+    def url(self) -> str | None: ...
+    @property
+    def env(self) -> Mapping[str, str]: ...
+    @property
+    def headers(self) -> Mapping[str, str]: ...
 
 
-def stored_sandbox(given: ServerSandbox | None) -> dict[str, Any] | None:
-    """The wire's sandbox as toolset.yaml writes it (only the keys given; {} stays {}: the defaults)."""
-    return None if given is None else msgspec.to_builtins(given)
+def retyped(server: ServerDecl, type_: ServerType) -> ServerDecl:
+    """``server`` made a ``type_`` server: the fields only the other kind has go back to their defaults."""
+    blank = ServerDecl(id=server.id)
+    return msgspec.structs.replace(server, type=type_, **{f: getattr(blank, f)
+                                                          for f in (OF_REMOTE if type_ == "stdio" else OF_STDIO)})
 
 
-def placeholders(server: dict[str, Any], names: secrets.Placeholders) -> dict[str, Any]:
+def placeholders(server: ServerDecl, names: secrets.Placeholders) -> ServerDecl:
     """The literal secrets in a server's args, env, headers and url as ``${NAME}`` references
     (`names` records the values for the secret store); harmless values stay as given."""
-    out: dict[str, Any] = {"args": secrets.placeholder_args(list(server.get("args") or []), names),
-                           "env": secrets.placeholder_map(dict(server.get("env") or {}), names),
-                           "headers": secrets.placeholder_map(dict(server.get("headers") or {}), names)}
-    if server.get("url"):
-        out["url"] = secrets.placeholder_url(server["url"], names)
-    return out
+    return msgspec.structs.replace(
+        server, args=secrets.placeholder_args(list(server.args), names),
+        env=secrets.placeholder_map(dict(server.env), names),
+        headers=secrets.placeholder_map(dict(server.headers), names),
+        url=secrets.placeholder_url(server.url, names) if server.url else server.url)
 
 
-def references(server: dict[str, Any]) -> set[str]:
-    return secrets.references_in([*(server.get("args") or []), server.get("url"),
-                                  *(server.get("env") or {}).values(), *(server.get("headers") or {}).values()])
+def references(server: _Config) -> set[str]:
+    return secrets.references_in([*server.args, server.url, *server.env.values(), *server.headers.values()])
 
 
 def unmasked(field: str, value: Any, old: Any) -> Any:
@@ -83,8 +88,6 @@ def unmasked(field: str, value: Any, old: Any) -> Any:
                 v = old[i]
             out_args.append(v)
         return out_args
-    if field == "sandbox":
-        return stored_sandbox(value)
     if field == "url" and value is not None and secrets.MASK in value:
         if not old or secrets.mask_url(old) != value:
             raise refuse(where)

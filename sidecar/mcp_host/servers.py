@@ -26,6 +26,7 @@ from ..api.mcp import (
     ListServersParams,
     McpImportParams,
     McpServer,
+    ServerDecl,
     SkippedServer,
     UpdateParams,
 )
@@ -38,7 +39,7 @@ from ..store.mcp_tools_seen import McpToolsSeenRepo
 from ..tools import frozen
 from ..tools.limits import warnings_of
 from . import app_configs, edits, signin
-from .config import ServerConfig, sandbox_of, sandbox_view
+from .config import ServerConfig, sandbox_of
 from .connect import config_references
 from .elicitation import Elicit
 from .host import DEFAULT_MAX_RESULT_BYTES, McpHost
@@ -57,11 +58,12 @@ OnServerStatus = Callable[[McpServer], Awaitable[None]]
 
 def config_of(row: McpServerRow) -> ServerConfig:
     """What the host needs to run a stored server."""
-    timeouts = {k: float(v) for k, v in row.options.items() if k in ("connect_timeout", "call_timeout") and v}
-    return ServerConfig(server_id=row.server_id, toolset_id=row.toolset_id, type=row.type,
+    timeouts = {k: float(v) for k, v in (("connect_timeout", row.connect_timeout),
+                                         ("call_timeout", row.call_timeout)) if v}
+    return ServerConfig(server_id=row.id, toolset_id=row.toolset_id, type=row.type,
                         command=row.command, args=tuple(row.args), env=row.env, cwd=row.cwd, url=row.url,
-                        headers=row.headers, enabled=row.should_run, log_level=row.options.get("log_level"),
-                        sandbox=sandbox_of(row.options) if row.type == "stdio" else None, **timeouts)
+                        headers=row.headers, enabled=row.should_run, log_level=row.log_level,
+                        sandbox=sandbox_of(row.sandbox) if row.type == "stdio" else None, **timeouts)
 
 
 async def find(repo: McpServerRepo, ref: str) -> McpServerRow:
@@ -142,7 +144,7 @@ class McpServers:
     async def limit_warnings(self, toolset_id: str) -> list[LimitWarning]:
         """What the sandboxes of a toolset's stdio servers allow beyond seed 004's defaults."""
         return [w for r in await self.repo.of_toolset(toolset_id) if r.type == "stdio"
-                and (c := sandbox_of(r.options)) is not None for w in warnings_of(c, server=r.server_id)]
+                and (c := sandbox_of(r.sandbox)) is not None for w in warnings_of(c, server=r.server_id)]
 
     def view(self, row: McpServerRow) -> McpServer:
         """The row joined with its live state, secrets masked."""
@@ -160,16 +162,15 @@ class McpServers:
             url=secrets.mask_url(row.url) if row.url else None, server_name=name,
             requires_confirmation=row.requires_confirmation, env=secrets.mask_map(row.env),
             headers=secrets.mask_map(row.headers), cwd=row.cwd,
-            connect_timeout=row.options.get("connect_timeout"), call_timeout=row.options.get("call_timeout"),
-            log_level=row.options.get("log_level"),
-            sandbox=sandbox_view(row.options) if row.type == "stdio" else None, confined_by=confined_by,
+            connect_timeout=row.connect_timeout, call_timeout=row.call_timeout, log_level=row.log_level,
+            sandbox=row.sandbox if row.type == "stdio" else None, confined_by=confined_by,
         )
 
     # -- changing --------------------------------------------------------------------------------------
 
     async def add(self, p: AddParams) -> McpServer:
         """A standalone server: a userMcp toolset whose id is the server's (the toolset's change syncs it)."""
-        toolset = await self._add_user_server(declaration(p))
+        toolset = await self._add_user_server(p)
         return await self.get(f"{toolset.id}~{toolset.id}")
 
     async def update(self, p: UpdateParams) -> McpServer:
@@ -202,22 +203,18 @@ class McpServers:
         to reuse: a new key for ``API_KEY`` replaces the value of ``${WEATHER_API_KEY}`` instead of
         leaving it behind beside a ``${WEATHER_API_KEY_2}``.
         """
-        server = edits.declaration_of(row)
+        server = row.as_declaration()
         if "type" in given and given["type"] != row.type:  # the fields of the other kind go unless given
-            gone = ("url", "headers") if given["type"] == "stdio" else ("command", "args", "cwd", "sandbox")
-            server.update(dict.fromkeys(gone))
-        for field, value in given.items():
-            server[field] = edits.unmasked(field, value, server.get(field))
+            server = edits.retyped(server, given["type"])
+        server = msgspec.structs.replace(server, **{
+            field: edits.unmasked(field, value, getattr(server, field)) for field, value in given.items()})
         prefix = secrets.Placeholders(prefix=row.server_id).prefix
         before = config_references(config_of(row))
         after = edits.references(server)
         reusable = {n for n in before - after if n.startswith(prefix + "_")}
         names = secrets.Placeholders(set(await self.vault.names()) - reusable, prefix=row.server_id)
-        server.update(edits.placeholders(server, names))
-        checked = self.toolsets.user_server_row(server)  # InvalidParams before any secret is stored
-        new = msgspec.structs.replace(row, type=checked.type, command=checked.command, args=checked.args,
-                                      cwd=checked.cwd, url=checked.url, headers=checked.headers, env=checked.env,
-                                      requires_confirmation=checked.requires_confirmation, options=checked.options)
+        # InvalidParams before any secret is stored.
+        new = row.with_declaration(self.toolsets.checked_user_server(edits.placeholders(server, names)))
         stored = names.allocated()
         replaced = {n: await self.vault.get(n) for n in stored if n in reusable}
         try:
@@ -295,8 +292,7 @@ class McpServers:
         """The servers Claude Desktop, VS Code or Cursor configure (at `path`, or where they keep them)."""
         found, warnings = await _discover(path)
         taken = {t.id for t in await self.toolsets.all()}
-        used = {f.id: edits.references({"args": f.args, "url": f.url, "env": f.env, "headers": f.headers})
-                for f in found}
+        used = {f.id: edits.references(f) for f in found}
         try:
             have: Mapping[str, str] = await self.vault.environ(set().union(*used.values()))
         except StorageError:  # a locked keystore: only the environment can say
@@ -342,13 +338,13 @@ class McpServers:
                 "(params.rename), leave them out of ids, or set onConflict to skip. Nothing was imported"))
         added: list[McpServer] = []
         for f, new_id in picked:
-            toolset = await self._add_user_server({
-                "id": new_id, "type": f.type, "command": f.command, "args": f.args, "env": f.env, "cwd": f.cwd,
-                "url": f.url, "headers": f.headers})
+            toolset = await self._add_user_server(ServerDecl(
+                id=new_id, type=f.type, command=f.command, args=f.args, env=f.env, cwd=f.cwd, url=f.url,
+                headers=f.headers))
             added.append(await self.get(f"{toolset.id}~{toolset.id}"))
         return added, skipped
 
-    async def _add_user_server(self, server: dict[str, Any]) -> ToolsetRow:
+    async def _add_user_server(self, server: ServerDecl) -> ToolsetRow:
         """Add a standalone server, the literal secrets given with it kept in the secret store.
 
         A token in its env, a header, an argument or its URL is stored under a name of its own
@@ -360,19 +356,19 @@ class McpServers:
         async with self._editing:
             return await self._add_locked(server)
 
-    async def _add_locked(self, server: dict[str, Any]) -> ToolsetRow:
-        names = secrets.Placeholders(await self.vault.names(), prefix=str(server.get("id") or ""))
-        kept = {**server, **edits.placeholders(server, names)}
+    async def _add_locked(self, server: ServerDecl) -> ToolsetRow:
+        names = secrets.Placeholders(await self.vault.names(), prefix=server.id)
+        kept = edits.placeholders(server, names)
         stored = names.allocated()
-        if server.get("id") is None or not stored:
+        if not stored:
             return await self.toolsets.add_user_server(server)
         try:
-            existing = await self.toolsets.get(str(server["id"]))
+            existing = await self.toolsets.get(server.id)
         except NotFound:
             existing = None
         if existing is not None:  # checked again below; here so nothing is stored for a refused add
             raise Conflict("already installed",
-                           f"a server or toolset {server['id']!r} exists already; choose another id")
+                           f"a server or toolset {server.id!r} exists already; choose another id")
         for name, value in stored.items():
             await self.vault.set(name, value)
         try:
@@ -407,15 +403,6 @@ class McpServers:
         if vanished:
             log.info("%s no longer lists %s; kept as unavailable (overrides and past calls stay)",
                      row.key, ", ".join(vanished))
-
-
-def declaration(p: AddParams) -> dict[str, Any]:
-    """mcpServers/add params as a manifest's mcp_servers entry (checked the same way)."""
-    return {
-        "id": p.id, "type": p.type, "command": p.command, "args": p.args, "env": p.env, "cwd": p.cwd,
-        "url": p.url, "headers": p.headers, "requires_confirmation": p.requires_confirmation,
-        "connect_timeout": p.connect_timeout, "call_timeout": p.call_timeout, "log_level": p.log_level,
-        "sandbox": edits.stored_sandbox(p.sandbox)}
 
 
 async def _discover(path: str | None) -> tuple[list[app_configs.Found], list[str]]:

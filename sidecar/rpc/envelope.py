@@ -90,6 +90,9 @@ def validation_data(exc: msgspec.ValidationError) -> dict[str, str]:
     if not sep:
         return {"path": "params", "reason": text}
     path = where.rstrip("`")
+    key, sep, mapping = path.partition("` in `")
+    if sep and key == "key":  # a mapping's key is wrong: msgspec says "at `key` in `$.env`"
+        return {"path": "params" + mapping[1:], "reason": f"{reason} (a key)"}
     return {"path": "params" + path[1:], "reason": reason}
 
 

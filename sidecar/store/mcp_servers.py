@@ -2,47 +2,70 @@
 
 A server belongs to a toolset (its key is ``toolset~server``); whether it should run is its own
 switch and its toolset's. What the host does with a row is `mcp_host/servers.py`'s business.
+
+A row is the server's declaration (`api.mcp.ServerDecl`, the one mcpServers/add and toolset.yaml
+take) plus where it lives and its switches. The declaration's columns hold what they are named for;
+``options`` (JSON) holds the rest of it: ``connect_timeout``, ``call_timeout``, ``log_level``,
+``sandbox`` (the block, sizes in bytes; ``{}``: seed 004's defaults) and the manifest's
+``tool_output``, each only when set. Rows written before the block existed say ``sandboxed: true``,
+read as the block it meant (``{network: full}``). A row was checked against the declaration's bounds
+when it was written, so reading one builds it without checking it again: a bound made stricter later
+never makes a stored server unreadable.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import aiosqlite
 import msgspec
 
-from ..api.mcp import ServerType
+from ..api.mcp import ServerDecl, ServerSandbox
 from .db import CATALOG, Database
+
+log = logging.getLogger(__name__)
 
 _encode = msgspec.json.encode
 _decode = msgspec.json.decode
+_DECLARED = ServerDecl.__struct_fields__
 
 
-class McpServerRow(msgspec.Struct, kw_only=True, frozen=True):
-    server_id: str
+class McpServerRow(ServerDecl, kw_only=True):
+    """A stored server: its declaration (``id`` is the server id) and where it lives."""
+
     toolset_id: str
-    type: ServerType
     enabled: bool = True
     """This server's own switch."""
     toolset_enabled: bool = True
     user_mcp: bool = False
     """Added with mcpServers/add: its toolset holds only this server."""
-    command: str | None = None
-    args: list[str] = []
-    cwd: str | None = None
-    url: str | None = None
-    headers: dict[str, str] = {}
-    env: dict[str, str] = {}
-    requires_confirmation: bool = False
-    options: dict[str, Any] = {}
-    """``connect_timeout`` and ``call_timeout`` in seconds, when set."""
+    tool_output: dict[str, Any] = {}
+    """The manifest's ``tool_output`` (an output declaration by MCP tool name), as checked data."""
     toolset_deleted_at: str | None = None
     """Its toolset is soft-deleted (toolsets/delete): the server does not run until it is restored."""
 
+    @classmethod
+    def of(cls, decl: ServerDecl, **where: Any) -> McpServerRow:
+        """``decl`` stored in a toolset: ``where`` gives ``toolset_id`` and any other field of a row."""
+        return cls(**{f: getattr(decl, f) for f in _DECLARED}, **where)
+
+    def as_declaration(self) -> ServerDecl:
+        """The declaration alone (what mcpServers/update edits)."""
+        return ServerDecl(**{f: getattr(self, f) for f in _DECLARED})
+
+    def with_declaration(self, decl: ServerDecl) -> McpServerRow:
+        """This row with ``decl`` as its declaration; the server id, toolset and switches stay."""
+        return msgspec.structs.replace(self, **{f: getattr(decl, f) for f in _DECLARED if f != "id"})
+
+    @property
+    def server_id(self) -> str:
+        return self.id
+
     @property
     def key(self) -> str:
-        return f"{self.toolset_id}~{self.server_id}"
+        return f"{self.toolset_id}~{self.id}"
 
     @property
     def should_run(self) -> bool:
@@ -63,10 +86,38 @@ _COLS = ("s.id, s.toolset_id, s.server_type, s.enabled, s.command, s.args, s.cwd
 _SQL = f"SELECT {_COLS} FROM toolset_mcp_servers s JOIN toolsets ts ON ts.id = s.toolset_id"
 _ROWID = _COLS.count(",") + 1  # where a query adds s.rowid after _COLS
 def _row(r: Sequence[Any]) -> McpServerRow:
-    return McpServerRow(server_id=r[0], toolset_id=r[1], type=r[2], enabled=bool(r[3]), command=r[4],
-                        args=_decode(r[5]), cwd=r[6], url=r[7], headers=_decode(r[8]), env=_decode(r[9]),
-                        requires_confirmation=bool(r[10]), options=_decode(r[11] or "{}"),
+    options = _decode(r[11] or "{}")
+    return McpServerRow(id=r[0], toolset_id=r[1], type=r[2], enabled=bool(r[3]), command=r[4], args=_decode(r[5]),
+                        cwd=r[6], url=r[7], headers=_decode(r[8]), env=_decode(r[9]),
+                        requires_confirmation=bool(r[10]), connect_timeout=options.get("connect_timeout"),
+                        call_timeout=options.get("call_timeout"), log_level=options.get("log_level"),
+                        sandbox=sandbox_option(options), tool_output=options.get("tool_output") or {},
                         toolset_enabled=bool(r[12]), user_mcp=bool(r[13]), toolset_deleted_at=r[14])
+
+
+def sandbox_option(options: dict[str, Any]) -> ServerSandbox | None:
+    """The stored block, or the older ``sandboxed: true`` as the block it meant (it kept the
+    network); None: unconfined. A block that no longer reads (written by an older version) is seed
+    004's defaults, said in the log: it never widens anything."""
+    given = options.get("sandbox")
+    if isinstance(given, dict):
+        try:
+            return msgspec.convert(given, ServerSandbox)
+        except msgspec.ValidationError as exc:
+            log.warning("the stored sandbox of an MCP server was refused (%s): it runs with seed 004's "
+                        "defaults, no network", exc)
+            return ServerSandbox()
+    return ServerSandbox(network="full") if options.get("sandboxed") else None
+
+
+def _options(s: McpServerRow) -> str:
+    """The declaration's fields without a column of their own, each only when set."""
+    options: dict[str, Any] = {k: v for k, v in (("connect_timeout", s.connect_timeout),
+                                                 ("call_timeout", s.call_timeout), ("log_level", s.log_level),
+                                                 ("tool_output", s.tool_output)) if v}
+    if s.sandbox is not None:  # {} too: the defaults, which are not "unconfined"
+        options["sandbox"] = msgspec.to_builtins(s.sandbox)
+    return _encode(options).decode()
 
 
 class McpServerRepo:
@@ -127,7 +178,7 @@ class McpServerRepo:
                 "headers = ?, env = ?, requires_confirmation = ?, options = ? WHERE toolset_id = ? AND id = ?",
                 (row.type, int(row.enabled), row.command, _encode(row.args).decode(), row.cwd, row.url,
                  _encode(row.headers).decode(), _encode(row.env).decode(), int(row.requires_confirmation),
-                 _encode(row.options).decode(), row.toolset_id, row.server_id))
+                 _options(row), row.toolset_id, row.id))
 
 
 async def insert(w: aiosqlite.Connection, rows: Iterable[McpServerRow], created_at: str) -> None:
@@ -135,9 +186,9 @@ async def insert(w: aiosqlite.Connection, rows: Iterable[McpServerRow], created_
     await w.executemany(
         "INSERT INTO toolset_mcp_servers (id, toolset_id, server_type, enabled, command, args, cwd, url, "
         "headers, env, requires_confirmation, options, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [(s.server_id, s.toolset_id, s.type, int(s.enabled), s.command, _encode(s.args).decode(), s.cwd, s.url,
-          _encode(s.headers).decode(), _encode(s.env).decode(), int(s.requires_confirmation),
-          _encode(s.options).decode(), created_at) for s in rows])
+        [(s.id, s.toolset_id, s.type, int(s.enabled), s.command, _encode(s.args).decode(), s.cwd, s.url,
+          _encode(s.headers).decode(), _encode(s.env).decode(), int(s.requires_confirmation), _options(s),
+          created_at) for s in rows])
 
 
 async def delete_of_toolset(w: aiosqlite.Connection, toolset_id: str) -> None:

@@ -17,7 +17,6 @@ import msgspec
 
 from .. import secrets
 from ..errors import InvalidParams, StorageError
-from ..mcp_host.config import sandbox_block
 from ..sandbox import settings as sandbox_settings
 from ..sandbox.policy import Patch
 from ..secrets.store import is_user_name
@@ -25,6 +24,7 @@ from ..store.mcp_servers import McpServerRepo, McpServerRow
 from ..store.toolsets import StoredTool, ToolsetRepo, ToolsetRow
 from ..tools import slugs
 from .bundle import MANIFEST
+from .manifest import yaml_entry
 
 if TYPE_CHECKING:
     from ..secrets.store import SecretStore
@@ -91,18 +91,12 @@ async def manifest_from_rows(repo: ToolsetRepo, servers_of: McpServerRepo, tools
 def _server(r: McpServerRow, names: secrets.Placeholders) -> dict[str, Any]:
     """A stored server as toolset.yaml declares it; its sandbox as ``sandbox: {...}`` even when that
     is ``{}`` (the defaults: confined, unlike no sandbox at all)."""
-    options = {k: v for k, v in r.options.items() if k not in ("sandbox", "sandboxed")}
-    out = drop_empty({
-        "id": r.server_id, "type": r.type, "command": r.command,
-        "args": secrets.placeholder_args(r.args, names), "cwd": r.cwd,
-        "url": secrets.placeholder_url(r.url, names) if r.url else None,
-        "headers": secrets.placeholder_map(r.headers, names),
-        "env": secrets.placeholder_map(r.env, names),
-        "requires_confirmation": r.requires_confirmation or None, **options})
-    block = sandbox_block(r.options) if r.type == "stdio" else None
-    if block is not None:
-        out["sandbox"] = block
-    return out
+    declared = msgspec.structs.replace(
+        r.as_declaration(), args=secrets.placeholder_args(r.args, names),
+        url=secrets.placeholder_url(r.url, names) if r.url else None,
+        headers=secrets.placeholder_map(r.headers, names), env=secrets.placeholder_map(r.env, names),
+        sandbox=r.sandbox if r.type == "stdio" else None)
+    return yaml_entry(declared) | ({"tool_output": r.tool_output} if r.tool_output else {})
 
 
 def _from_store(row: McpServerRow, stored: dict[str, str]) -> McpServerRow:

@@ -14,7 +14,7 @@ from ..api.toolsets import (
     InspectResult,
     ManifestInfo,
 )
-from ..mcp_host.config import sandbox_of, sandbox_view
+from ..mcp_host.config import sandbox_of
 from ..tools import limits
 from . import bundle
 from .manifest import ConfigSchema, McpServerDecl
@@ -30,7 +30,7 @@ def inspect(b: bundle.Bundle, mechanism: str | None = None) -> InspectResult:
     widened = [f"{w.tool_id}: {w.message} ({w.setting})" for v in tool_limits.values() for w in v.warnings]
     # The stdio servers the manifest puts in the sandbox, and what their sandbox allows.
     server_limits = {s.id: limits.warnings_of(c, mechanism=mechanism, server=s.id) for s in m.mcp_servers
-                     if (c := sandbox_of({"sandbox": s.sandbox})) is not None}
+                     if (c := sandbox_of(s.sandbox)) is not None}
     widened += [f"MCP server {w.server}: {w.message} ({w.setting})" for ws in server_limits.values() for w in ws]
     return InspectResult(
         manifest=ManifestInfo(m.id, m.name, m.version, m.description, m.manifest_version),
@@ -53,7 +53,7 @@ def inspect(b: bundle.Bundle, mechanism: str | None = None) -> InspectResult:
                 command=secrets.masked_command(s.command, s.args),
                 url=secrets.mask_url(s.url) if s.url else None, cwd=s.cwd,
                 env=secrets.mask_map(s.env), headers=secrets.mask_map(s.headers),
-                sandbox=sandbox_view({"sandbox": s.sandbox}),
+                sandbox=s.sandbox,
                 limit_warnings=server_limits.get(s.id, []),
             )
             for s in m.mcp_servers

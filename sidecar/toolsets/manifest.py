@@ -1,5 +1,13 @@
 """``toolset.yaml``, manifest_version "1": the model, and parsing that names the place of every
-mistake (``tools[2].entrypoint: ...``) and says what to fix."""
+mistake (``tools[2].entrypoint: ...``) and says what to fix.
+
+An ``mcp_servers[]`` entry is the one MCP-server declaration, `api.mcp.ServerDecl` (what
+mcpServers/add takes and a stored row is), plus ``tool_output``: its fields and bounds are written
+there alone. The Struct spells its keys as the wire does (``connectTimeout``); toolset.yaml writes
+them in snake_case (``connect_timeout``), so an entry's keys are renamed to the Struct's before the
+manifest is decoded (`_declared`) and an error's path is named back in toolset.yaml's words
+(`_yaml_path`). What bounds cannot say is `_check_server`'s, for a manifest's servers and a user's
+(`of_server`) alike."""
 
 from __future__ import annotations
 
@@ -11,7 +19,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from ..api.base import Id
-from ..api.mcp import LogLevel
+from ..api.mcp import ServerDecl, ServerSandbox
 from ..api.render_plans import RENDERERS, Renderer
 from ..errors import ManifestError
 from ..sandbox import settings as sandbox_settings
@@ -103,37 +111,22 @@ class OverrideDecl(_Decl):
     enabled: bool | None = None
 
 
-class McpServerDecl(_Decl):
-    id: Id
-    type: Literal["stdio", "sse", "streamable-http"] = "stdio"
-    command: str | None = None
-    args: list[str] = []
-    env: dict[str, str] = {}
-    cwd: str | None = None
-    url: str | None = None
-    headers: dict[str, str] = {}
-    requires_confirmation: bool = False
-    connect_timeout: Annotated[float, msgspec.Meta(gt=0, le=600)] | None = None
-    call_timeout: Annotated[float, msgspec.Meta(gt=0, le=3600)] | None = None
-    log_level: LogLevel | None = None  # the least severe of its log messages the UI is sent
-    # The output declaration of this server's tools, by MCP tool name (a card only when declared).
-    tool_output: dict[str, OutputDecl] = {}
-    # A stdio server in the OS sandbox: {} (or true) for seed 004's defaults, or the keys of a
-    # toolset's sandbox block but disk; absent (or false): unconfined. Checked into the stored form.
-    sandbox: dict[str, Any] | bool | None = None
+class McpServerDecl(ServerDecl, kw_only=True):
+    """A toolset's MCP server: the one declaration (`ServerDecl`: written in snake_case here, with
+    ``sandbox: true`` for ``{}`` and ``false`` for none) and the output of its tools."""
+
+    tool_output: Annotated[dict[str, OutputDecl], msgspec.Meta(description=(
+        "The output declaration of this server's tools, by MCP tool name (a card only when declared)."))] = {}
 
     def row(self, toolset_id: str) -> McpServerRow:
         """The one way a declared server becomes a stored one."""
-        options = {k: v for k, v in (("connect_timeout", self.connect_timeout),
-                                     ("call_timeout", self.call_timeout),
-                                     ("log_level", self.log_level),
-                                     ("tool_output", msgspec.to_builtins(self.tool_output))) if v}
-        if isinstance(self.sandbox, dict):  # {} too: the defaults, which are not "unconfined"
-            options["sandbox"] = self.sandbox
-        return McpServerRow(
-            server_id=self.id, toolset_id=toolset_id, type=self.type, command=self.command, args=self.args,
-            cwd=self.cwd, url=self.url, headers=self.headers, env=self.env,
-            requires_confirmation=self.requires_confirmation, options=options)
+        return McpServerRow.of(self, toolset_id=toolset_id, tool_output=msgspec.to_builtins(self.tool_output))
+
+
+# An mcp_servers[] entry's keys: toolset.yaml's spelling -> the declaration's, and back.
+_WIRE_KEYS = {f.name: f.encode_name for f in msgspec.structs.fields(McpServerDecl)}
+_YAML_KEYS = {wire: name for name, wire in _WIRE_KEYS.items()}
+_SERVER_PATH = re.compile(r"^(mcp_servers\[\d+\]\.)(\w+)")
 
 
 class Manifest(_Decl):
@@ -225,13 +218,12 @@ def from_data(data: Any) -> Parsed:
     if data.get("manifest_version") == 1:
         data["manifest_version"] = "1"  # the unquoted YAML gotcha; meaning is unambiguous
     _precheck_config_schemas(data)
+    _declared(data)
     try:
         manifest = msgspec.convert(data, Manifest)
     except msgspec.ValidationError as exc:
-        text_ = str(exc)
-        reason, _, where = text_.rpartition(" - at `")
-        path = _path(where.rstrip("`")) if where else ""
-        reason = reason or text_
+        path, reason = error_place(exc)
+        path = _yaml_path(path)
         hint = _HINTS.get(path.rpartition(".")[2].split("[")[0])
         if hint and "matching regex" in reason:
             reason = f"not a valid value: {hint}"
@@ -239,6 +231,78 @@ def from_data(data: Any) -> Parsed:
             path, reason = auth_error(path, reason)
         raise ManifestError(path, reason) from None
     return _check(manifest)
+
+
+def error_place(exc: msgspec.ValidationError) -> tuple[str, str]:
+    """Where a decode error is (``tools[0].id``; a mapping's key as the mapping) and what it says."""
+    text_ = str(exc)
+    reason, sep, where = text_.rpartition(" - at `")
+    if not sep:
+        return "", text_
+    where = where.rstrip("`")
+    key, sep, mapping = where.partition("` in `")
+    if sep and key == "key":  # a key of a mapping: msgspec says "at `key` in `$.env`"
+        return _path(mapping), f"{reason} (a key)"
+    return _path(where), reason
+
+
+def _declared(data: dict[str, Any]) -> None:
+    """Each ``mcp_servers[]`` entry with the declaration's keys, and its sandbox checked as a
+    toolset's sandbox block is (its mistakes named in those words) and in its stored form."""
+    servers = data.get("mcp_servers")
+    if not isinstance(servers, list):
+        return  # absent, or not a list: the whole-manifest check says so
+    for i, entry in enumerate(servers):
+        if not isinstance(entry, dict):
+            continue
+        where = f"mcp_servers[{i}]"
+        for key in entry:
+            if key in _YAML_KEYS and key not in _WIRE_KEYS:
+                raise ManifestError(f"{where}.{key}", f"toolset.yaml writes this key {_YAML_KEYS[key]}")
+        declared = {_WIRE_KEYS.get(k, k): v for k, v in entry.items()}
+        if "sandbox" in declared:
+            declared["sandbox"] = _sandbox_block(where, declared["sandbox"])
+        servers[i] = declared
+
+
+def _sandbox_block(where: str, block: Any) -> Any:
+    """A server's sandbox in the form it is stored in (sizes in bytes; {} for the defaults, None
+    for none): ``true`` is {}, ``false`` none."""
+    if block is None or block is False:
+        return None
+    if isinstance(block, dict) and "disk" in block:
+        raise ManifestError(f"{where}.sandbox.disk", "a server is no tool call with a workspace to grow: disk "
+                                                     "is a per-call limit of Python tools; remove it")
+    try:
+        patch, _ = sandbox_settings.layer(None, {} if block is True else block)
+    except sandbox_settings.SettingError as exc:
+        raise ManifestError(f"{where}.{exc.where}", exc.reason) from None
+    return sandbox_settings.to_blocks(patch).get("sandbox", {})
+
+
+def _yaml_path(path: str) -> str:
+    """``mcp_servers[0].connectTimeout`` -> ``mcp_servers[0].connect_timeout``: a declaration's
+    key as toolset.yaml writes it."""
+    return _SERVER_PATH.sub(lambda m: m[1] + _YAML_KEYS.get(m[2], m[2]), path, count=1)
+
+
+def yaml_entry(server: ServerDecl) -> dict[str, Any]:
+    """A declaration as an ``mcp_servers[]`` entry of toolset.yaml: its keys in snake_case, what is
+    at its default left out but the type (a sandbox of ``{}``, the defaults, is kept: it is not none)."""
+    return {"id": server.id, "type": server.type,
+            **{_YAML_KEYS[k]: v for k, v in msgspec.to_builtins(server).items() if k not in ("id", "type")}}
+
+
+def of_server(decl: ServerDecl) -> Parsed:
+    """A user's server (mcpServers/add, update or import) as the one server of its userMcp toolset,
+    checked as a manifest's is. Its bounds are checked again: a declaration built in code (an
+    import, an edit) has not been through a decoder. Errors name ``mcp_servers[0].<field>``."""
+    try:
+        server = msgspec.convert(msgspec.to_builtins(decl), McpServerDecl)
+    except msgspec.ValidationError as exc:
+        path, reason = error_place(exc)
+        raise ManifestError(_yaml_path(f"mcp_servers[0].{path}" if path else "mcp_servers[0]"), reason) from None
+    return _check(Manifest(manifest_version="1", id=decl.id, name=decl.id, mcp_servers=[server]))
 
 
 def _precheck_config_schemas(data: dict[str, Any]) -> None:
@@ -342,8 +406,8 @@ def check_writable_paths(parsed: Parsed, data_dir: Path) -> None:
     places = [("", parsed.limits)] + [(f"tools[{i}].", parsed.tool_limits.get(t.id))
                                       for i, t in enumerate(parsed.manifest.tools)]
     lists = [(f"{where}sandbox.writable", patch.writable or ()) for where, patch in places if patch is not None]
-    lists += [(f"mcp_servers[{i}].sandbox.writable", s.sandbox.get("writable", []))
-              for i, s in enumerate(parsed.manifest.mcp_servers) if isinstance(s.sandbox, dict)]
+    lists += [(f"mcp_servers[{i}].sandbox.writable", s.sandbox.writable or [])
+              for i, s in enumerate(parsed.manifest.mcp_servers) if s.sandbox is not None]
     for where, paths in lists:
         for j, path in enumerate(paths):
             try:
@@ -450,7 +514,7 @@ def _unique_ids(section: str, ids: list[str]) -> dict[str, int]:
     return seen
 
 
-def _check_server(where: str, s: McpServerDecl) -> None:
+def _check_server(where: str, s: ServerDecl) -> None:
     if s.type == "stdio":
         if not s.command:
             raise ManifestError(f"{where}.command", "a stdio server needs the command to start it")
@@ -458,7 +522,7 @@ def _check_server(where: str, s: McpServerDecl) -> None:
             raise ManifestError(f"{where}.url", "a stdio server has no url; set type to sse or streamable-http")
         _check_server_sandbox(where, s)
         return
-    if s.sandbox is not None and s.sandbox is not False:
+    if s.sandbox is not None:
         raise ManifestError(f"{where}.sandbox", f"only a stdio server runs as a process of this machine that the "
                                                 f"sandbox can confine; a {s.type} server runs elsewhere: remove "
                                                 "sandbox")
@@ -468,20 +532,11 @@ def _check_server(where: str, s: McpServerDecl) -> None:
         raise ManifestError(f"{where}.command", f"a {s.type} server is reached by url, not started by a command")
 
 
-def _check_server_sandbox(where: str, s: McpServerDecl) -> None:
+def _check_server_sandbox(where: str, s: ServerDecl) -> None:
     """``s.sandbox`` checked as a toolset's sandbox block is, and kept in the form it is stored in
-    (sizes in bytes; {} for the defaults, None for none)."""
-    if isinstance(s.sandbox, dict) and "disk" in s.sandbox:
-        raise ManifestError(f"{where}.sandbox.disk", "a server is no tool call with a workspace to grow: disk "
-                                                     "is a per-call limit of Python tools; remove it")
-    if s.sandbox is None or s.sandbox is False:
-        s.sandbox = None
-        return
-    try:
-        patch, _ = sandbox_settings.layer(None, {} if s.sandbox is True else s.sandbox)
-    except sandbox_settings.SettingError as exc:
-        raise ManifestError(f"{where}.{exc.where}", exc.reason) from None
-    s.sandbox = sandbox_settings.to_blocks(patch).get("sandbox", {})
+    (sizes in bytes; {} for the defaults)."""
+    if s.sandbox is not None:
+        s.sandbox = msgspec.convert(_sandbox_block(where, msgspec.to_builtins(s.sandbox)), ServerSandbox)
 
 
 def _with_legacy_renderers(m: Manifest, warnings: list[str]) -> list[OverrideDecl]:

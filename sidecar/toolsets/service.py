@@ -24,6 +24,7 @@ import anyio.to_thread
 import msgspec
 
 from ..api.base import wire_name
+from ..api.mcp import ServerDecl
 from ..errors import BundleError, Conflict, InvalidBundle, InvalidParams, NotFound, StorageError
 from ..paging import Pages
 from ..sandbox import settings as sandbox_settings
@@ -43,7 +44,7 @@ from . import export as exporting
 from .bundle import MANIFEST, Bundle, kind_of
 from .bundle import read as read_bundle
 from .export import drop_empty
-from .manifest import ConfigSchema, ManifestError, Parsed, ToolDecl, check_writable_paths, from_data
+from .manifest import ConfigSchema, ManifestError, Parsed, ToolDecl, check_writable_paths, of_server
 
 READ_THREADS = 2  # bundles read at once; the others wait their turn (a read is bounded)
 
@@ -168,9 +169,8 @@ class ToolsetService:
         await self._changed(m.id)
         return await self.get(m.id)
 
-    async def add_user_server(self, server: dict[str, Any]) -> ToolsetRow:
-        """mcpServers/add: a userMcp toolset whose id is the server's, holding only that server.
-        ``server`` is a manifest's mcp_servers entry; unset (None or empty) fields are dropped."""
+    async def add_user_server(self, server: ServerDecl) -> ToolsetRow:
+        """mcpServers/add: a userMcp toolset whose id is the server's, holding only that server."""
         parsed = _parse_user_server(server, self.data_dir)
         server_id = parsed.manifest.id
         async with self._lock:
@@ -182,10 +182,9 @@ class ToolsetService:
         await self._changed(server_id)
         return await self.get(server_id)
 
-    def user_server_row(self, server: dict[str, Any]) -> McpServerRow:
+    def checked_user_server(self, server: ServerDecl) -> ServerDecl:
         """mcpServers/update: a user's server as it would be stored, checked as mcpServers/add checks it."""
-        parsed = _parse_user_server(server, self.data_dir)
-        return parsed.manifest.mcp_servers[0].row(parsed.manifest.id)
+        return _parse_user_server(server, self.data_dir).manifest.mcp_servers[0]
 
     async def _changed(self, toolset_id: str) -> None:
         await self._on_change(toolset_id)
@@ -328,16 +327,12 @@ class ToolsetService:
 
 
 
-def _parse_user_server(server: dict[str, Any], data_dir: Path) -> Parsed:
-    """A user's server (mcpServers/add or update params, as a manifest's mcp_servers entry) checked
-    as a one-server manifest (its sandbox's writable folders against ``data_dir`` too); unset (None
-    or empty) fields are dropped."""
-    server_id = server.get("id")
-    entry = drop_empty(server)
-    if server.get("sandbox") is not None:
-        entry["sandbox"] = server["sandbox"]  # {} is the default sandbox, not "no sandbox"
+def _parse_user_server(server: ServerDecl, data_dir: Path) -> Parsed:
+    """A user's server (mcpServers/add, update or import) checked as a one-server manifest (its
+    sandbox's writable folders against ``data_dir`` too); InvalidParams names the field as the
+    params do."""
     try:
-        parsed = from_data({"manifest_version": "1", "id": server_id, "name": server_id, "mcp_servers": [entry]})
+        parsed = of_server(server)
         check_writable_paths(parsed, data_dir)
         return parsed
     except ManifestError as exc:

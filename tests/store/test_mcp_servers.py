@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import msgspec
 import pytest
 
+from sidecar.api.mcp import ServerSandbox
 from sidecar.mcp_host.servers import config_of
 from sidecar.store import CATALOG, Database
 from sidecar.store.mcp_servers import AmbiguousServer, McpServerRepo, McpServerRow, insert
@@ -47,7 +49,8 @@ async def test_rows_come_back_named_and_typed(db: Database):
     assert isinstance(search, McpServerRow)
     assert (search.type, search.command, search.args, search.env) == ("stdio", "srv", ["--token", "${TOKEN}"],
                                                                       {"A": "1"})
-    assert search.options == {"call_timeout": 5} and search.should_run and not search.user_mcp
+    assert (search.call_timeout, search.connect_timeout, search.sandbox) == (5, None, None)
+    assert search.should_run and not search.user_mcp
     fetch = rows[1]
     assert fetch.headers == {"Authorization": "Bearer ${T}"} and fetch.requires_confirmation
     web = rows[3]
@@ -73,3 +76,39 @@ async def test_switching_a_server_off_and_what_the_host_gets(db: Database):
     config = config_of(row)
     assert (config.key, config.enabled, config.args, config.call_timeout) == ("docs~search", False,
                                                                               ("--token", "${TOKEN}"), 5.0)
+
+
+async def test_the_options_column_keeps_the_shape_older_versions_wrote(db: Database):
+    """Timeouts, log level, sandbox and tool_output in ``options``, each only when set: a downgrade
+    reads what this version writes."""
+    repo = McpServerRepo(db)
+    row = await repo.find("docs~search")
+    assert row is not None
+    await repo.update(msgspec.structs.replace(row, log_level="warning", sandbox=ServerSandbox(processes=8),
+                                              tool_output={"find": {"ephemeral": True}}))
+    (options,) = (await db.fetchall("SELECT options FROM toolset_mcp_servers WHERE id = 'search' "
+                                    "AND toolset_id = 'docs'"))[0]
+    assert msgspec.json.decode(options) == {"call_timeout": 5, "log_level": "warning",
+                                            "tool_output": {"find": {"ephemeral": True}},
+                                            "sandbox": {"processes": 8}}
+
+
+async def test_rows_written_by_older_versions_still_load(db: Database):
+    """The older ``sandboxed: true``, a block that no longer reads, and values past bounds made
+    stricter since: a stored server is read as it was written, never refused."""
+    async with db.write(CATALOG) as w:
+        await w.execute(
+            "UPDATE toolset_mcp_servers SET options = ?, args = ?, headers = ? WHERE id = 'search' "
+            "AND toolset_id = 'docs'",
+            ('{"sandboxed": true, "connect_timeout": 900, "tool_output": {"find": {"card": {"enabled": true}}}}',
+             msgspec.json.encode(["x"] * 2000).decode(), '{"X-Old": "a\\r\\nb"}'))
+        await w.execute("UPDATE toolset_mcp_servers SET options = ? WHERE id = 'solo'",
+                        ('{"sandbox": {"memory": [1], "network": "everywhere"}}',))
+    repo = McpServerRepo(db)
+    old = await repo.find("docs~search")
+    assert old is not None
+    assert old.sandbox == ServerSandbox(network="full") and old.connect_timeout == 900 and len(old.args) == 2000
+    assert old.tool_output == {"find": {"card": {"enabled": True}}} and old.headers == {"X-Old": "a\r\nb"}
+    assert config_of(old).sandbox is not None  # confined, with the network it had
+    unreadable = await repo.find("solo")
+    assert unreadable is not None and unreadable.sandbox == ServerSandbox()  # seed 004's defaults, never wider

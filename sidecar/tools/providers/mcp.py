@@ -190,7 +190,7 @@ async def resolve(db: Database, host: McpHost | None, ref_id: str) -> Resolved:
         _resolved.clear()
     tool = _view(row, found, override)
     config: dict[str, Any] = {"server_key": row.key, "tool_name": name}
-    if output := (row.options.get("tool_output") or {}).get(name):
+    if output := row.tool_output.get(name):
         config["output"] = output  # declared by the toolset for this tool (toolset.yaml tool_output)
     target = Resolved(tool, None, config, None, switched_on=switched_on(override.override if override else None))
     _resolved[ref_id] = (row, override, found, target)

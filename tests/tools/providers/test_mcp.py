@@ -23,7 +23,7 @@ class _NoCacheDb:
 @pytest.mark.parametrize(("enabled", "status"), [(True, "connecting"), (False, "disabled")])
 async def test_a_tool_of_a_server_the_host_does_not_know_yet_is_not_found(
         monkeypatch: pytest.MonkeyPatch, enabled: bool, status: str) -> None:
-    row = McpServerRow(server_id="fresh", toolset_id="ts", type="stdio", command="x", enabled=enabled)
+    row = McpServerRow(id="fresh", toolset_id="ts", type="stdio", command="x", enabled=enabled)
 
     async def stored(db: Any, ref: str, name: str) -> tuple[McpServerRow, None]:
         return row, None
