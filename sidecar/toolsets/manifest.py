@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 import msgspec
 
@@ -212,13 +212,13 @@ def parse(text: bytes) -> Parsed:
 
 
 def from_data(data: Any) -> Parsed:
-    """Check a manifest that is already data (parsed YAML, or built for mcpServers/add)."""
+    """Check a manifest that is already data (parsed YAML, or built for a toolset made in the UI)."""
     if not isinstance(data, dict):
         raise ManifestError("", f"toolset.yaml must be a mapping of keys, not {type(data).__name__}")
     if data.get("manifest_version") == 1:
         data["manifest_version"] = "1"  # the unquoted YAML gotcha; meaning is unambiguous
     _precheck_config_schemas(data)
-    _declared(data)
+    _declared(cast("dict[str, Any]", data))
     try:
         manifest = msgspec.convert(data, Manifest)
     except msgspec.ValidationError as exc:
@@ -249,17 +249,18 @@ def error_place(exc: msgspec.ValidationError) -> tuple[str, str]:
 def _declared(data: dict[str, Any]) -> None:
     """Each ``mcp_servers[]`` entry with the declaration's keys, and its sandbox checked as a
     toolset's sandbox block is (its mistakes named in those words) and in its stored form."""
-    servers = data.get("mcp_servers")
+    servers: Any = data.get("mcp_servers")
     if not isinstance(servers, list):
         return  # absent, or not a list: the whole-manifest check says so
-    for i, entry in enumerate(servers):
+    for i, entry in enumerate(cast("list[Any]", servers)):
         if not isinstance(entry, dict):
             continue
         where = f"mcp_servers[{i}]"
-        for key in entry:
+        given = cast("dict[Any, Any]", entry)
+        for key in given:
             if key in _YAML_KEYS and key not in _WIRE_KEYS:
                 raise ManifestError(f"{where}.{key}", f"toolset.yaml writes this key {_YAML_KEYS[key]}")
-        declared = {_WIRE_KEYS.get(k, k): v for k, v in entry.items()}
+        declared = {_WIRE_KEYS.get(k, k): v for k, v in given.items()}
         if "sandbox" in declared:
             declared["sandbox"] = _sandbox_block(where, declared["sandbox"])
         servers[i] = declared
