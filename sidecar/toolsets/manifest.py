@@ -4,9 +4,10 @@ mistake (``tools[2].entrypoint: ...``) and says what to fix."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeGuard, cast
 
 import msgspec
 
@@ -157,9 +158,9 @@ class Manifest(_Decl):
 class Parsed:
     manifest: Manifest
     overrides: list[OverrideDecl]  # explicit ones plus those from legacy tools[].renderer
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list[str])
     limits: Patch | None = None  # the toolset's constraints and sandbox
-    tool_limits: dict[str, Patch] = field(default_factory=dict)  # each tool's, by its id in the manifest
+    tool_limits: dict[str, Patch] = field(default_factory=dict[str, Patch])  # each tool's, by its id in the manifest
 
 
 _NO_ALIASES = "YAML anchors and aliases (*name) are not supported in toolset.yaml"
@@ -177,7 +178,9 @@ def load_yaml(text: bytes) -> Any:
         # overflow the C stack and kill the process. Nothing is expanded or built until the
         # depth and the aliases are known to be harmless.
         depth = nodes = 0
-        for event in yaml.parse(text, Loader=fast or yaml.SafeLoader):
+        # PyYAML's stubs leave parse() unannotated: it yields the stream's events.
+        events = cast("Iterator[yaml.Event]", yaml.parse(text, Loader=fast or yaml.SafeLoader))  # pyright: ignore[reportUnknownMemberType]
+        for event in events:
             if isinstance(event, yaml.NodeEvent):
                 nodes += 1
                 if nodes > MAX_MANIFEST_NODES:
@@ -202,6 +205,15 @@ def load_yaml(text: bytes) -> Any:
         raise ManifestError(where, f"not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
 
 
+def _is_mapping(node: object) -> TypeGuard[dict[Any, Any]]:
+    """A YAML mapping (its keys may be of any YAML type, not only strings)."""
+    return isinstance(node, dict)
+
+
+def _is_list(node: object) -> TypeGuard[list[Any]]:
+    return isinstance(node, list)
+
+
 def _path(msgspec_path: str) -> str:
     return msgspec_path.removeprefix("$").removeprefix(".")
 
@@ -220,7 +232,7 @@ def parse(text: bytes) -> Parsed:
 
 def from_data(data: Any) -> Parsed:
     """Check a manifest that is already data (parsed YAML, or built for mcpServers/add)."""
-    if not isinstance(data, dict):
+    if not _is_mapping(data):
         raise ManifestError("", f"toolset.yaml must be a mapping of keys, not {type(data).__name__}")
     if data.get("manifest_version") == 1:
         data["manifest_version"] = "1"  # the unquoted YAML gotcha; meaning is unambiguous
@@ -246,11 +258,11 @@ def _precheck_config_schemas(data: dict[str, Any]) -> None:
     author needs to read which field (``tools[0].config_schema.api_key.type``)."""
     places = [("config_schema", data.get("config_schema"))]
     tools = data.get("tools")
-    if isinstance(tools, list):
+    if _is_list(tools):
         places += [(f"tools[{i}].config_schema", t.get("config_schema")) for i, t in enumerate(tools)
-                   if isinstance(t, dict)]
+                   if _is_mapping(t)]
     for where, schema in places:
-        if not isinstance(schema, dict):
+        if not _is_mapping(schema):
             continue  # absent, or not a mapping: the whole-manifest check says so
         for key, value in schema.items():
             if not isinstance(key, str):

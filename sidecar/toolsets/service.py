@@ -212,7 +212,7 @@ class ToolsetService:
         finally:
             with anyio.CancelScope(shield=True):
                 await pool.aclose()
-        described = {}
+        described: dict[str, dict[str, Any]] = {}
         for i, t in enumerate(m.tools):
             if t.id not in code:
                 continue
@@ -358,7 +358,7 @@ def stored_tool(toolset_id: str, t: ToolDecl, code: dict[str, Any], gone: Bundle
     """The stored tool: what the manifest says, completed by what the code declares; ``gone``:
     its code vanished (kept, unavailable for that reason); ``limits``: its constraints and sandbox
     as the manifest declares them (`Parsed.tool_limits`)."""
-    schema = t.input_schema if t.input_schema is not None else code.get("inputSchema")
+    schema: dict[str, Any] | None = t.input_schema if t.input_schema is not None else code.get("inputSchema")
     config: dict[str, Any] = {}
     if t.timeout or code.get("timeout"):
         config["timeout"] = t.timeout or code.get("timeout")
