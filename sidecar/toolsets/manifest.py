@@ -10,13 +10,13 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from .. import cron
 from ..api.base import Id
 from ..api.mcp import LogLevel
 from ..api.render_plans import RENDERERS, Renderer
 from ..errors import ManifestError
 from ..sandbox import settings as sandbox_settings
 from ..sandbox.policy import Patch
-from ..schedules import cron
 from ..store.mcp_servers import McpServerRow
 from ..tools import slugs
 from ..tools.output import COLOUR_HINT, OutputDecl, check_colours
