@@ -16,8 +16,9 @@ from ..api.toolsets import (
 )
 from ..mcp_host.config import sandbox_of, sandbox_view
 from ..tools import limits
+from ..tools.config_schema import ConfigSchema
 from . import bundle
-from .manifest import ConfigSchema, McpServerDecl
+from .manifest import McpServerDecl
 
 
 def inspect(b: bundle.Bundle, mechanism: str | None = None) -> InspectResult:

@@ -35,6 +35,7 @@ from ..store.toolset_sources import SourceRow
 from ..store.toolsets import Install, OverrideRow, StoredTool, ToolsetFile, ToolsetRepo, ToolsetRow
 from ..tools import frozen, slugs
 from ..tools import output as tool_output
+from ..tools.config_schema import ConfigSchema
 from ..tools.overrides import is_pattern
 from ..tools.providers.python.entrypoints import importable
 from ..tools.providers.python.worker import ToolFailure
@@ -43,7 +44,7 @@ from . import export as exporting
 from .bundle import MANIFEST, Bundle, kind_of
 from .bundle import read as read_bundle
 from .export import drop_empty
-from .manifest import ConfigSchema, ManifestError, Parsed, ToolDecl, check_writable_paths, from_data
+from .manifest import ManifestError, Parsed, ToolDecl, check_writable_paths, from_data
 
 READ_THREADS = 2  # bundles read at once; the others wait their turn (a read is bounded)
 
