@@ -23,6 +23,7 @@ import anyio
 import anyio.to_thread
 import msgspec
 
+from .. import frozen
 from ..api.base import wire_name
 from ..errors import BundleError, Conflict, InvalidBundle, InvalidParams, NotFound, StorageError
 from ..paging import Pages
@@ -33,8 +34,8 @@ from ..store.mcp_servers import McpServerRepo, McpServerRow
 from ..store.rows import now
 from ..store.toolset_sources import SourceRow
 from ..store.toolsets import Install, OverrideRow, StoredTool, ToolsetFile, ToolsetRepo, ToolsetRow
-from ..tools import frozen, slugs
 from ..tools import output as tool_output
+from ..tools import slugs
 from ..tools.config_schema import ConfigSchema
 from ..tools.overrides import is_pattern
 from ..tools.providers.python.entrypoints import importable
