@@ -11,15 +11,16 @@ from typing import Annotated, Any, Literal, TypeGuard, cast
 
 import msgspec
 
+from .. import cron
 from ..api.base import Id
 from ..api.mcp import LogLevel
 from ..api.render_plans import RENDERERS, Renderer
 from ..errors import ManifestError
 from ..sandbox import settings as sandbox_settings
 from ..sandbox.policy import Patch
-from ..schedules import cron
 from ..store.mcp_servers import McpServerRow
 from ..tools import slugs
+from ..tools.config_schema import CONFIG_KEY_RULE, ConfigFieldDecl, ConfigSchema, check_config_schema
 from ..tools.output import COLOUR_HINT, OutputDecl, check_colours
 from ..tools.overrides import is_pattern, pattern_problem
 from ..tools.providers.http.auth import auth_error
@@ -34,30 +35,10 @@ MAX_MANIFEST_DEPTH = 64
 # Building the data (PyYAML's constructor, in Python) costs about 8 us a node: a MiB of tiny
 # lists was 3.5 s of CPU. A 100-tool manifest has about 5,000 nodes.
 MAX_MANIFEST_NODES = 50_000
-# A config field's name: what a tool reads as ``get_context().settings[name]`` and what the secret
-# store's internal names end with, so it stays a plain lower-case identifier.
-CONFIG_KEY_PATTERN = r"^[a-z_][a-z0-9_]{0,63}(?![\s\S])"
-CONFIG_KEY_RULE = "1-64 characters: lower-case letters, digits and '_', not starting with a digit"
-MAX_CONFIG_FIELDS = 64
-ConfigType = Literal["string", "number", "integer", "boolean"]
 
 
 class _Decl(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     pass
-
-
-class ConfigFieldDecl(_Decl):
-    """One field of a ``config_schema`` (seed 004): a value the user gives once, which the tool
-    reads through ``get_context().settings``."""
-
-    description: str = ""
-    type: ConfigType = "string"
-    secret: bool = False  # kept in the secret store, shown masked
-    required: bool = False  # the tool is "available" (not ready) until it has a value
-    default: str | int | float | bool | None = None
-
-
-ConfigSchema = dict[str, ConfigFieldDecl]
 
 
 class TriggerDecl(_Decl):
@@ -421,36 +402,6 @@ def _check_output(where: str, output: OutputDecl) -> None:
     bad = check_colours(output)
     if bad is not None:
         raise ManifestError(f"{where}.{bad}", COLOUR_HINT)
-
-
-_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "number": (int, float), "integer": (int,),
-                                       "boolean": (bool,)}
-
-
-def fits(type_: str, value: object) -> bool:
-    """Whether ``value`` has the config type ``type_`` (a bool is no number here, as in JSON Schema)."""
-    if isinstance(value, bool):
-        return type_ == "boolean"
-    return isinstance(value, _TYPES[type_])
-
-
-def article(type_: str) -> str:
-    return f"an {type_}" if type_ == "integer" else f"a {type_}"
-
-
-def check_config_schema(where: str, schema: ConfigSchema) -> None:
-    if len(schema) > MAX_CONFIG_FIELDS:
-        raise ManifestError(where, f"{len(schema)} fields; the limit is {MAX_CONFIG_FIELDS}")
-    for key, f in schema.items():
-        if not re.match(CONFIG_KEY_PATTERN, key):
-            raise ManifestError(f"{where}.{key}", f"not a valid field name: {CONFIG_KEY_RULE}")
-        if f.secret and f.type != "string":
-            raise ManifestError(f"{where}.{key}.type", "a secret field holds a string; drop type or secret")
-        if f.secret and f.default is not None:
-            raise ManifestError(f"{where}.{key}.default",
-                                "a secret field has no default: the manifest is shared, its secret would not be")
-        if f.default is not None and not fits(f.type, f.default):
-            raise ManifestError(f"{where}.{key}.default", f"{f.default!r} is not {article(f.type)}")
 
 
 def _unique_ids(section: str, ids: list[str]) -> dict[str, int]:

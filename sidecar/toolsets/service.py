@@ -23,6 +23,7 @@ import anyio
 import anyio.to_thread
 import msgspec
 
+from .. import frozen
 from ..api.base import wire_name
 from ..errors import BundleError, Conflict, InvalidBundle, InvalidParams, NotFound, StorageError
 from ..paging import Pages
@@ -33,8 +34,9 @@ from ..store.mcp_servers import McpServerRepo, McpServerRow
 from ..store.rows import now
 from ..store.toolset_sources import SourceRow
 from ..store.toolsets import Install, OverrideRow, StoredTool, ToolsetFile, ToolsetRepo, ToolsetRow
-from ..tools import frozen, slugs
 from ..tools import output as tool_output
+from ..tools import slugs
+from ..tools.config_schema import ConfigSchema
 from ..tools.overrides import is_pattern
 from ..tools.providers.python.entrypoints import importable
 from ..tools.providers.python.worker import ToolFailure
@@ -43,7 +45,7 @@ from . import export as exporting
 from .bundle import MANIFEST, Bundle, kind_of
 from .bundle import read as read_bundle
 from .export import drop_empty
-from .manifest import ConfigSchema, ManifestError, Parsed, ToolDecl, check_writable_paths, from_data
+from .manifest import ManifestError, Parsed, ToolDecl, check_writable_paths, from_data
 
 READ_THREADS = 2  # bundles read at once; the others wait their turn (a read is bounded)
 
