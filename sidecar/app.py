@@ -238,13 +238,12 @@ async def serve(
             # first answer within its start-up budget (they cost more than anyio + msgspec + aiosqlite).
             try:
                 from . import compose
-                from .handlers.areas import service_routes
                 from .handlers.notify import Notifier
 
                 notifier = Notifier(conn)
                 services = await compose.build(settings, db, notifier, tg, app.on_close, app.started_at,
                                                sandbox_reported=app.sandbox_reported)
-                deferred.bind(service_routes(services))
+                deferred.bind(compose.service_routes(services))
                 process.freeze_heap()
             except SidecarError as exc:
                 log.error("the services could not be started: %s", exc.message)

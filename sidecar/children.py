@@ -34,7 +34,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from functools import cache
-from typing import IO, TYPE_CHECKING, Any, Literal
+from typing import IO, Any, Literal, Protocol
 
 import anyio
 import anyio.abc
@@ -42,9 +42,6 @@ import anyio.to_thread
 
 from . import spawner
 from .secrets import clean
-
-if TYPE_CHECKING:
-    from .sandbox.windows import Job
 
 log = logging.getLogger("sidecar.children")
 
@@ -98,6 +95,15 @@ def signal_name(number: int) -> str:
         return signal.Signals(number).name
     except ValueError:
         return f"signal {number}"
+
+
+class Job(Protocol):
+    """A Windows Job Object holding a child and all it starts (``sandbox/windows.py`` makes them;
+    the sandbox sits above this module, so the child sees only this much of one)."""
+
+    def terminate(self) -> None: ...
+    def active(self) -> bool: ...
+    def close(self) -> None: ...
 
 
 class StderrTail:

@@ -21,7 +21,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from .rpc.framing import LineTooLong
+from .ndjson import LineTooLong
 from .rpc.transport import StdioTransport, Transport
 
 ServerRequestHandler = Callable[[dict[str, Any]], Awaitable[Any] | Any]

@@ -1,4 +1,5 @@
-"""Build every service once, in dependency order, into one frozen ``Services``.
+"""Build every service once, in dependency order, into one frozen ``Services``, and give each
+handler area the services it needs (``service_routes``).
 
 Collaborators go in through constructors. Where two services need each other's events (the
 toolsets and the MCP host; the MCP host and the UI), the wiring is a closure here, so no service
@@ -11,6 +12,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from anyio.abc import TaskGroup
 
@@ -19,7 +21,23 @@ from .chat.chats import ChatService
 from .chat.providers.service import ProviderService
 from .chat.turns import TurnService
 from .errors import NotFound, StorageError
+from .handlers.authoring import AuthoringHandlers
+from .handlers.bundles import BundleHandlers
+from .handlers.chats import ChatHandlers
+from .handlers.config import ConfigHandlers
+from .handlers.debug import DebugHandlers
+from .handlers.limits import LimitHandlers
+from .handlers.mcp import McpHandlers
 from .handlers.notify import Notifier
+from .handlers.providers import ProviderHandlers
+from .handlers.routes import routes
+from .handlers.schedules import ScheduleHandlers
+from .handlers.search import SearchHandlers
+from .handlers.secrets import SecretHandlers
+from .handlers.settings import SettingsHandlers
+from .handlers.tool_calls import ToolCallHandlers
+from .handlers.toolsets import ToolsetHandlers
+from .handlers.workspace import WorkspaceHandlers
 from .mcp_host.servers import McpServers
 from .sandbox.detect import RECORD_FILE, Detected
 from .sandbox.egress import Egress
@@ -197,3 +215,30 @@ async def _recover(db: Database, catalog: Catalog, data_dir: Path) -> None:
     cut = await ChatRepo(db).fail_streaming()
     if cut:
         log.warning("%d chat turns were cut off when the sidecar last stopped", cut)
+
+
+def service_routes(s: Services) -> dict[str, Any]:
+    """Each handler area over the services it gets: the method table the app serves."""
+    found: dict[str, Any] = {}
+    for area in (
+        AuthoringHandlers(s.user_toolsets, s.catalog),
+        BundleHandlers(s.toolsets, s.bundles, s.catalog, s.mcp_servers),
+        ChatHandlers(s.chats, s.turns, s.workspace, s.tool_calls.repo),
+        ConfigHandlers(s.config),
+        DebugHandlers(s.settings, s.db, s.started_at, s.secrets, s.switch, s.sandbox),
+        LimitHandlers(s.catalog),
+        McpHandlers(s.mcp_servers),
+        ProviderHandlers(s.providers),
+        ScheduleHandlers(s.schedules),
+        SearchHandlers(s.search),
+        SecretHandlers(s.secrets, s.mcp_servers, s.providers),
+        SettingsHandlers(s.switch),
+        ToolCallHandlers(s.audit),
+        ToolsetHandlers(s.toolsets, s.tool_calls, s.catalog, s.chats, s.listing),
+        WorkspaceHandlers(s.workspace, s.chats),
+    ):
+        for name, handler in routes(area).items():
+            if name in found:
+                raise RuntimeError(f"{name!r} is served by two areas")
+            found[name] = handler
+    return found

@@ -30,7 +30,7 @@ import anyio.abc
 import anyio.from_thread
 import anyio.lowlevel
 
-from .rpc.transport import send_all
+from .ndjson import send_all
 
 T = TypeVar("T")
 PIPE = subprocess.PIPE

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from .. import frozen
 from ..api.toolsets import Tool
 from ..errors import NotFound
 from ..mcp_host.servers import find
@@ -15,7 +16,6 @@ from ..store import Database
 from ..store.chats import MessageRow
 from ..store.mcp_servers import McpServerRepo
 from ..store.toolsets import ToolsetRepo
-from ..tools import frozen
 from ..tools.aliases import Aliases
 from ..tools.catalog import Catalog
 from ..tools.providers import mcp as mcp_tools

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import json
 
+import msgspec
+
 from ..api.base import Empty
 from ..api.chats import (
     AddMessageParams,
@@ -34,6 +36,16 @@ from ..workspace.service import WorkspaceService
 from .routes import method
 
 
+class _StoredParts(msgspec.Struct):
+    """What a message's stored ``parts`` tell the UI: a user message's attachments, kept as the
+    wire gave them (chat/turns.py writes them); the other keys (steps, views, ran) stay inside."""
+
+    attachments: list[Attachment] = []
+
+
+_decode_parts = msgspec.json.Decoder(_StoredParts).decode
+
+
 class ChatHandlers:
     def __init__(self, chats: ChatService, turns: TurnService, workspace: WorkspaceService,
                  tool_calls: ToolCallRepo) -> None:
@@ -51,13 +63,13 @@ class ChatHandlers:
 
     @staticmethod
     def message_out(m: MessageRow, calls: list[ToolCallRow] | None = None) -> Message:
-        parts = json.loads(m.parts) if m.parts else {}
+        parts = _decode_parts(m.parts) if m.parts else _StoredParts()
         usage = json.loads(m.usage) if m.usage else None
         return Message(id=m.id, role=m.role, content=m.content, created_at=m.created_at,
                        status=m.status, tool_calls=[call_out(c) for c in calls or []], parent_id=m.parent_id,
                        manifest_id=m.manifest_id, provider=m.provider, model=m.model, stop_reason=m.stop_reason,
                        usage=TokenUsage(usage.get("inputTokens", 0), usage.get("outputTokens", 0)) if usage else None,
-                       attachments=[Attachment(a["kind"], a["id"]) for a in parts.get("attachments") or []])
+                       attachments=parts.attachments)
 
     @method("chats/create")
     async def create(self, p: CreateChatParams, ctx: RequestContext) -> ChatResult:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import msgspec
 
+from .. import cron
 from ..api.base import Empty
 from ..api.schedules import (
     CreateScheduleParams,
@@ -15,7 +16,6 @@ from ..api.schedules import (
 )
 from ..chat.turns import call_out
 from ..rpc import RequestContext
-from ..schedules import cron
 from ..schedules.service import Schedules
 from ..store.schedules import ScheduleRow
 from .routes import method

@@ -12,13 +12,13 @@ import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio.to_thread
 import msgspec
 from anyio.abc import TaskGroup
 
-from .. import secrets
+from .. import frozen, secrets
 from ..api.limits import LimitWarning
 from ..api.mcp import (
     AddParams,
@@ -32,12 +32,11 @@ from ..api.mcp import (
 )
 from ..errors import Conflict, InvalidParams, NotFound, StorageError
 from ..paging import Pages
+from ..sandbox.hints import warnings_of
 from ..sandbox.runner import Sandbox
 from ..store import Database
 from ..store.mcp_servers import AmbiguousServer, McpServerRepo, McpServerRow
 from ..store.mcp_tools_seen import McpToolsSeenRepo
-from ..tools import frozen
-from ..tools.limits import warnings_of
 from . import app_configs, edits, signin
 from .config import ServerConfig, sandbox_of
 from .connect import config_references
@@ -49,11 +48,21 @@ from .state import ServerState
 if TYPE_CHECKING:
     from ..secrets.store import SecretStore
     from ..store.toolsets import ToolsetRow
-    from ..toolsets.service import ToolsetService
 
 log = logging.getLogger(__name__)
 
 OnServerStatus = Callable[[McpServer], Awaitable[None]]
+
+
+class Toolsets(Protocol):
+    """What the MCP servers ask of the toolsets (``toolsets/service.py``, which sits above this room;
+    compose passes it in): a user's server is a toolset of its own, added and removed with it."""
+
+    async def get(self, toolset_id: str) -> ToolsetRow: ...
+    async def all(self) -> list[ToolsetRow]: ...
+    async def add_user_server(self, server: ServerDecl) -> ToolsetRow: ...
+    def checked_user_server(self, server: ServerDecl) -> ServerDecl: ...
+    async def uninstall(self, toolset_id: str) -> bool: ...
 
 
 def config_of(row: McpServerRow) -> ServerConfig:
@@ -78,7 +87,7 @@ async def find(repo: McpServerRepo, ref: str) -> McpServerRow:
 
 
 class McpServers:
-    def __init__(self, db: Database, toolsets: ToolsetService, vault: SecretStore, *,
+    def __init__(self, db: Database, toolsets: Toolsets, vault: SecretStore, *,
                  on_status: OnServerStatus | None = None, elicit: Elicit | None = None,
                  open_url: signin.OpenUrl | None = None, client_metadata_url: str | None = None,
                  max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES, on_log: OnLog | None = None,

@@ -14,11 +14,11 @@ from typing import Any
 import anyio
 from anyio.abc import TaskStatus
 
+from ..ndjson import LineTooLong
 from . import envelope
 from .client_requests import ClientRequests
 from .dispatch import Dispatcher
 from .errors import INVALID_REQUEST, ConnectionClosed
-from .framing import LineTooLong
 from .methods import MethodTable
 from .outbox import Outbox
 from .transport import Transport

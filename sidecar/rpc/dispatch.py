@@ -19,6 +19,7 @@ import anyio
 import msgspec
 from anyio.abc import TaskGroup
 
+from ..ndjson import Line
 from . import envelope
 from .client_requests import CANCEL_METHOD, ClientRequests
 from .context import RequestContext
@@ -33,7 +34,6 @@ from .errors import (
     RpcError,
     wire_error,
 )
-from .framing import Line
 from .methods import Method, MethodTable
 from .outbox import Message, Outbox
 

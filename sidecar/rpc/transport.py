@@ -24,7 +24,7 @@ import anyio.from_thread
 import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from .framing import Frame, LineSplitter
+from ..ndjson import Data, Frame, LineSplitter, send_all
 
 if sys.platform != "win32":
     import fcntl
@@ -32,9 +32,6 @@ if sys.platform != "win32":
 log = logging.getLogger("sidecar.rpc")
 
 READ_CHUNK = 1 << 16
-
-# What goes out: a big message is a bytearray (encoded in place) or a view of what is left of one.
-Data = bytes | bytearray | memoryview
 
 
 class Transport(Protocol):
@@ -177,23 +174,6 @@ def _widen(fd: int) -> None:
     if sys.platform == "linux" and stat.S_ISFIFO(os.fstat(fd).st_mode):
         with contextlib.suppress(OSError):
             fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
-
-
-async def send_all(fd: int, data: Data) -> None:
-    """Write all of ``data`` to the non-blocking pipe ``fd``, waiting while it is full.
-
-    Raises:
-        anyio.BrokenResourceError: the reading end is closed.
-        anyio.ClosedResourceError: ``fd`` was closed (``anyio.notify_closing``) while waiting.
-    """
-    view = memoryview(data)
-    while view:
-        try:
-            view = view[os.write(fd, view):]
-        except BlockingIOError:
-            await anyio.wait_writable(fd)
-        except (BrokenPipeError, ConnectionResetError) as exc:
-            raise anyio.BrokenResourceError from exc
 
 
 def _write_all(fd: int, data: Data) -> None:

@@ -3,7 +3,8 @@
 A tool sees the sandbox only as ordinary errors (a read-only file system, a path that does not
 exist, a refused connection, a process out of memory). The sidecar reads them from the tool's error
 or output and adds what was blocked and which setting widens it (``sandbox.writable``,
-``sandbox.network``, ``sandbox.memory``).
+``sandbox.network``, ``sandbox.memory``). And before it runs: the warnings a confinement earns
+(``warnings_of``), which a tool's limits, an MCP server's and a bundle's inspection show.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from __future__ import annotations
 import os
 import re
 
-from .policy import Confinement, format_size
+from ..api.limits import LimitWarning
+from .policy import Confinement, format_size, widenings
 
 _PATH_ERROR = re.compile(r"\[Errno (\d+)\] [^:'\n]*: '([^'\n]+)'")
 _READ_ONLY = ("Read-only file system", "[Errno 30]")
@@ -85,3 +87,14 @@ def _inside(path: str, workspace: str | None, writable: tuple[str, ...]) -> bool
         if path == root or path.startswith(root + os.sep):
             return True
     return False
+
+
+def warnings_of(c: Confinement, tool_id: str | None = None, mechanism: str | None = None, *,
+                server: str | None = None) -> list[LimitWarning]:
+    """What ``c`` allows beyond seed 004's defaults, as the wire shows it (``mechanism``: what confines
+    tools here; Landlock cannot hold a tool to some hosts, which earns a warning of its own)."""
+    found = [LimitWarning(setting=w.field, message=w.message, tool_id=tool_id, server=server) for w in widenings(c)]
+    if mechanism == "landlock" and c.network == "allowedHosts":
+        found.append(LimitWarning(setting="sandbox.network", message=landlock_hosts_note(c), tool_id=tool_id,
+                                  server=server))
+    return found

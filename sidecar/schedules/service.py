@@ -29,6 +29,7 @@ import anyio.lowlevel
 import msgspec
 from anyio.abc import TaskGroup
 
+from .. import cron, frozen
 from ..api.schedules import CreateScheduleParams, FiredParams, UpdateScheduleParams
 from ..chat.events import Emit
 from ..chat.turns import call_out
@@ -38,9 +39,7 @@ from ..store.rows import new_id, now
 from ..store.schedules import ScheduleRepo, ScheduleRow
 from ..store.tool_calls import ToolCallRow
 from ..store.toolsets import ToolsetRepo
-from ..tools import frozen
 from ..tools.validate import check_args
-from . import cron
 from .clock import Clock, WallClock
 from .runs import Confirm, Runs, tool_gone, toolset_deleted
 

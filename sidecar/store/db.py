@@ -11,7 +11,7 @@ import logging
 import os
 import re
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -44,7 +44,7 @@ _MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 
 def migrations() -> list[tuple[int, str, str]]:
     """(version, file name, sql) for every file in ``migrations/``, in order; gaps are a bug."""
-    found = []
+    found: list[tuple[int, str, str]] = []
     for entry in MIGRATIONS_DIR.iterdir():  # a plain path: importlib.resources costs ~5 ms at start
         m = _MIGRATION_NAME.match(entry.name)
         if m:
@@ -95,7 +95,8 @@ def create(path: Path) -> None:
 
 def _transaction(aconn: aiosqlite.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
     """``Database.write_whole`` on the database's thread."""
-    conn = aconn._conn  # (the sqlite3 connection: this runs on its thread)
+    # The sqlite3 connection (this runs on its thread): aiosqlite keeps it private.
+    conn = aconn._conn  # pyright: ignore[reportPrivateUsage]
     try:
         conn.execute("BEGIN IMMEDIATE")
     except sqlite3.Error as exc:
@@ -263,13 +264,14 @@ class Database:
         async with self._write_lock:
             conn = self._conn
             # aiosqlite has no public way to run a function on its thread; ``_execute`` is what
-            # each of its own methods calls (pinned in the lock file; tests/store covers it).
-            result = await conn._execute(_transaction, conn, work)
+            # each of its own methods calls (pinned in the lock file; tests/store covers it). It is
+            # private and untyped (it returns what ``_transaction`` does: a T).
+            result: T = await conn._execute(_transaction, conn, work)  # pyright: ignore[reportPrivateUsage, reportUnknownMemberType]
             self.transactions += 1
             return result
 
     @asynccontextmanager
-    async def write(self, changes: str | None = None) -> AsyncIterator[aiosqlite.Connection]:
+    async def write(self, changes: str | None = None) -> AsyncGenerator[aiosqlite.Connection, None]:
         """One transaction; writers queue here so exactly one is open at a time. ``changes``
         names the cache (see ``cached``) this write makes stale."""
         if changes is None:
@@ -284,7 +286,7 @@ class Database:
             self._changed(changes, -1)
 
     @asynccontextmanager
-    async def _transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+    async def _transaction(self) -> AsyncGenerator[aiosqlite.Connection, None]:
         async with self._write_lock:
             conn = self._conn
             try:

@@ -58,7 +58,7 @@ class McpToolsSeenRepo:
         gone = [n for n, (_, vanished_at) in stored.items() if n not in listed and vanished_at is None]
         if not put and not gone:
             return []
-        keep = set()
+        keep: set[str] = set()
         for name in gone:
             if await self._worth_keeping(toolset_id, server_id, name):
                 keep.add(name)

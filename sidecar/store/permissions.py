@@ -4,7 +4,7 @@ settings (``allowedTools``), so deleting the chat drops them."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
@@ -13,8 +13,10 @@ from .rows import now
 
 
 def _settings(raw: str | None) -> dict[str, Any]:
-    value = msgspec.json.decode(raw or "{}")
-    return value if isinstance(value, dict) else {}
+    try:
+        return msgspec.json.decode(raw or "{}", type=dict[str, Any])
+    except msgspec.ValidationError:  # JSON, but not an object: no settings (bad JSON still raises)
+        return {}
 
 
 class PermissionRepo:
@@ -37,7 +39,8 @@ class PermissionRepo:
         """tool id -> digest of the tools allowed for this chat."""
         row = await self.db.fetchone("SELECT settings FROM chats WHERE id = ?", (chat_id,))
         grants = _settings(row["settings"]).get("allowedTools") if row is not None else None
-        return grants if isinstance(grants, dict) else {}
+        # grant_chat writes them: tool id -> digest, both strings.
+        return cast(dict[str, str], grants) if isinstance(grants, dict) else {}
 
     async def grant_chat(self, chat_id: str, tool_id: str, digest: str) -> None:
         async with self.db.write() as w:

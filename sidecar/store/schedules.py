@@ -72,7 +72,8 @@ class ScheduleRepo:
         return _row(row) if row is not None else None
 
     async def all(self, *, chat_id: str | None = None, tool_id: str | None = None) -> list[ScheduleRow]:
-        where, params = [], []
+        where: list[str] = []
+        params: list[str] = []
         if chat_id is not None:
             where.append("chat_id = ?")
             params.append(chat_id)

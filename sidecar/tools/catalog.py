@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from .. import frozen
 from ..api.base import wire_name
 from ..api.toolsets import Tool
 from ..errors import InvalidParams, NotFound, PermissionDenied
@@ -19,7 +20,7 @@ from ..store.tool_catalog import BuiltinRow, CatalogRow, ToolCatalogRepo
 from ..store.tool_config import ConfigValue, ToolConfigRepo
 from ..store.tool_limits import WHOLE_TOOLSET, ToolLimitsRepo
 from ..store.toolsets import OverrideRow, ToolsetRepo, ToolsetRow
-from . import frozen, limits, overrides, settings, slugs
+from . import limits, overrides, settings, slugs
 from .output import BUILTIN_MAX_CHARS
 from .providers import mcp as mcp_tools
 from .providers.builtin import BUILTINS

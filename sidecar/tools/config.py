@@ -16,6 +16,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .. import frozen
 from ..api.config import ConfigField
 from ..api.toolsets import ToolStatus
 from ..errors import InvalidParams, NotConfigured, NotFound
@@ -24,9 +25,8 @@ from ..store import Database
 from ..store.tool_catalog import ToolCatalogRepo
 from ..store.tool_config import TOOLSET_SCOPE, ConfigValue, ToolConfigRepo
 from ..store.toolsets import ToolsetRepo, ToolsetRow
-from ..toolsets.manifest import ConfigFieldDecl, article, fits
-from . import frozen
 from .catalog import Catalog
+from .config_schema import ConfigFieldDecl, article, fits
 from .settings import Plan, not_configured_message, plan, schema_of, secret_name
 
 log = logging.getLogger("sidecar.tools")

@@ -14,12 +14,12 @@ from typing import Any, Literal
 import msgspec
 
 from ..api.base import wire_name
-from ..api.limits import ConstraintsSettings, LimitLayer, LimitWarning, SandboxSettings, ToolLimits, ToolsetLimits
+from ..api.limits import ConstraintsSettings, LimitLayer, SandboxSettings, ToolLimits, ToolsetLimits
 from ..api.toolsets import Tool
 from ..errors import InvalidParams
 from ..sandbox import settings as sandbox_settings
-from ..sandbox.hints import landlock_hosts_note
-from ..sandbox.policy import Confinement, Patch, resolve, widenings
+from ..sandbox.hints import warnings_of
+from ..sandbox.policy import Confinement, Patch, resolve
 from ..store.tool_catalog import CatalogRow
 from .providers.python.workers import DEFAULT_LIMITS
 
@@ -73,15 +73,6 @@ def view(layers: Layers, tool_id: str | None = None, mechanism: str | None = Non
 def view_of(row: CatalogRow, mechanism: str | None = None) -> ToolLimits | None:
     layers = layers_of(row)
     return view(layers, row.tool_id, mechanism) if layers is not None else None
-
-
-def warnings_of(c: Confinement, tool_id: str | None = None, mechanism: str | None = None, *,
-                server: str | None = None) -> list[LimitWarning]:
-    found = [LimitWarning(setting=w.field, message=w.message, tool_id=tool_id, server=server) for w in widenings(c)]
-    if mechanism == "landlock" and c.network == "allowedHosts":
-        found.append(LimitWarning(setting="sandbox.network", message=landlock_hosts_note(c), tool_id=tool_id,
-                                  server=server))
-    return found
 
 
 def layer_view(patch: Patch | None) -> LimitLayer | None:

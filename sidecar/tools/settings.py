@@ -11,7 +11,7 @@ import msgspec
 
 from ..api.toolsets import ToolStatus
 from ..store.tool_config import TOOLSET_SCOPE, ConfigValue
-from ..toolsets.manifest import ConfigFieldDecl
+from .config_schema import ConfigFieldDecl
 
 
 def schema_of(stored: dict[str, Any] | None) -> dict[str, ConfigFieldDecl]:

@@ -67,7 +67,9 @@ class LocalToolsets:
         self._watched = {}
 
     async def _watch(self, folders: dict[Path, str], scope: anyio.CancelScope, stop: anyio.Event) -> None:
-        from watchfiles import awatch  # a Rust extension: loaded only when a local toolset exists
+        # A Rust extension: loaded only when a local toolset exists. Its stop_event type names
+        # trio.Event, unknown here (trio is not installed); we pass an anyio.Event.
+        from watchfiles import awatch  # pyright: ignore[reportUnknownVariableType]
 
         with scope:
             async for changes in awatch(*folders, watch_filter=_relevant, debounce=DEBOUNCE_MS,

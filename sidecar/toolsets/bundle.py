@@ -46,10 +46,10 @@ class Bundle:
     source_type: SourceType  # "user": mcpServers/add, which has no bundle
     files: dict[str, bytes]  # bundle path -> content, manifest included
     parsed: Parsed
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list[str])
     # Tools whose module or function the bundle lacks, when read to replace an installed version
     # (``read(tolerate_vanished=True)``): manifest tool id -> the refusal a fresh install gets.
-    vanished: dict[str, BundleError] = field(default_factory=dict)
+    vanished: dict[str, BundleError] = field(default_factory=dict[str, BundleError])
 
     @property
     def manifest(self):
@@ -153,7 +153,8 @@ def _read_zip(path: Path) -> dict[str, bytes]:
 
 def _read_entry(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> bytes:
     # The declared size can lie; count what decompresses and stop at the limit.
-    chunks, size = [], 0
+    chunks: list[bytes] = []
+    size = 0
     try:
         with archive.open(info) as entry:
             while chunk := entry.read(1 << 20):
@@ -210,7 +211,7 @@ def _read_dir(root: Path) -> dict[str, bytes]:
         except OSError as exc:
             raise BundleError(Path(folder).relative_to(root).as_posix() or ".",
                               f"cannot be listed: {exc.strerror}") from None
-        subfolders = []
+        subfolders: list[Path] = []
         for entry in entries:
             full = Path(entry.path)
             try:
@@ -243,7 +244,7 @@ def _refuse_overlaps(archive: zipfile.ZipFile, handle: BinaryIO) -> None:
     """Refuse an archive whose entries share bytes: the "overlapping ZIP" bomb points thousands of
     entries at one compressed stream, each within the ratio limit, so only the total (after
     inflating hundreds of MiB) would stop it. Each entry's data must end before the next begins."""
-    spans = []
+    spans: list[tuple[int, int, str]] = []  # (start, end, name) of each entry's bytes
     for info in archive.infolist():
         handle.seek(info.header_offset)
         header = handle.read(_LOCAL_HEADER.size)

@@ -15,9 +15,11 @@ from ..api.toolsets import (
     ManifestInfo,
 )
 from ..mcp_host.config import sandbox_of
+from ..sandbox.hints import warnings_of
 from ..tools import limits
+from ..tools.config_schema import ConfigSchema
 from . import bundle
-from .manifest import ConfigSchema, McpServerDecl
+from .manifest import McpServerDecl
 
 
 def inspect(b: bundle.Bundle, mechanism: str | None = None) -> InspectResult:
@@ -29,7 +31,7 @@ def inspect(b: bundle.Bundle, mechanism: str | None = None) -> InspectResult:
                                      f"{m.id}:{t.id}", mechanism) for t in m.tools if t.http is None}
     widened = [f"{w.tool_id}: {w.message} ({w.setting})" for v in tool_limits.values() for w in v.warnings]
     # The stdio servers the manifest puts in the sandbox, and what their sandbox allows.
-    server_limits = {s.id: limits.warnings_of(c, mechanism=mechanism, server=s.id) for s in m.mcp_servers
+    server_limits = {s.id: warnings_of(c, mechanism=mechanism, server=s.id) for s in m.mcp_servers
                      if (c := sandbox_of(s.sandbox)) is not None}
     widened += [f"MCP server {w.server}: {w.message} ({w.setting})" for ws in server_limits.values() for w in ws]
     return InspectResult(

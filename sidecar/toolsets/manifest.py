@@ -12,21 +12,23 @@ manifest is decoded (`_declared`) and an error's path is named back in toolset.y
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal, cast
+from typing import Annotated, Any, Literal, TypeGuard, cast
 
 import msgspec
 
+from .. import cron
 from ..api.base import Id
 from ..api.mcp import ServerDecl, ServerSandbox
 from ..api.render_plans import RENDERERS, Renderer
 from ..errors import ManifestError
 from ..sandbox import settings as sandbox_settings
 from ..sandbox.policy import Patch
-from ..schedules import cron
 from ..store.mcp_servers import McpServerRow
 from ..tools import slugs
+from ..tools.config_schema import CONFIG_KEY_RULE, ConfigFieldDecl, ConfigSchema, check_config_schema
 from ..tools.output import COLOUR_HINT, OutputDecl, check_colours
 from ..tools.overrides import is_pattern, pattern_problem
 from ..tools.providers.http.auth import auth_error
@@ -41,30 +43,10 @@ MAX_MANIFEST_DEPTH = 64
 # Building the data (PyYAML's constructor, in Python) costs about 8 us a node: a MiB of tiny
 # lists was 3.5 s of CPU. A 100-tool manifest has about 5,000 nodes.
 MAX_MANIFEST_NODES = 50_000
-# A config field's name: what a tool reads as ``get_context().settings[name]`` and what the secret
-# store's internal names end with, so it stays a plain lower-case identifier.
-CONFIG_KEY_PATTERN = r"^[a-z_][a-z0-9_]{0,63}(?![\s\S])"
-CONFIG_KEY_RULE = "1-64 characters: lower-case letters, digits and '_', not starting with a digit"
-MAX_CONFIG_FIELDS = 64
-ConfigType = Literal["string", "number", "integer", "boolean"]
 
 
 class _Decl(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     pass
-
-
-class ConfigFieldDecl(_Decl):
-    """One field of a ``config_schema`` (seed 004): a value the user gives once, which the tool
-    reads through ``get_context().settings``."""
-
-    description: str = ""
-    type: ConfigType = "string"
-    secret: bool = False  # kept in the secret store, shown masked
-    required: bool = False  # the tool is "available" (not ready) until it has a value
-    default: str | int | float | bool | None = None
-
-
-ConfigSchema = dict[str, ConfigFieldDecl]
 
 
 class TriggerDecl(_Decl):
@@ -150,9 +132,9 @@ class Manifest(_Decl):
 class Parsed:
     manifest: Manifest
     overrides: list[OverrideDecl]  # explicit ones plus those from legacy tools[].renderer
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list[str])
     limits: Patch | None = None  # the toolset's constraints and sandbox
-    tool_limits: dict[str, Patch] = field(default_factory=dict)  # each tool's, by its id in the manifest
+    tool_limits: dict[str, Patch] = field(default_factory=dict[str, Patch])  # each tool's, by its id in the manifest
 
 
 _NO_ALIASES = "YAML anchors and aliases (*name) are not supported in toolset.yaml"
@@ -170,7 +152,9 @@ def load_yaml(text: bytes) -> Any:
         # overflow the C stack and kill the process. Nothing is expanded or built until the
         # depth and the aliases are known to be harmless.
         depth = nodes = 0
-        for event in yaml.parse(text, Loader=fast or yaml.SafeLoader):
+        # PyYAML's stubs leave parse() unannotated: it yields the stream's events.
+        events = cast("Iterator[yaml.Event]", yaml.parse(text, Loader=fast or yaml.SafeLoader))  # pyright: ignore[reportUnknownMemberType]
+        for event in events:
             if isinstance(event, yaml.NodeEvent):
                 nodes += 1
                 if nodes > MAX_MANIFEST_NODES:
@@ -195,6 +179,15 @@ def load_yaml(text: bytes) -> Any:
         raise ManifestError(where, f"not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
 
 
+def _is_mapping(node: object) -> TypeGuard[dict[Any, Any]]:
+    """A YAML mapping (its keys may be of any YAML type, not only strings)."""
+    return isinstance(node, dict)
+
+
+def _is_list(node: object) -> TypeGuard[list[Any]]:
+    return isinstance(node, list)
+
+
 def _path(msgspec_path: str) -> str:
     return msgspec_path.removeprefix("$").removeprefix(".")
 
@@ -213,7 +206,7 @@ def parse(text: bytes) -> Parsed:
 
 def from_data(data: Any) -> Parsed:
     """Check a manifest that is already data (parsed YAML, or built for a toolset made in the UI)."""
-    if not isinstance(data, dict):
+    if not _is_mapping(data):
         raise ManifestError("", f"toolset.yaml must be a mapping of keys, not {type(data).__name__}")
     if data.get("manifest_version") == 1:
         data["manifest_version"] = "1"  # the unquoted YAML gotcha; meaning is unambiguous
@@ -311,11 +304,11 @@ def _precheck_config_schemas(data: dict[str, Any]) -> None:
     author needs to read which field (``tools[0].config_schema.api_key.type``)."""
     places = [("config_schema", data.get("config_schema"))]
     tools = data.get("tools")
-    if isinstance(tools, list):
+    if _is_list(tools):
         places += [(f"tools[{i}].config_schema", t.get("config_schema")) for i, t in enumerate(tools)
-                   if isinstance(t, dict)]
+                   if _is_mapping(t)]
     for where, schema in places:
-        if not isinstance(schema, dict):
+        if not _is_mapping(schema):
             continue  # absent, or not a mapping: the whole-manifest check says so
         for key, value in schema.items():
             if not isinstance(key, str):
@@ -474,36 +467,6 @@ def _check_output(where: str, output: OutputDecl) -> None:
     bad = check_colours(output)
     if bad is not None:
         raise ManifestError(f"{where}.{bad}", COLOUR_HINT)
-
-
-_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "number": (int, float), "integer": (int,),
-                                       "boolean": (bool,)}
-
-
-def fits(type_: str, value: object) -> bool:
-    """Whether ``value`` has the config type ``type_`` (a bool is no number here, as in JSON Schema)."""
-    if isinstance(value, bool):
-        return type_ == "boolean"
-    return isinstance(value, _TYPES[type_])
-
-
-def article(type_: str) -> str:
-    return f"an {type_}" if type_ == "integer" else f"a {type_}"
-
-
-def check_config_schema(where: str, schema: ConfigSchema) -> None:
-    if len(schema) > MAX_CONFIG_FIELDS:
-        raise ManifestError(where, f"{len(schema)} fields; the limit is {MAX_CONFIG_FIELDS}")
-    for key, f in schema.items():
-        if not re.match(CONFIG_KEY_PATTERN, key):
-            raise ManifestError(f"{where}.{key}", f"not a valid field name: {CONFIG_KEY_RULE}")
-        if f.secret and f.type != "string":
-            raise ManifestError(f"{where}.{key}.type", "a secret field holds a string; drop type or secret")
-        if f.secret and f.default is not None:
-            raise ManifestError(f"{where}.{key}.default",
-                                "a secret field has no default: the manifest is shared, its secret would not be")
-        if f.default is not None and not fits(f.type, f.default):
-            raise ManifestError(f"{where}.{key}.default", f"{f.default!r} is not {article(f.type)}")
 
 
 def _unique_ids(section: str, ids: list[str]) -> dict[str, int]:

@@ -46,7 +46,7 @@ class Reaper:
     async def reap(self) -> list[str]:
         """Remove every toolset deleted longer than the retention; returns their ids."""
         cutoff = stamp_of(self.clock() - self.retention)
-        removed = []
+        removed: list[str] = []
         for t in await self.toolsets.deleted_before(cutoff):
             # Restored (or removed) meanwhile: uninstall checks again under its lock.
             if await self.toolsets.uninstall(t.id, deleted_before=cutoff):

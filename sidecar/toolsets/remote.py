@@ -18,12 +18,12 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 
+from .. import frozen
 from ..errors import Conflict, InvalidBundle
 from ..secrets import mask_url
 from ..store.rows import now
 from ..store.toolset_sources import ToolsetSourceRepo
 from ..store.toolsets import ToolsetRow
-from ..tools import frozen
 from .download import Downloader, Fetched, Progress, Validators, check_sha256, check_url
 from .service import Remote, ToolsetService
 

@@ -23,6 +23,7 @@ import anyio
 import anyio.to_thread
 import msgspec
 
+from .. import frozen
 from ..api.base import wire_name
 from ..api.mcp import ServerDecl
 from ..errors import BundleError, Conflict, InvalidBundle, InvalidParams, NotFound, StorageError
@@ -34,8 +35,9 @@ from ..store.mcp_servers import McpServerRepo, McpServerRow
 from ..store.rows import now
 from ..store.toolset_sources import SourceRow
 from ..store.toolsets import Install, OverrideRow, StoredTool, ToolsetFile, ToolsetRepo, ToolsetRow
-from ..tools import frozen, slugs
 from ..tools import output as tool_output
+from ..tools import slugs
+from ..tools.config_schema import ConfigSchema
 from ..tools.overrides import is_pattern
 from ..tools.providers.python.entrypoints import importable
 from ..tools.providers.python.worker import ToolFailure
@@ -44,7 +46,7 @@ from . import export as exporting
 from .bundle import MANIFEST, Bundle, kind_of
 from .bundle import read as read_bundle
 from .export import drop_empty
-from .manifest import ConfigSchema, ManifestError, Parsed, ToolDecl, check_writable_paths, of_server
+from .manifest import ManifestError, Parsed, ToolDecl, check_writable_paths, of_server
 
 READ_THREADS = 2  # bundles read at once; the others wait their turn (a read is bounded)
 
@@ -211,7 +213,7 @@ class ToolsetService:
         finally:
             with anyio.CancelScope(shield=True):
                 await pool.aclose()
-        described = {}
+        described: dict[str, dict[str, Any]] = {}
         for i, t in enumerate(m.tools):
             if t.id not in code:
                 continue
@@ -353,7 +355,7 @@ def stored_tool(toolset_id: str, t: ToolDecl, code: dict[str, Any], gone: Bundle
     """The stored tool: what the manifest says, completed by what the code declares; ``gone``:
     its code vanished (kept, unavailable for that reason); ``limits``: its constraints and sandbox
     as the manifest declares them (`Parsed.tool_limits`)."""
-    schema = t.input_schema if t.input_schema is not None else code.get("inputSchema")
+    schema: dict[str, Any] | None = t.input_schema if t.input_schema is not None else code.get("inputSchema")
     config: dict[str, Any] = {}
     if t.timeout or code.get("timeout"):
         config["timeout"] = t.timeout or code.get("timeout")

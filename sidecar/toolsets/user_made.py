@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from .. import frozen
 from ..api.base import is_id, wire_name
 from ..errors import Conflict, InvalidParams, ManifestError, NotFound, PermissionDenied
 from ..store import Database
 from ..store.rows import now
 from ..store.toolsets import Install, ToolsetRow
 from ..store.user_toolsets import UserToolsetRepo
-from ..tools import frozen, slugs
+from ..tools import slugs
 from ..tools.catalog import BUILTIN
 from .manifest import from_data
 from .service import stored_tool

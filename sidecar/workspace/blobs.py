@@ -100,7 +100,7 @@ class BlobStore:
         return os.stat(self.require(sha256)).st_size
 
     def all_shas(self) -> list[str]:
-        found = []
+        found: list[str] = []
         if not self.root.exists():
             return found
         for shard in os.scandir(self.root):

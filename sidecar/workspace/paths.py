@@ -27,7 +27,7 @@ RESERVED_PREFIX = ".sidecar-sync-"
 
 
 def check(path: str) -> str:
-    if not isinstance(path, str) or not path:
+    if not path:
         raise PathRejected("the path is empty")
     if _CONTROL.search(path):
         raise PathRejected("the path contains a control character (NUL, newline, ...)")

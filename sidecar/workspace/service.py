@@ -137,7 +137,8 @@ class WorkspaceService(Versions):
         await self.require_chat(chat_id)
         ws = self._workspace(chat_id)
         await self.run(self._refuse_own_folders, [Path(s) for s in checked], ws.tree.root / dest_rel)
-        await self.run(_refuse_links_and_clashes, ws.tree.root, dest_rel, {})  # early; again under the lock
+        # Early, with nothing staged yet; again under the lock.
+        await self.run(_refuse_links_and_clashes, ws.tree.root, dest_rel, dict[str, Staged]())
         copy = UploadCopy(checked, dest_rel, ws.blobs, self.chat_dir(chat_id) / UPLOADS, self.max_upload_bytes)
         self._uploads.setdefault(chat_id, set()).add(copy)
         try:
@@ -296,23 +297,6 @@ def _refuse_links_and_clashes(root: Path, dest: str, staged: Mapping[str, object
 def _within(path: str, folder: str) -> bool:
     """Whether ``path`` is ``folder`` or inside it (both real paths)."""
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
-
-
-def _copy_in(sources: list[Path], base: Path) -> None:
-    base.mkdir(parents=True, exist_ok=True)
-    for source in sources:
-        dest = base / source.name
-        if dest.is_symlink():
-            dest.unlink()  # replace a link placed in the workspace; never write through it
-        if source.is_dir():
-            # Links inside an uploaded folder are not followed: they could point anywhere.
-            shutil.copytree(source, dest, symlinks=False, ignore=_skip_links, dirs_exist_ok=True)
-        else:
-            shutil.copyfile(source, dest)
-
-
-def _skip_links(directory: str, names: list[str]) -> set[str]:
-    return {n for n in names if os.path.islink(os.path.join(directory, n))}
 
 
 def encode_content(data: bytes) -> tuple[str | None, str | None]:

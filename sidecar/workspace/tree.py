@@ -49,10 +49,10 @@ _decode_cache = msgspec.msgpack.Decoder(dict[str, tuple[int, int, int, int, str]
 @dataclass
 class ScanResult:
     files: Files
-    skipped: list[str] = field(default_factory=list)  # symlinks and special files, never followed
+    skipped: list[str] = field(default_factory=list[str])  # symlinks and special files, never followed
     # Left out of the version: names that are not valid UTF-8 (shown with \xNN escapes; a folder
     # stands for everything under it) and entries that could not be read.
-    unversioned: list[str] = field(default_factory=list)
+    unversioned: list[str] = field(default_factory=list[str])
     hashed: int = 0  # files whose content had to be read
 
 

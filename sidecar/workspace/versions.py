@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import shutil
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,11 +40,11 @@ class ChatWorkspace:
     blobs: BlobStore
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     active_manifest_id: str | None = None
-    active_files: Files = field(default_factory=dict)
+    active_files: Files = field(default_factory=Files)
     loaded: bool = False  # active_* read from the database
     in_sync: bool = False  # the directory is known to hold active_files (else: walk it all)
     journal: Journal | None = None  # set while outside edits are watched
-    announced: set[str] = field(default_factory=set)  # unversioned paths the UI has heard of
+    announced: set[str] = field(default_factory=set[str])  # unversioned paths the UI has heard of
 
 
 class Versions:
@@ -95,7 +95,7 @@ class Versions:
         return ws
 
     @asynccontextmanager
-    async def locked(self, chat_id: str) -> AsyncIterator[tuple[ChatWorkspace, ChatRow]]:
+    async def locked(self, chat_id: str) -> AsyncGenerator[tuple[ChatWorkspace, ChatRow], None]:
         """The chat's lock, with its workspace brought in line with the database."""
         await self.require_chat(chat_id)
         ws = self._workspace(chat_id)
@@ -121,7 +121,7 @@ class Versions:
         ws.in_sync = False
         if first_time and files:
             # The directory was lost (or never made on this machine): rebuild it.
-            await self.run(ws.tree.materialize, {}, files)
+            await self.run(ws.tree.materialize, Files(), files)
 
     async def forget(self, chat_id: str) -> None:
         """The chat was deleted: drop its state and directory (call with the lock held)."""

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from ... import frozen
 from ...api.toolsets import Tool
 from ...errors import NotFound
 from ...mcp_host.servers import find
@@ -17,7 +18,7 @@ from ...store.mcp_servers import McpServerRepo, McpServerRow
 from ...store.mcp_tools_seen import McpToolsSeenRepo, SeenTool
 from ...store.tool_catalog import ToolCatalogRepo
 from ...store.toolsets import OverrideRow
-from .. import frozen, slugs
+from .. import slugs
 from ..overrides import Layered, apply, is_pattern, layer, switched_on
 from ..resolved import Resolved
 from ..settings import status_of

@@ -15,7 +15,7 @@ import anyio
 import msgspec
 
 from ....children import KILL_WAIT, Child, exit_reason
-from ....rpc.framing import Frame, Line, LineSplitter, LineTooLong
+from ....ndjson import Frame, Line, LineSplitter, LineTooLong
 from ....sandbox.cgroups import WorkerGroup
 
 log = logging.getLogger("sidecar.tools")

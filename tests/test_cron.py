@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from sidecar.schedules import cron
+from sidecar import cron
 
 
 @pytest.mark.parametrize(("given", "stored"), [

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from sidecar.rpc import LineSplitter, LineTooLong
+from sidecar.ndjson import LineSplitter, LineTooLong
 
 
 def split_all(chunks: list[bytes], cap: int = 10) -> list:

@@ -1,13 +1,21 @@
-"""NDJSON framing: bytes in, complete lines out, with a cap on line length.
+"""NDJSON framing: bytes in, complete lines out, with a cap on line length; bytes out to a pipe.
 
 An over-long line is not buffered: the splitter drops its bytes up to the next newline and emits a
 ``LineTooLong`` marker in its place, so a hostile peer cannot make the reader hold more than the cap
 and the stream stays in sync for the next line.
+
+A leaf that imports nothing of sidecar, so any room may use it: the engine (``rpc/``, which imports
+nothing else of sidecar) reads its stdin with it and writes its stdout with ``send_all``; below the
+engine, the toolset worker's client (``tools/providers/python/worker.py``) splits the worker's
+replies with it and the spawner writes its pipe with ``send_all``; the test client reads with it.
 """
 
 from __future__ import annotations
 
+import os
 from typing import NamedTuple
+
+import anyio
 
 
 class LineTooLong(NamedTuple):
@@ -88,3 +96,24 @@ class LineSplitter:
             line = line[:-1]
         if line and not line.isspace():
             out.append(line)
+
+
+# What goes out: a big message is a bytearray (encoded in place) or a view of what is left of one.
+Data = bytes | bytearray | memoryview
+
+
+async def send_all(fd: int, data: Data) -> None:
+    """Write all of ``data`` to the non-blocking pipe ``fd``, waiting while it is full.
+
+    Raises:
+        anyio.BrokenResourceError: the reading end is closed.
+        anyio.ClosedResourceError: ``fd`` was closed (``anyio.notify_closing``) while waiting.
+    """
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view):]
+        except BlockingIOError:
+            await anyio.wait_writable(fd)
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            raise anyio.BrokenResourceError from exc

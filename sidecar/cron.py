@@ -4,6 +4,9 @@ in the schedule's IANA time zone.
 
 Parsing and evaluation are cronsim's (the healthchecks.io parser: maintained, small, pure Python,
 DST-aware through zoneinfo, and it refuses day-of-month values no chosen month has).
+
+It sits below the services, not in ``schedules/``: toolset.yaml's cron triggers are checked with it
+when a toolset is read (``toolsets/manifest.py``), and toolsets sit below schedules.
 """
 
 from __future__ import annotations

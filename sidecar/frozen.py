@@ -1,11 +1,14 @@
 """Which toolsets can be changed (seed 002): a disabled toolset is frozen until it is enabled
 again, and a soft-deleted one refuses everything but toolsets/restore, toolsets/uninstall and
 toolsets/get until it is restored. Every write inside a toolset asks here first, so the refusal
-reads the same whichever method was refused."""
+reads the same whichever method was refused.
+
+A toolset rule that sits below the services, not in ``toolsets/``: the tools (config, limits,
+MCP tools), the MCP servers, chats and schedules all ask it, and most of them sit below toolsets."""
 
 from __future__ import annotations
 
-from ..errors import Conflict
+from .errors import Conflict
 
 DELETED = "toolset deleted"
 DISABLED = "toolset disabled"
