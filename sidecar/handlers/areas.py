@@ -46,7 +46,7 @@ def service_routes(s: Services) -> dict[str, Any]:
         SecretHandlers(s.secrets, s.mcp_servers, s.providers),
         SettingsHandlers(s.switch),
         ToolCallHandlers(s.audit),
-        ToolsetHandlers(s.toolsets, s.tool_calls, s.catalog, s.chats, s.listing),
+        ToolsetHandlers(s.toolsets, s.tool_calls, s.catalog, s.chats, s.listing, s.switch),
         WorkspaceHandlers(s.workspace, s.chats),
     ):
         for name, handler in routes(area).items():
