@@ -54,9 +54,13 @@ from .tools.calls import ToolCallService
 from .tools.catalog import Catalog
 from .tools.config import ToolConfig
 from .tools.listing import ToolListing
+from .tools.providers.builtin.runner import BuiltinRunner
 from .tools.providers.http.oauth import OAuthTokens
 from .tools.providers.http.runner import HttpTools
+from .tools.providers.mcp_runner import McpRunner
+from .tools.providers.python.runner import PythonRunner
 from .tools.providers.python.workers import WorkerHost
+from .tools.runner import ToolRunner
 from .tools.search import ToolSearch
 from .tools.switch import ToolSwitch
 from .toolsets.authoring import LocalToolsets
@@ -157,20 +161,25 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     catalog = Catalog(db, servers.host, data_dir, sandbox)
     await _recover(db, catalog, data_dir)
     config = ToolConfig(db, catalog, secrets)
-    http_tools = HttpTools(secrets.environ, oauth)
+    http_tools = HttpTools(secrets.environ, oauth, default_timeout=workers.limits.default_timeout)
     on_close("HTTP tool connections", http_tools.aclose)
     async def switched(enabled: bool) -> None:
         schedules.wake()  # off: nothing fires; on again: what fell due meanwhile follows each one's `missed`
         await notifier.tools_switched(enabled)
 
     switch = await ToolSwitch.load(db, on_change=switched)
-    tool_calls = ToolCallService(db, workspace, workers, data_dir / "scratch", catalog, config, http_tools, switch)
+    # One runner per provider: the call path resolves a tool once and hands it to its provider's.
+    runners: dict[str, ToolRunner] = {
+        "builtin": BuiltinRunner(sandbox, default_timeout=workers.limits.default_timeout),
+        "python": PythonRunner(workers), "http": http_tools, "mcp": McpRunner(servers.host)}
+    tool_calls = ToolCallService(db, workspace, runners, data_dir / "scratch", catalog, config, switch)
     on_close("tool call records", tool_calls.aclose)
     on_close("MCP servers", servers.aclose)  # closed first: calls still running end before their records
     tool_calls.bind(tg)
-    turns = TurnService(chats, tool_calls, providers)
-    schedules = Schedules(db, tool_calls, turns, fired=notifier.schedule_fired, chat_event=notifier.chat_event,
-                          confirm=notifier.confirm_tool_call, clock=clock, tools_enabled=lambda: switch.enabled)
+    turns = TurnService(chats, tool_calls, providers, catalog, switch)
+    schedules = Schedules(db, tool_calls, turns, catalog, providers, fired=notifier.schedule_fired,
+                          chat_event=notifier.chat_event, confirm=notifier.confirm_tool_call, clock=clock,
+                          tools_enabled=lambda: switch.enabled)
     on_close("schedules", schedules.aclose)  # closed before the tool call records: no run starts after
     schedules.bind(tg)
     local = LocalToolsets(toolsets, reloaded)
@@ -234,7 +243,7 @@ def service_routes(s: Services) -> dict[str, Any]:
         SecretHandlers(s.secrets, s.mcp_servers, s.providers),
         SettingsHandlers(s.switch),
         ToolCallHandlers(s.audit),
-        ToolsetHandlers(s.toolsets, s.tool_calls, s.catalog, s.chats, s.listing),
+        ToolsetHandlers(s.toolsets, s.tool_calls, s.catalog, s.chats, s.listing, s.switch),
         WorkspaceHandlers(s.workspace, s.chats),
     ):
         for name, handler in routes(area).items():

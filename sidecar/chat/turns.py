@@ -35,13 +35,12 @@ from ..api.chats import (
     ToolCallStartedEvent,
 )
 from ..api.errors import ErrorCode
-from ..api.toolsets import ClientContext, ToolCall
-from ..errors import Conflict, InvalidParams, NotConfigured, ProviderError, SidecarError, ToolsSwitchedOff
+from ..api.toolsets import ClientContext, Tool, ToolCall
+from ..errors import InvalidParams, NotConfigured, ProviderError, SidecarError, ToolsSwitchedOff
 from ..secrets import clean
 from ..store.chats import MessageRow, MessageStatus
 from ..store.rows import new_id, now
 from ..store.tool_calls import PALETTE, Confirmation, Initiator, ToolCallRow
-from ..tools import output as tool_output
 from ..tools import permissions
 from ..tools.switch import Killed
 from ..tools.validate import check_args
@@ -59,6 +58,8 @@ from .providers.base import (
 
 if TYPE_CHECKING:
     from ..tools.calls import ToolCallService
+    from ..tools.catalog import Catalog
+    from ..tools.switch import ToolSwitch
     from .chats import ChatService
     from .providers.base import Provider
     from .providers.service import ProviderService
@@ -90,12 +91,12 @@ class _Turn:
     events: EventStream
     tools: toolbox.ToolBox
     client_context: ClientContext | None = None  # what the UI said of the user's time and place
-    steps: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
     input_tokens: int = 0
     output_tokens: int = 0
     saved_at: float = field(default_factory=time.monotonic)
 
-    pieces: list[str] = field(default_factory=list)  # streamed into the last step, not joined yet
+    pieces: list[str] = field(default_factory=list[str])  # streamed into the last step, not joined yet
 
     @property
     def text(self) -> str:
@@ -124,11 +125,14 @@ class _Turn:
 
 
 class TurnService:
-    def __init__(self, chats: ChatService, tool_calls: ToolCallService, providers: ProviderService) -> None:
+    def __init__(self, chats: ChatService, tool_calls: ToolCallService, providers: ProviderService,
+                 catalog: Catalog, switch: ToolSwitch) -> None:
         self.chats = chats
         self.workspace = chats.workspace
         self.db = chats.repo.db
-        self.tool_calls = tool_calls
+        self.tool_calls = tool_calls  # every tool call of a turn or the palette goes through its `call`
+        self.catalog = catalog  # which tools a turn offers
+        self.switch = switch  # the user's kill switch: off, a turn offers no tools
         self.providers = providers
 
     async def send(self, p: SendParams, emit: Emit, confirm: Confirm, wait_cancel: WaitCancel,
@@ -160,11 +164,11 @@ class TurnService:
         _, start_manifest = await self.chats.append(p.chat_id, p.parent_id, user, reply)
         messages = await self.chats.repo.messages(p.chat_id)
         path = context.branch(messages, user.id)
-        calls = {c.id: c for c in await self.tool_calls.repo.for_chat(p.chat_id)}
+        calls = {c.id: c for c in await self.tool_calls.history(p.chat_id)}
         history = context.build(path, calls)
         if p.system:
             history.insert(0, ChatMessage("system", p.system))
-        tools = await toolbox.build(self.tool_calls.catalog, toolbox.branch_attachments(path))
+        tools = await toolbox.build(self.catalog, toolbox.branch_attachments(path))
 
         stop: StopReason = "endTurn"
         error: str | None = None
@@ -206,15 +210,13 @@ class TurnService:
         """Run one tool in a chat without a model (the "+" palette, seed 002): it becomes a
         ``tool`` message in the branch (under ``parent_id``; UNSET: the active leaf; None: as a
         new first message), with its call, render plan and the files after it."""
-        self.tool_calls.switch.check()  # refused before anything joins the branch
+        self.switch.check()  # refused before anything joins the branch
         await self.workspace.require_chat(chat_id)
-        tool_id = await self.tool_calls.catalog.tool_for(tool_id)  # "+slug" / "+slug@version" as typed
-        target = await self.tool_calls.catalog.resolve(tool_id)
+        target = await self.tool_calls.resolve(tool_id)  # "+slug" / "+slug@version" as typed
         tool = target.tool
-        if tool.unavailable_reason is not None:  # refused before anything joins the branch
-            raise Conflict("tool unavailable", f"the tool {tool.id!r} cannot run: {tool.unavailable_reason}")
-        self.tool_calls.config.check_ready(tool.id, target.settings)  # refused before anything joins the branch
-        check_args(tool.input_schema, args)
+        # Refused before anything joins the branch; whether a disabled tool may run is for the
+        # branch to say (an attached toolset's), and for the call.
+        self.tool_calls.check(target, args, chat_id, allow_disabled=None)
         attached = not tool.enabled and await self._attached(chat_id, tool.id, parent_id)
         self.chats.claim(chat_id)
         try:
@@ -223,7 +225,7 @@ class TurnService:
             _, start_manifest = await self.chats.append(chat_id, parent_id, msg)
             row: ToolCallRow | None = None
             try:
-                row = await self.tool_calls.call(tool.id, args, chat_id, message_id=msg.id, allow_disabled=attached,
+                row = await self.tool_calls.call(target, args, chat_id, message_id=msg.id, allow_disabled=attached,
                                                  client_context=client_context, origin=PALETTE)
                 # How later turns are given this result, decided now as for a model's call.
                 msg.parts = json.dumps({"views": {row.id: (await self._view(row)).stored()}})
@@ -248,16 +250,15 @@ class TurnService:
             return False
         chat, messages = await self.chats.get(chat_id)
         leaf = chat.active_leaf_message_id if isinstance(parent_id, msgspec.UnsetType) else parent_id
-        box = await toolbox.build(self.tool_calls.catalog, toolbox.branch_attachments(context.branch(messages, leaf)))
+        box = await toolbox.build(self.catalog, toolbox.branch_attachments(context.branch(messages, leaf)))
         return any(t.attached and t.tool.id == tool_id for t in box.tools)
 
     async def _loop(self, turn: _Turn, provider: Provider, p: SendParams, history: list[ChatMessage],
                     confirm: Confirm) -> StopReason:
         specs = turn.tools.specs()
-        switch = self.tool_calls.switch
-        host = self.tool_calls.catalog.host
+        switch = self.switch
         guide = framing.server_instructions(
-            {key: text for key in turn.tools.mcp_servers() if (text := host.instructions(key))})
+            {key: text for key in turn.tools.mcp_servers() if (text := self.catalog.instructions(key))})
         for _ in range(p.max_turns):
             said: list[str] = []
             asked: list[ToolCallRequest] = []
@@ -300,7 +301,7 @@ class TurnService:
         step: dict[str, Any] = {"t": "call", "id": record.id, "callId": call.id, "name": call.name}
         turn.add_step(step)
         display = chosen.display if chosen else call.name
-        if not self.tool_calls.switch.enabled:
+        if not self.switch.enabled:
             row = await self._refuse(turn, record, display, "tools_off", ToolsSwitchedOff.MESSAGE)
         elif chosen is None:
             names = ", ".join(sorted(turn.tools.by_alias)) or "none"
@@ -324,38 +325,53 @@ class TurnService:
         if tool.requires_confirmation:
             confirmation = await permissions.granted(self.db, turn.chat_id, tool) or "userOnce"
         if confirmation == "userOnce":
-            await turn.events.flush()
+            asked = await self._ask(turn, tool, record, display, confirm)
+            if isinstance(asked, ToolCallRow):  # refused: denied, not answered, edited arguments that fail
+                return asked
+            confirmation = asked
+        return await self._run(turn, chosen, record, display, confirmation)
+
+    async def _ask(self, turn: _Turn, tool: Tool, record: ToolCallRow, display: str,
+                   confirm: Confirm) -> Confirmation | ToolCallRow:
+        """Ask the user about the call: how they allowed it (their edited arguments, if any, go
+        on the record), or the record of its refusal."""
+        await turn.events.flush()
+        try:
+            # Switched off meanwhile, the question is withdrawn (the UI gets $/cancelRequest).
+            answer = await self.switch.run(confirm, ConfirmToolCallParams(
+                turn.chat_id, record.id, tool.id, display, record.args, turn.message.id, tool.description))
+        except Killed:
+            return await self._refuse(turn, record, display, "tools_off", ToolsSwitchedOff.MESSAGE)
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):  # the turn ends here; the question stays in its history
+                await self._refuse(turn, record, display, "cancelled", "the turn was cancelled before the "
+                                                                       "user answered")
+            raise
+        except Exception as exc:  # the UI answered with an error, or went away
+            return await self._refuse(turn, record, display, "denied", f"the user could not be asked: {exc}")
+        if answer.decision == "deny":
+            record.confirmation = "userDenied"
+            return await self._refuse(turn, record, display, "denied", "the user denied this tool call")
+        if answer.args is not None:
+            record.args = answer.args
             try:
-                # Switched off meanwhile, the question is withdrawn (the UI gets $/cancelRequest).
-                answer = await self.tool_calls.switch.run(confirm, ConfirmToolCallParams(
-                    turn.chat_id, record.id, tool.id, display, record.args, turn.message.id, tool.description))
-            except Killed:
-                return await self._refuse(turn, record, display, "tools_off", ToolsSwitchedOff.MESSAGE)
-            except anyio.get_cancelled_exc_class():
-                with anyio.CancelScope(shield=True):  # the turn ends here; the question stays in its history
-                    await self._refuse(turn, record, display, "cancelled", "the turn was cancelled before the "
-                                                                           "user answered")
-                raise
-            except Exception as exc:  # the UI answered with an error, or went away
-                return await self._refuse(turn, record, display, "denied", f"the user could not be asked: {exc}")
-            if answer.decision == "deny":
-                record.confirmation = "userDenied"
-                return await self._refuse(turn, record, display, "denied", "the user denied this tool call")
-            confirmation = _ANSWERED[answer.decision]
-            if answer.args is not None:
-                record.args = answer.args
-                try:
-                    check_args(tool.input_schema, record.args)
-                except InvalidParams as exc:
-                    return await self._refuse(turn, record, display, "arguments", f"the edited arguments: {_why(exc)}")
-            if answer.decision in ("allowChat", "allowAlways"):
-                await permissions.remember(self.db, turn.chat_id, tool, answer.decision)
+                check_args(tool.input_schema, record.args)
+            except InvalidParams as exc:
+                return await self._refuse(turn, record, display, "arguments", f"the edited arguments: {_why(exc)}")
+        if answer.decision in ("allowChat", "allowAlways"):
+            await permissions.remember(self.db, turn.chat_id, tool, answer.decision)
+        return _ANSWERED[answer.decision]
+
+    async def _run(self, turn: _Turn, chosen: toolbox.ChatTool, record: ToolCallRow, display: str,
+                   confirmation: Confirmation) -> ToolCallRow:
+        """The call through the one call path (resolved there, after any question: the tool may
+        have gone or been switched off meanwhile); refused as the model should hear it."""
 
         async def started(row: ToolCallRow) -> None:
             await turn.events.send(ToolCallStartedEvent(call_out(row), display))
 
         try:
-            row = await self.tool_calls.call(tool.id, record.args, turn.chat_id, message_id=turn.message.id,
+            row = await self.tool_calls.call(chosen.tool.id, record.args, turn.chat_id, message_id=turn.message.id,
                                              on_started=started, call_id=record.id, allow_disabled=chosen.attached,
                                              client_context=turn.client_context,
                                              origin=Initiator(started_by="model", confirmation=confirmation))
@@ -407,10 +423,10 @@ class TurnService:
         if row.error_kind in _NEVER_RAN:
             return framing.View()
         try:
-            target = await self.tool_calls.catalog.resolve(row.tool_id)
+            target = await self.catalog.resolve(row.tool_id)
         except SidecarError:
             return framing.View()
-        return framing.View.of(tool_output.of_config(target.config), row.render_plan)
+        return framing.View.of(target.config.output, row.render_plan)
 
     # -- the end -------------------------------------------------------------------------------
 

@@ -37,10 +37,12 @@ from ..errors import InvalidParams
 from ..rpc import RequestContext, Verbatim
 from ..store.tool_calls import API
 from ..store.toolsets import ToolsetRow
-from ..tools.calls import OnProgress, ToolCallService
+from ..tools.calls import ToolCallService
 from ..tools.catalog import Catalog
 from ..tools.listing import ToolListing
 from ..tools.overrides import is_pattern
+from ..tools.runner import OnProgress
+from ..tools.switch import ToolSwitch
 from ..toolsets.service import ToolsetService
 from .routes import method
 
@@ -54,10 +56,11 @@ def toolset_out(t: ToolsetRow) -> Toolset:
 
 class ToolsetHandlers:
     def __init__(self, toolsets: ToolsetService, tool_calls: ToolCallService, catalog: Catalog,
-                 chats: ChatService, listing: ToolListing) -> None:
+                 chats: ChatService, listing: ToolListing, switch: ToolSwitch) -> None:
         self.toolsets = toolsets
         self.listing = listing  # tools/list pages and usage
         self.tool_calls = tool_calls
+        self.switch = switch  # off: a chat's turn offers no tools
         self.catalog = catalog
         self.chats = chats
 
@@ -114,7 +117,7 @@ class ToolsetHandlers:
         if p.page_token is not None or p.toolset_ids is not None or p.tags is not None:
             raise InvalidParams("params.chatId", "a chat's tools come whole, unpaged and unfiltered; leave out "
                                                  "pageToken, toolsetIds and tags with chatId")
-        if not self.tool_calls.switch.enabled:
+        if not self.switch.enabled:
             await self.chats.workspace.require_chat(p.chat_id)  # an unknown chat is still NotFound
             return ToolsResult([])  # a turn offers none
         return ToolsResult((await toolbox.for_chat(self.chats, self.catalog, p.chat_id)).shown())
@@ -133,8 +136,8 @@ class ToolsetHandlers:
     @method("tools/call")
     async def call(self, p: ToolCallParams, ctx: RequestContext) -> ToolCallResult:
         progress = _reporter(ctx, p.work_done_token) if p.work_done_token is not None else None
-        tool_id = await self.catalog.tool_for(p.tool_id)  # "+slug" / "+slug@version" too
-        row = await self.tool_calls.call(tool_id, p.args, p.chat_id, on_progress=progress, raw_result=True,
+        # The id or what the palette gives ("+slug" / "+slug@version"), resolved by the call.
+        row = await self.tool_calls.call(p.tool_id, p.args, p.chat_id, on_progress=progress, raw_result=True,
                                          client_context=p.client_context, origin=API)
         call = msgspec.convert(row, ToolCall, from_attributes=True)
         if isinstance(call.result, msgspec.Raw):

@@ -20,7 +20,6 @@ from ..store.rows import new_id, now
 from ..store.schedules import ScheduleRepo, ScheduleRow
 from ..store.tool_calls import Confirmation, Initiator, ToolCallRow
 from ..store.toolsets import ToolsetRepo
-from ..tools import output as tool_output
 from ..tools import permissions
 
 if TYPE_CHECKING:
@@ -54,7 +53,6 @@ class Runs:
         self.db = db
         self.repo = repo
         self.tool_calls = tool_calls
-        self.catalog = tool_calls.catalog
         self.turns = turns
         self.workspace = turns.workspace
         self._chat_event = chat_event
@@ -75,7 +73,7 @@ class Runs:
         record = ToolCallRow(id=new_id(), tool_id=s.tool_id, chat_id=s.chat_id, args=s.args, status="running",
                              started_at=now(), started_by="schedule", schedule_id=s.id)
         try:
-            target = await self.catalog.resolve(s.tool_id)
+            target = await self.tool_calls.resolve(s.tool_id)
             if s.chat_id is not None:
                 await self.workspace.require_chat(s.chat_id)
         except NotFound as exc:
@@ -119,7 +117,7 @@ class Runs:
             await self._refused(s, record, "unavailable", exc.message)
             raise
         # The card's text, never "a card was shown": nobody saw this run's card.
-        view = replace(framing.View.of(tool_output.of_config(target.config), row.render_plan), card_only=False)
+        view = replace(framing.View.of(target.config.output, row.render_plan), card_only=False)
         # Its pictures and sound go with the chat message it becomes (``_post``), and the text says so.
         text = context.cut_text(context.model_text(row, view, images_follow=s.chat_id is not None), view.max_chars)
         if row.status != "success":
@@ -129,7 +127,7 @@ class Runs:
 
     async def _run_tool(self, s: ScheduleRow, record: ToolCallRow, target: Resolved) -> ToolCallRow:
         origin = Initiator(started_by="schedule", schedule_id=s.id, confirmation=record.confirmation)
-        return await self.tool_calls.call(target.tool.id, s.args, s.chat_id, call_id=record.id, origin=origin)
+        return await self.tool_calls.call(target, s.args, s.chat_id, call_id=record.id, origin=origin)
 
     async def _refused(self, s: ScheduleRow, record: ToolCallRow, kind: str, why: str) -> None:
         record.error, record.error_kind, record.finished_at = why, kind, now()

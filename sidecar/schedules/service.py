@@ -44,8 +44,10 @@ from .clock import Clock, WallClock
 from .runs import Confirm, Runs, tool_gone, toolset_deleted
 
 if TYPE_CHECKING:
+    from ..chat.providers.service import ProviderService
     from ..chat.turns import TurnService
     from ..tools.calls import ToolCallService
+    from ..tools.catalog import Catalog
 
 log = logging.getLogger("sidecar.schedules")
 
@@ -67,13 +69,14 @@ def parse_stamp(text: str) -> datetime:
 
 
 class Schedules:
-    def __init__(self, db: Database, tool_calls: ToolCallService, turns: TurnService, *, fired: Fired,
-                 chat_event: Emit, confirm: Confirm, clock: Clock | None = None,
-                 tools_enabled: Callable[[], bool] = lambda: True) -> None:
+    def __init__(self, db: Database, tool_calls: ToolCallService, turns: TurnService, catalog: Catalog,
+                 providers: ProviderService, *, fired: Fired, chat_event: Emit, confirm: Confirm,
+                 clock: Clock | None = None, tools_enabled: Callable[[], bool] = lambda: True) -> None:
         self.db = db
         self.repo = ScheduleRepo(db)
         self.tool_calls = tool_calls
-        self.catalog = tool_calls.catalog
+        self.catalog = catalog  # what a schedule's tool is, when it is made or changed
+        self.providers = providers
         self.turns = turns
         self.workspace = turns.workspace
         self.clock: Clock = clock or WallClock()
@@ -251,13 +254,13 @@ class Schedules:
             if toolset is not None:
                 frozen.refuse_changes(toolset.id, toolset.enabled, toolset.soft_deleted_at, "schedule its tools")
         check_args(tool.input_schema, s.args)
-        if s.chat_id is None and (tool.provider == "builtin" or target.config.get("needs_workspace")):
+        if s.chat_id is None and (tool.provider == "builtin" or target.config.needs_workspace):
             raise InvalidParams("params.chatId", f"{tool.id} works on a chat's workspace files; give the chatId "
                                                  "of the chat it is to work in")
         if s.chat_id is not None:
             await self.workspace.require_chat(s.chat_id)
         if s.provider is not None:
-            await self.turns.providers.get(s.provider)
+            await self.providers.get(s.provider)
         if tool.requires_confirmation and not s.allow_unattended:
             raise InvalidParams("params.allowUnattended", f"{tool.id} asks for confirmation before it runs; set "
                                                           "allowUnattended: true to let this schedule run it "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Literal
 
 import aiosqlite
@@ -46,16 +47,18 @@ class ManifestRepo:
 
     async def make_active(self, m: ManifestRow, leaf_message_id: str | None) -> None:
         """Store a new version and make it the chat's active one, recorded as the state after
-        ``leaf_message_id``: one transaction, so a crash never leaves a version half adopted."""
-        async with self.db.write() as w:
-            await w.execute(
-                f"INSERT INTO workspace_manifests ({_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (m.id, m.chat_id, m.parent_id, _encode(m.files), m.created_at, m.source, m.source_ref),
-            )
-            await w.execute("UPDATE chats SET active_manifest_id = ?, updated_at = ? WHERE id = ?",
-                            (m.id, m.created_at, m.chat_id))
+        ``leaf_message_id``: one transaction, so a crash never leaves a version half adopted. On
+        every tool call's path in a chat: one hand-off to the database's thread, not one per statement."""
+        values = (m.id, m.chat_id, m.parent_id, _encode(m.files), m.created_at, m.source, m.source_ref)
+
+        def adopt(conn: sqlite3.Connection) -> None:
+            conn.execute(f"INSERT INTO workspace_manifests ({_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?)", values)
+            conn.execute("UPDATE chats SET active_manifest_id = ?, updated_at = ? WHERE id = ?",
+                         (m.id, m.created_at, m.chat_id))
             if leaf_message_id:
-                await w.execute("UPDATE messages SET manifest_id = ? WHERE id = ?", (m.id, leaf_message_id))
+                conn.execute("UPDATE messages SET manifest_id = ? WHERE id = ?", (m.id, leaf_message_id))
+
+        await self.db.write_whole(adopt)
 
     async def get(self, chat_id: str, manifest_id: str) -> ManifestRow | None:
         row = await self.db.fetchone(

@@ -2,7 +2,9 @@
 run the tool, snapshot the workspace (also after a failure), plan the rendering, record it all.
 
 Every kind of tool goes through here (built-ins in the sidecar, Python tools in their toolset's
-worker), so arguments, workspace versions and the ``tool_calls`` record behave the same for all.
+worker, HTTP tools, MCP servers' tools), so arguments, workspace versions and the ``tool_calls``
+record behave the same for all: the tool is resolved once, then run by its provider's runner
+(``runner.ToolRunner``, wired in ``compose``).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,30 +24,23 @@ import anyio.to_thread
 import msgspec
 from anyio.abc import TaskGroup
 
-from .. import secrets
 from ..api.toolsets import ClientContext
-from ..errors import Conflict, InvalidParams, McpError, NotFound, StorageError
-from ..mcp_host.state import CallOrigin
-from ..sandbox.policy import DEFAULT as DEFAULT_CONFINEMENT
+from ..errors import Conflict, InvalidParams, NotFound, StorageError
 from ..store import Database
 from ..store.rows import new_id, now
 from ..store.tool_calls import API, Initiator, ToolCallRepo, ToolCallRow
-from . import cards, mcp_plans, result_schema
-from . import output as tool_output
+from . import cards, result_schema
 from .catalog import Catalog
 from .config import ToolConfig
-from .providers.builtin import BUILTINS, BuiltinCall, BuiltinError
-from .providers.http.runner import HttpCall, HttpFailure, HttpTools
-from .providers.python.worker import ToolFailure, decode_result
+from .providers.python.worker import decode_result
 from .render import RenderError, load_artifact_page, render_plan
 from .resolved import Resolved
+from .runner import OnProgress, Run, ToolFailed, ToolRunner
 from .switch import Killed, ToolSwitch
-from .telemetry import telemetry
 from .validate import check_args
 
 if TYPE_CHECKING:
     from ..workspace.service import WorkspaceService
-    from .providers.python.workers import WorkerHost
 
 log = logging.getLogger("sidecar.tools")
 
@@ -53,22 +48,21 @@ BIG_CARD = 64 * 1024  # characters of card HTML sanitised off the event loop
 
 # Called once the call is recorded as running (a chat turn tells the UI at that point).
 OnStarted = Callable[[ToolCallRow], Awaitable[None]]
-# (progress, total or None, message or None) as a tool reports it.
-OnProgress = Callable[[float, "float | None", "str | None"], Awaitable[None]]
+# The runner of each provider (``compose``): "builtin", "python", "http", "mcp".
+Runners = Mapping[str, ToolRunner]
 
 
 class ToolCallService:
-    def __init__(self, db: Database, workspace: WorkspaceService, workers: WorkerHost, scratch: Path,
-                 catalog: Catalog, config: ToolConfig, http: HttpTools, switch: ToolSwitch) -> None:
+    def __init__(self, db: Database, workspace: WorkspaceService, runners: Runners, scratch: Path,
+                 catalog: Catalog, config: ToolConfig, switch: ToolSwitch) -> None:
         self.db = db
-        self.switch = switch  # the user's kill switch: off, no call starts and running ones stop
-        self.http = http
-        self.workspace = workspace
-        self.workers = workers
-        self.repo = ToolCallRepo(db)
-        self.scratch = scratch
-        self.catalog = catalog
-        self.config = config
+        self._switch = switch  # the user's kill switch: off, no call starts and running ones stop
+        self._runners = runners
+        self._workspace = workspace
+        self.repo = ToolCallRepo(db)  # the records (audit trail, listing and chat history read them)
+        self._scratch = scratch
+        self._catalog = catalog
+        self._config = config
 
     def bind(self, tg: TaskGroup) -> None:
         self.repo.bind(tg)
@@ -76,92 +70,118 @@ class ToolCallService:
     async def aclose(self) -> None:
         await self.repo.aclose()
 
+    async def resolve(self, ref: str) -> Resolved:
+        """The tool ``ref`` names: an id, or what the "+" palette gives (``+slug``,
+        ``+slug@version``), resolved once to be checked (`check`) and handed to `call`."""
+        return await self._catalog.resolve(await self._catalog.tool_for(ref))
+
+    def check(self, target: Resolved, args: dict[str, Any], chat_id: str | None, *,
+              allow_disabled: bool | None = False) -> None:
+        """Refuse a call that cannot run, before any lock, record or worker: tools switched off,
+        the tool unavailable or disabled (``allow_disabled``: see `call`; None: not checked here),
+        its configuration missing, arguments its schema refuses, no chat for a tool that needs one."""
+        self._switch.check()
+        tool = target.tool
+        if tool.unavailable_reason is not None:  # its provider went away: kept to be seen, never run
+            raise Conflict("tool unavailable", f"the tool {tool.id!r} cannot run: {tool.unavailable_reason}")
+        if allow_disabled is not None and not tool.enabled and not (allow_disabled and target.switched_on):
+            raise Conflict("tool disabled", f"the tool {tool.id!r} is disabled; enable it (tools/setOverride "
+                                            "or toolsets/setEnabled) to run it")
+        self._config.check_ready(tool.id, target.settings)
+        check_args(tool.input_schema, args)
+        if chat_id is None and target.config.needs_workspace:
+            raise InvalidParams("params.chatId", f"{tool.id} works on a chat's workspace files; pass the chatId")
+
     async def call(
-        self, tool_id: str, args: dict[str, Any], chat_id: str | None, *,
+        self, tool: Resolved | str, args: dict[str, Any], chat_id: str | None, *,
         message_id: str | None = None, on_started: OnStarted | None = None,
         on_progress: OnProgress | None = None, call_id: str | None = None, allow_disabled: bool = False,
         raw_result: bool = False, client_context: ClientContext | None = None, origin: Initiator = API,
     ) -> ToolCallRow:
-        """``allow_disabled``: a tool a chat got from an attachment runs even when its toolset is
+        """The one way a tool runs (tools/call, the "+" palette, a model in a chat turn, a
+        schedule): ``tool`` as `resolve` gave it, or its id or palette ref to resolve here.
+        ``allow_disabled``: a tool a chat got from an attachment runs even when its toolset is
         off globally (seed 003); one the user switched off itself never runs. ``raw_result``: the
         caller only stores and sends the result, so a Python tool's may stay as its JSON
         (``msgspec.Raw``): a big one then never holds the event loop while it is built and
         encoded again. ``client_context``: what the UI said of the user's time and place (a
         Python tool's ``telemetry``). ``origin``: who started the call and how it was confirmed,
         as the audit trail shows it."""
-        self.switch.check()
-        target = await self.catalog.resolve(tool_id)
-        tool_id = target.tool.id  # canonical, also when a legacy MCP id was given
-        tool = target.tool
-        if tool.unavailable_reason is not None:  # its provider went away: kept to be seen, never run
-            raise Conflict("tool unavailable", f"the tool {tool_id!r} cannot run: {tool.unavailable_reason}")
-        if not tool.enabled and not (allow_disabled and target.switched_on):
-            raise Conflict("tool disabled", f"the tool {tool_id!r} is disabled; enable it (tools/setOverride "
-                                            "or toolsets/setEnabled) to run it")
+        target = tool if isinstance(tool, Resolved) else await self._resolve_checked(tool)
         # A tool still missing its configuration fails here, before any lock, record or worker.
-        self.config.check_ready(tool_id, target.settings)
-        check_args(tool.input_schema, args)
-        settings = await self.config.settings(tool_id, target.settings) if target.settings is not None else None
-        needs_workspace = bool(target.config.get("needs_workspace"))
-        output = tool_output.of_config(target.config)
-        if chat_id is None and needs_workspace:
-            raise InvalidParams("params.chatId", f"{tool_id} works on a chat's workspace files; pass the chatId")
-        record = ToolCallRow(id=call_id or new_id(), tool_id=tool_id, chat_id=chat_id, message_id=message_id,
-                             args=args, status="running", started_at=now(), toolset_id=tool.toolset_id,
-                             provider=tool.provider)
-        record.started(origin)
+        self.check(target, args, chat_id, allow_disabled=allow_disabled)
+        settings = await self._config.settings(target.tool.id, target.settings) if target.settings is not None else None
+        record = _record(target, args, chat_id, message_id, call_id, origin)
+        runner = self._runners.get(target.tool.provider, _NO_RUNNER)
+        call = Run(args, chat_id, record.id, settings, client_context, on_progress, raw_result)
         began = time.perf_counter()
         # A call in a chat is recorded when it starts (a crash leaves it as interrupted) and when it
         # ends; one outside a chat touches nothing that lasts, so one write at the end will do.
         durable = chat_id is not None or on_started is not None
-        workspace: Path | None = None
         started = False
         try:
-            async with self._workspace(chat_id, record, tool.provider == "python") as workspace:
+            async with self._folder(chat_id, record, runner.scratch) as call.workspace:
                 if durable:
                     await self.repo.start(record)
                 started = True
                 if on_started is not None:
                     await on_started(record)
-                call = _Call(args, workspace, chat_id, record.id, settings, client_context)
-                try:
-                    result = await self.switch.run(self._run, target, call, on_progress, raw_result)
-                    raw = result if isinstance(result, msgspec.Raw) else None
-                    read = tool.renderer is not None or output.shows_card  # for $return, or for a card
-                    if raw is not None:
-                        result = await _settle(raw, needed=read or tool.output_schema is not None)
-                    record.result = result
-                    record.status = "success"
-                    if (reported := cards.error_of(output, result)) is not None:
-                        # Seed 004: a card tool says it failed with {"error": ...}; the call is an error.
-                        record.status, record.error, record.error_kind = "error", reported, "raised"
-                    elif tool.output_schema is not None:
-                        size = len(raw) if raw is not None else None
-                        if wrong := await result_schema.check(tool.output_schema, tool.provider, result, size):
-                            # Seed 002: a result that breaks the tool's output schema fails the call; the
-                            # model is told where and what was expected, the record keeps what came back.
-                            record.status, record.error, record.error_kind = ("error", wrong,
-                                                                              result_schema.BAD_OUTPUT)
-                        elif raw is not None and not read:
-                            record.result = await _settle(raw, needed=False)  # sent on as it came
-                except _Failed as failure:
-                    record.status, record.error, record.error_kind = "error", failure.message, failure.kind
-                    record.result = failure.result
-                except Killed:
-                    record.status, record.error, record.error_kind = "error", Killed.message, "killed"
-                except BaseException:
-                    record.status, record.error, record.error_kind = "error", "the call was cancelled", "cancelled"
-                    raise
-                finally:
-                    record.requests = call.sent or None
+                await self._run(target, runner, call, record)
         finally:
             # Written after the snapshot (taken as the workspace context closes), also when the
             # call was cancelled; not when it never got recorded as started.
             if started:
                 record.duration_ms = round((time.perf_counter() - began) * 1000, 3)
                 with anyio.CancelScope(shield=True):
-                    await self._finish(target, record, workspace, inserted=durable)
+                    await self._finish(target, runner, record, call.workspace, inserted=durable)
         return record
+
+    async def _resolve_checked(self, ref: str) -> Resolved:
+        tool_id = await self._catalog.tool_for(ref)
+        self._switch.check()  # off: refused before the tool is looked up, as after it
+        return await self._catalog.resolve(tool_id)
+
+    async def _run(self, target: Resolved, runner: ToolRunner, call: Run, record: ToolCallRow) -> None:
+        """Run the tool under the kill switch and put the outcome on the record."""
+        try:
+            result = await self._switch.run(runner.run, target, call)
+            await self._succeeded(target, record, result)
+        except ToolFailed as failure:
+            record.status, record.error, record.error_kind = "error", failure.message, failure.kind
+            record.result = failure.result
+        except Killed:
+            record.status, record.error, record.error_kind = "error", Killed.message, "killed"
+        except BaseException:
+            record.status, record.error, record.error_kind = "error", "the call was cancelled", "cancelled"
+            raise
+        finally:
+            record.requests = call.sent or None
+
+    async def _succeeded(self, target: Resolved, record: ToolCallRow, result: Any) -> None:
+        """A result the tool returned: kept as it came unless something here reads it; still an
+        error when the tool's card says so or it breaks the tool's output schema."""
+        tool, output = target.tool, target.config.output
+        raw = result if isinstance(result, msgspec.Raw) else None
+        read = tool.renderer is not None or output.shows_card  # for $return, or for a card
+        if raw is not None:
+            result = await _settle(raw, needed=read or tool.output_schema is not None)
+        record.result = result
+        record.status = "success"
+        if (reported := cards.error_of(output, result)) is not None:
+            # Seed 004: a card tool says it failed with {"error": ...}; the call is an error.
+            record.status, record.error, record.error_kind = "error", reported, "raised"
+        elif tool.output_schema is not None:
+            size = len(raw) if raw is not None else None
+            if wrong := await result_schema.check(tool.output_schema, tool.provider, result, size):
+                # Seed 002: a result that breaks the tool's output schema fails the call; the
+                # model is told where and what was expected, the record keeps what came back.
+                record.status, record.error, record.error_kind = "error", wrong, result_schema.BAD_OUTPUT
+            elif raw is not None and not read:
+                record.result = await _settle(raw, needed=False)  # sent on as it came
+
+    async def history(self, chat_id: str) -> list[ToolCallRow]:
+        """The chat's tool calls as recorded (a turn rebuilds the model's context from them)."""
+        return await self.repo.for_chat(chat_id)
 
     async def record_refused(self, record: ToolCallRow) -> None:
         """Keep a call that never ran (denied by the user, unknown tool, bad arguments) in the
@@ -170,9 +190,13 @@ class ToolCallService:
         await self.repo.finish(record, inserted=False)
 
     @asynccontextmanager
-    async def _workspace(self, chat_id: str | None, record: ToolCallRow, scratch: bool) -> AsyncIterator[Path | None]:
+    async def _folder(self, chat_id: str | None, record: ToolCallRow,
+                      scratch: bool) -> AsyncGenerator[Path | None, None]:
+        """The call's cwd: the chat's workspace, in line with its active version and locked, then
+        snapshotted (also after a failure); outside a chat, a scratch folder when the runner
+        wants one (``scratch``: Python workers; MCP servers never see our folders)."""
         if chat_id is None:
-            if not scratch:  # built-ins need a chat, MCP servers never see our folders
+            if not scratch:
                 yield None
                 return
             # Python tools get a cwd even outside a chat; whatever they leave there is dropped.
@@ -182,95 +206,43 @@ class ToolCallService:
             finally:
                 await anyio.to_thread.run_sync(shutil.rmtree, folder, True)
             return
-        async with self.workspace.locked(chat_id) as (ws, chat):
+        async with self._workspace.locked(chat_id) as (ws, chat):
             if not ws.in_sync:
-                await self.workspace.capture(ws, chat)  # outside edits become a version of their own
+                await self._workspace.capture(ws, chat)  # outside edits become a version of their own
             record.pre_manifest_id = ws.active_manifest_id
             try:
                 yield ws.tree.root
             finally:
                 manifest = None  # (stays so only if the capture raised, and then this is unwinding)
                 with anyio.CancelScope(shield=True):
-                    manifest = await self.workspace.capture(ws, chat, "tool_run", record.id)
+                    manifest = await self._workspace.capture(ws, chat, "tool_run", record.id)
                 record.post_manifest_id = manifest.id if manifest else ws.active_manifest_id
 
     def _make_scratch(self, toolset_id: str) -> Path:
         # One root per toolset, each call a folder of its own in it: the root is what a worker's
         # sandbox binds, so one warm worker serves every call of the toolset made outside a chat.
-        root = self.scratch / toolset_id
+        root = self._scratch / toolset_id
         root.mkdir(parents=True, exist_ok=True)
         return Path(tempfile.mkdtemp(prefix="call-", dir=root))
 
-    async def _run(self, target: Resolved, call: _Call, on_progress: OnProgress | None, raw: bool) -> Any:
-        tool = target.tool
-        args, workspace, chat_id, call_id = call.args, call.workspace, call.chat_id, call.call_id
-        timeout = target.config.get("timeout") or self.workers.limits.default_timeout
-        confinement = target.confinement or DEFAULT_CONFINEMENT
-        if tool.provider == "builtin":
-            try:
-                assert workspace is not None  # built-ins need a chat (checked above)
-                return await BUILTINS[tool.id].run(BuiltinCall(workspace, args, timeout, confinement,
-                                                                sandbox=self.workers.sandbox))
-            except BuiltinError as exc:
-                raise _Failed(exc.message, exc.kind, exc.result) from None
-        if tool.provider == "python":
-            assert tool.toolset_id is not None and target.toolset_dir is not None
-            pool = self.workers.pool(tool.toolset_id, Path(target.toolset_dir))
-            # Settings (secret values included) travel in the call's payload only: never in the
-            # worker's environment or command line, which other processes can read.
-            context = {"workspace": str(workspace), "chatId": chat_id, "toolsetId": tool.toolset_id,
-                       "toolsetDir": target.toolset_dir, "toolCallId": call_id,
-                       "settings": call.settings or {}, "telemetry": telemetry(call.client_context)}
-            hidden = call.secret_values(target)
-            try:
-                # Seed 004's 9 s unless a layer (manifest or user, tools/limits.py) says otherwise.
-                result = await pool.call(tool.id, target.entrypoint or "", args, context=context,
-                                         input_schema=tool.input_schema, timeout=confinement.timeout_seconds,
-                                         raw=raw, confinement=confinement,
-                                         root=str(workspace.parent) if chat_id is None and workspace else None)
-            except ToolFailure as exc:
-                message = f"{exc.path}: {exc.message}" if exc.path else exc.message
-                # A tool's error often quotes what it was given (an HTTP library's "Illegal header
-                # value b'Bearer sk-...'"): a secret from its settings is masked in it.
-                raise _Failed(secrets.scrub(message, hidden), exc.kind) from None
-            return secrets.scrub_json(result, hidden)
-        if tool.provider == "mcp":
-            try:
-                result = await self.catalog.host.call_tool(
-                    target.config["server_key"], target.config["tool_name"], args,
-                    on_progress=on_progress, origin=CallOrigin(chat_id, call_id))
-            except McpError as exc:
-                raise _Failed(exc.message, exc.kind) from None
-            if result.get("isError"):
-                text = " ".join(c.get("text", "") for c in result.get("content", []) if c.get("type") == "text")
-                raise _Failed(text.strip() or "the MCP server reported an error", "server", result)
-            return result
-        if tool.provider == "http":
-            secret_keys = frozenset(target.settings.secrets) if target.settings is not None else frozenset()
-            try:
-                return await self.http.run(HttpCall(tool.id, target.config, tool.input_schema, args,
-                                                    call.settings or {}, secret_keys, timeout, call.sent))
-            except HttpFailure as exc:
-                raise _Failed(exc.message, exc.kind, exc.result) from None
-        raise _Failed(f"tools of provider {tool.provider!r} cannot be run here", "load")
-
-    async def _finish(self, target: Resolved, record: ToolCallRow, workspace: Path | None, *,
+    async def _finish(self, target: Resolved, runner: ToolRunner, record: ToolCallRow, workspace: Path | None, *,
                       inserted: bool) -> None:
-        output = tool_output.of_config(target.config)
+        output = target.config.output
         card = None
         if output.shows_card and record.status == "success":
             # The sanitiser takes about 1 ms per 100 KB of ordinary HTML: a big card goes to a thread.
             big = len((cards.fields(record.result) or {}).get("html") or "") > BIG_CARD
             card = (await anyio.to_thread.run_sync(cards.plan, output, record.args, record.result) if big
                     else cards.plan(output, record.args, record.result))
-        record.render_plan = card or self._plan(target, record, workspace)
+        record.render_plan = card or self._plan(target, runner, record, workspace)
         # Outside a chat, nothing waits on the record: it is written after the reply.
         await self.repo.finish(record, inserted=inserted, later=record.chat_id is None)
 
-    def _plan(self, target: Resolved, record: ToolCallRow, workspace: Path | None) -> dict[str, Any] | None:
+    def _plan(self, target: Resolved, runner: ToolRunner, record: ToolCallRow,
+              workspace: Path | None) -> dict[str, Any] | None:
         tool = target.tool
-        if tool.renderer is None and tool.provider == "mcp" and record.status == "success":
-            return mcp_plans.default_plan(record.result)  # by content, unless an override set a renderer
+        if tool.renderer is None:  # its provider may show a result by what it holds (MCP content)
+            return runner.plan(record.result) if record.status == "success" else None
         try:
             return render_plan(
                 tool.renderer, tool.renderer_config, args=record.args, result=record.result,
@@ -291,13 +263,23 @@ class ToolCallService:
             raise InvalidParams("params.toolCallId", "this tool call has no html render plan")
         # The toolset's folder as stored now (a soft-deleted toolset keeps its files): what the
         # artifact must still be inside when it is read.
-        current = await self.catalog.files_dir(record.tool_id)
+        current = await self._catalog.files_dir(record.tool_id)
         if current is None:
             raise StorageError(f"the artifact of tool call {call_id} is gone: its toolset was uninstalled")
         try:
             return await anyio.to_thread.run_sync(_page, plan, current)
         except RenderError as exc:
             raise StorageError(str(exc)) from None
+
+
+def _record(target: Resolved, args: dict[str, Any], chat_id: str | None, message_id: str | None,
+            call_id: str | None, origin: Initiator) -> ToolCallRow:
+    """The record of a call about to start."""
+    tool = target.tool
+    record = ToolCallRow(id=call_id or new_id(), tool_id=tool.id, chat_id=chat_id, message_id=message_id, args=args,
+                         status="running", started_at=now(), toolset_id=tool.toolset_id, provider=tool.provider)
+    record.started(origin)
+    return record
 
 
 def _page(plan: dict[str, Any], current: str) -> str:
@@ -319,22 +301,6 @@ def _page(plan: dict[str, Any], current: str) -> str:
 _NULL = msgspec.Raw(b"null")
 
 
-class _Call(msgspec.Struct):
-    """One call's inputs beyond the tool itself."""
-
-    args: dict[str, Any]
-    workspace: Path | None
-    chat_id: str | None
-    call_id: str
-    settings: dict[str, Any] | None
-    client_context: ClientContext | None
-    sent: list[dict[str, Any]] = []  # an HTTP tool's requests, as its record shows them
-
-    def secret_values(self, target: Resolved) -> list[str]:
-        keys = target.settings.secrets if target.settings is not None else {}
-        return [v for k, v in (self.settings or {}).items() if k in keys and isinstance(v, str)]
-
-
 async def _settle(result: msgspec.Raw, *, needed: bool) -> Any:
     """The result as it is kept on the record: built when something here reads it, None for
     ``null`` (a record leaves out a None result, never so a ``Raw`` one), else the JSON as it is."""
@@ -343,7 +309,11 @@ async def _settle(result: msgspec.Raw, *, needed: bool) -> Any:
     return None if result == _NULL else result
 
 
-class _Failed(Exception):
-    def __init__(self, message: str, kind: str, result: Any = None) -> None:
-        super().__init__(message)
-        self.message, self.kind, self.result = message, kind, result
+class _NoRunner(ToolRunner):
+    """For a tool whose provider nothing here runs (a row from a newer version): its call fails."""
+
+    async def run(self, target: Resolved, call: Run) -> Any:
+        raise ToolFailed(f"tools of provider {target.tool.provider!r} cannot be run here", "load")
+
+
+_NO_RUNNER = _NoRunner()

@@ -21,11 +21,12 @@ from ..store.tool_config import ConfigValue, ToolConfigRepo
 from ..store.tool_limits import WHOLE_TOOLSET, ToolLimitsRepo
 from ..store.toolsets import OverrideRow, ToolsetRepo, ToolsetRow
 from . import limits, overrides, settings, slugs
+from . import output as tool_output
 from .output import BUILTIN_MAX_CHARS
 from .providers import mcp as mcp_tools
 from .providers.builtin import BUILTINS
 from .providers.python.entrypoints import importable
-from .resolved import Resolved
+from .resolved import BuiltinConfig, HttpConfig, PythonConfig, Resolved, RunConfig
 from .settings import Plan, status_of
 
 if TYPE_CHECKING:
@@ -84,7 +85,8 @@ def output_schema_of(config: dict[str, Any]) -> dict[str, Any] | None:
     """The schema a stored tool's results are checked against: an HTTP tool's declared
     ``outputSchema``, a Python tool's return annotation (turned into a schema when its toolset was
     installed or reloaded); None when it has none."""
-    return config.get("output_schema") or (config.get("http") or {}).get("outputSchema")
+    http: dict[str, Any] = config.get("http") or {}
+    return config.get("output_schema") or http.get("outputSchema")
 
 
 def plan_of(row: CatalogRow, values: list[ConfigValue]) -> Plan:
@@ -92,6 +94,24 @@ def plan_of(row: CatalogRow, values: list[ConfigValue]) -> Plan:
     assert row.toolset_id is not None  # (built-ins have no configuration)
     return settings.plan(row.toolset_id, row.tool_id.partition(":")[2], settings.schema_of(row.toolset_schema),
                          settings.schema_of(row.config.get("config_schema")), values)
+
+
+def run_config(row: CatalogRow) -> RunConfig:
+    """What the runner of the stored tool's provider needs, decoded from its row once per change
+    of the catalog (a provider nothing here runs gets the common part: its call says so)."""
+    config = row.config
+    output, timeout = tool_output.of_config(config), config.get("timeout")
+    needs_workspace = bool(config.get("needs_workspace"))
+    if row.provider == "builtin":
+        return BuiltinConfig(output=output, needs_workspace=needs_workspace, timeout=timeout,
+                             confinement=limits.confinement_of(row))
+    if row.provider == "python":
+        return PythonConfig(output=output, needs_workspace=needs_workspace,
+                            entrypoint=importable(row.entrypoint) if row.entrypoint else "",
+                            confinement=limits.confinement_of(row))
+    if row.provider == "http":
+        return HttpConfig(output=output, needs_workspace=needs_workspace, http=config.get("http"), timeout=timeout)
+    return RunConfig(output=output, needs_workspace=needs_workspace)
 
 
 def pattern_key(toolset_id: str, pattern: str, where: str = "params.toolId") -> str:
@@ -127,6 +147,10 @@ class Catalog:
         a listing never waits for it, nor probes on the event loop)."""
         found = self.sandbox.known() if self.sandbox is not None else None
         return found.mechanism if found is not None else None
+
+    def instructions(self, server_key: str) -> str | None:
+        """What a connected MCP server said about using its tools (None: nothing, or not connected)."""
+        return self.host.instructions(server_key)
 
     async def config_values(self) -> dict[str, list[ConfigValue]]:
         """Every config value set, by toolset (secret ones as markers); read once per change."""
@@ -230,11 +254,10 @@ class Catalog:
         if stored.toolset_deleted_at is not None and stored.toolset_id is not None:
             raise NotFound("tool", tool_id, f"{tool_id}: {frozen.deleted_tool_message(stored.toolset_id)}")
         row, applied = layered(stored, await self.patterns())
-        entrypoint = importable(row.entrypoint) if row.entrypoint else None
         values = (await self.config_values()).get(row.toolset_id or "", [])
         plan = plan_of(row, values) if row.provider in ("python", "http") else None
-        return Resolved(view(row, values, applied, self.mechanism()), entrypoint, row.config, row.files_dir,
-                        switched_on=_switched_on(row), settings=plan, confinement=limits.confinement_of(row))
+        return Resolved(view(row, values, applied, self.mechanism()), run_config(row), row.files_dir,
+                        switched_on=_switched_on(row), settings=plan)
 
     async def sync_builtins(self) -> None:
         """Make the stored built-in rows match this build (the user's ``enabled`` choice is kept)."""

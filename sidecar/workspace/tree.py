@@ -71,6 +71,7 @@ class Tree:
         self._cache_path = cache_path
         self._cache: dict[str, StatEntry] | None = None
         self._cache_changed = False
+        self.unsaved_bytes = 0  # hashed since the cache was last saved: what a restart would read again
 
     # -- the stat cache ------------------------------------------------------------------------
 
@@ -90,6 +91,7 @@ class Tree:
         if not self._cache_changed:
             return
         self._cache_changed = False
+        self.unsaved_bytes = 0
         tmp = self._cache_path.with_suffix(".tmp")
         tmp.write_bytes(_encode_cache(self.cache))
         os.replace(tmp, self._cache_path)
@@ -320,6 +322,7 @@ class Tree:
         result.hashed += 1
         result.files[rel] = sha
         self._cache_changed = True
+        self.unsaved_bytes += st.st_size
 
     # -- writing the directory -----------------------------------------------------------------
 

@@ -24,8 +24,10 @@ from ..store.chats import ChatRepo, ChatRow
 from ..store.manifests import ManifestRepo, ManifestRow, ManifestSource
 from .blobs import BlobStore, MissingBlob
 from .outside_edits import ChangeListener, Changes, OutsideEdits, UnversionedListener
-from .tree import Files, Tree, diff, remove_leftovers
+from .tree import Files, ScanResult, Tree, diff, remove_leftovers
 from .watcher import Journal
+
+SAVE_CACHE_AFTER = 1 << 20  # bytes hashed since the stat cache was saved: then it is saved again
 
 log = logging.getLogger("sidecar.workspace")
 
@@ -97,7 +99,8 @@ class Versions:
     @asynccontextmanager
     async def locked(self, chat_id: str) -> AsyncGenerator[tuple[ChatWorkspace, ChatRow], None]:
         """The chat's lock, with its workspace brought in line with the database."""
-        await self.require_chat(chat_id)
+        if chat_id not in self._open:  # (an open one's id was found in the database already)
+            await self.require_chat(chat_id)  # an unknown id never names a folder
         ws = self._workspace(chat_id)
         async with ws.lock:
             chat = await self.require_chat(chat_id)  # it may have been deleted while we waited
@@ -138,12 +141,10 @@ class Versions:
         """Snapshot the directory; when it differs from the active manifest, store a new manifest,
         make it active and record it as the state after the active leaf message."""
         last = ws.active_files if ws.in_sync else None
-        scan = await self.run(ws.tree.scan, ws.journal, last)
+        scan = await self.run(_scan, ws.tree, ws.journal, last)
         ws.in_sync = True
         if scan.skipped:
             log.debug("snapshot of %s skipped links/special files: %s", chat.id, scan.skipped[:5])
-        if scan.hashed:  # hashes are what is expensive to redo after a restart; the rest waits
-            await self.run(ws.tree.save_cache)  # for close
         manifest = None
         if scan.files != ws.active_files:
             manifest = self.manifests.new(chat.id, ws.active_manifest_id, scan.files, source, source_ref)
@@ -290,3 +291,15 @@ class Versions:
         if m is None:
             raise NotFound("manifest", manifest_id)
         return m
+
+
+def _scan(tree: Tree, journal: Journal | None, last: Files | None) -> ScanResult:
+    """``tree.scan``, and the stat cache saved in the same trip to a thread once what it hashed
+    since the last save is worth keeping: hashes are what is expensive to redo after a restart.
+    A snapshot is on every tool call's path in a chat, and a call that rewrote a small file would
+    otherwise write the whole cache out again for a hash that costs microseconds to redo; the
+    rest waits for close."""
+    scan = tree.scan(journal, last)
+    if scan.hashed and tree.unsaved_bytes >= SAVE_CACHE_AFTER:
+        tree.save_cache()
+    return scan

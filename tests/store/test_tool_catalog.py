@@ -14,6 +14,7 @@ from sidecar.store.tool_catalog import ToolCatalogRepo
 from sidecar.store.toolsets import Install, OverrideRow, StoredTool, ToolsetFile, ToolsetRepo, ToolsetRow
 from sidecar.mcp_host.host import McpHost
 from sidecar.tools.catalog import Catalog
+from sidecar.tools.resolved import PythonConfig
 
 pytestmark = pytest.mark.anyio
 
@@ -69,7 +70,8 @@ async def test_a_catalog_read_is_kept_until_a_write_changes_the_catalog(db: Data
     catalog = Catalog(db, McpHost())
     first = await catalog.resolve("ts:a")
     assert await catalog.resolve("ts:a") is first  # read once per change
-    assert first.entrypoint == "tools.a:run"  # importable in the worker (seed 000 §4.1)
+    # Its runner's config, decoded once with the row: the entrypoint importable in the worker (seed 000 §4.1).
+    assert isinstance(first.config, PythonConfig) and first.config.entrypoint == "tools.a:run"
     await ToolCatalogRepo(db).set_override("ts", "ts:a", {"enabled": False})
     again = await catalog.resolve("ts:a")
     assert again is not first and again.tool.enabled is False and again.switched_on is False

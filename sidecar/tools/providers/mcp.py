@@ -18,9 +18,10 @@ from ...store.mcp_servers import McpServerRepo, McpServerRow
 from ...store.mcp_tools_seen import McpToolsSeenRepo, SeenTool
 from ...store.tool_catalog import ToolCatalogRepo
 from ...store.toolsets import OverrideRow
+from .. import output as tool_output
 from .. import slugs
 from ..overrides import Layered, apply, is_pattern, layer, switched_on
-from ..resolved import Resolved
+from ..resolved import McpConfig, Resolved
 from ..settings import status_of
 
 if TYPE_CHECKING:
@@ -175,7 +176,7 @@ async def resolve(db: Database, host: McpHost | None, ref_id: str) -> Resolved:
     if found is None and host is not None and _connected(host, row.key):
         gone = next((v for v in await McpToolsSeenRepo(db).vanished() if v.key == row.key and v.name == name), None)
         if gone is not None:  # shown (tools/get) and overridable, never run: the call path refuses it
-            return Resolved(_gone_view(row, gone, override), None, {"server_key": row.key, "tool_name": name},
+            return Resolved(_gone_view(row, gone, override), McpConfig(server_key=row.key, tool_name=name),
                             None, switched_on=switched_on(override.override if override else None))
     if found is None:
         status = _status(host, row)
@@ -190,10 +191,10 @@ async def resolve(db: Database, host: McpHost | None, ref_id: str) -> Resolved:
     if len(_resolved) >= 1024:
         _resolved.clear()
     tool = _view(row, found, override)
-    config: dict[str, Any] = {"server_key": row.key, "tool_name": name}
-    if output := row.tool_output.get(name):
-        config["output"] = output  # declared by the toolset for this tool (toolset.yaml tool_output)
-    target = Resolved(tool, None, config, None, switched_on=switched_on(override.override if override else None))
+    # Its output as the toolset declares it for this tool (toolset.yaml tool_output), if it does.
+    output = tool_output.of_config({"output": row.tool_output.get(name)})
+    config = McpConfig(output=output, server_key=row.key, tool_name=name)
+    target = Resolved(tool, config, None, switched_on=switched_on(override.override if override else None))
     _resolved[ref_id] = (row, override, found, target)
     return target
 

@@ -29,7 +29,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import msgspec
@@ -38,6 +38,8 @@ from .... import secrets
 from ....errors import Conflict
 from ....secrets.known import remember
 from ....secrets.shapes import looks_like_credential, looks_secret_name
+from ...resolved import HttpConfig, Resolved
+from ...runner import Run, ToolFailed, ToolRunner
 from . import results, templates
 from .auth import Authenticator, authenticator
 from .guard import Destinations
@@ -56,13 +58,13 @@ MIN_HIDDEN = 4  # as secrets.scrub: shorter values would mask ordinary words
 @dataclass(frozen=True)
 class HttpCall:
     tool_id: str
-    config: dict[str, Any]  # the stored tool config; ``config["http"]`` is the HttpSpec as data
+    spec: dict[str, Any] | None  # the tool's declaration as stored: an HttpSpec as data
     input_schema: dict[str, Any] | None
     args: dict[str, Any]
     settings: dict[str, Any]  # the tool's config values, secret ones included
     secret_keys: frozenset[str]  # which settings are secret
     timeout: float  # the whole call, retries included
-    sent: list[dict[str, Any]] = field(default_factory=list)  # filled as requests go: the call's record
+    sent: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])  # filled as requests go: the call's record
 
 
 @dataclass
@@ -86,15 +88,16 @@ class _Prepared:
     # burst of calls never holds the event loop for long (each waits its turn cheaply) and the
     # pool's bookkeeping, which grows with its queue, stays small.
     gate: anyio.Semaphore = field(default_factory=lambda: anyio.Semaphore(POOL))
-    calls: deque[float] = field(default_factory=deque)  # start times within the last minute
+    calls: deque[float] = field(default_factory=deque[float])  # start times within the last minute
 
 
-class HttpTools:
+class HttpTools(ToolRunner):
     """The HTTP tools' runner: one per sidecar, one connection pool per tool."""
 
-    def __init__(self, environ: Environ, tokens: OAuthTokens) -> None:
+    def __init__(self, environ: Environ, tokens: OAuthTokens, default_timeout: float) -> None:
         self._environ = environ
         self._tokens = tokens
+        self.default_timeout = default_timeout  # seconds, for a tool whose config names none
         self._prepared: dict[str, _Prepared] = {}
         self._retired: list[Any] = []
 
@@ -106,7 +109,19 @@ class HttpTools:
             for client in clients:
                 await client.aclose()
 
-    async def run(self, call: HttpCall) -> Any:
+    async def run(self, target: Resolved, call: Run) -> Any:
+        config, settings = target.config, target.settings
+        assert isinstance(config, HttpConfig)
+        secret_keys = frozenset(settings.secrets) if settings is not None else frozenset[str]()
+        try:
+            return await self.perform(HttpCall(target.tool.id, config.http, target.tool.input_schema, call.args,
+                                            call.settings or {}, secret_keys, config.timeout or self.default_timeout,
+                                            call.sent))
+        except HttpFailure as exc:
+            raise ToolFailed(exc.message, exc.kind, exc.result) from None
+
+    async def perform(self, call: HttpCall) -> Any:
+        """The call's requests, in order; its result, or ``HttpFailure``."""
         p = self._prepare(call)
         if p.spec.max_calls_per_minute is not None:
             _admit(call.tool_id, p, p.spec.max_calls_per_minute)
@@ -143,7 +158,7 @@ class HttpTools:
     # -- preparing ------------------------------------------------------------------------------
 
     def _prepare(self, call: HttpCall) -> _Prepared:
-        raw = call.config.get("http")
+        raw = call.spec
         p = self._prepared.get(call.tool_id)
         if p is not None and (p.raw is raw or p.raw == raw):
             return p
@@ -171,7 +186,7 @@ class HttpTools:
         named: dict[str, Any] = {}
         hidden: list[str] = []
         wanted = [n for n in p.names if n not in call.settings]
-        env = await self._environ(wanted) if wanted else {}
+        env: Mapping[str, str] = await self._environ(wanted) if wanted else {}
         for name in p.names:
             if name in call.settings:
                 named[name] = call.settings[name]
@@ -261,10 +276,10 @@ def _texts(step: StepSpec) -> list[str]:
         if isinstance(value, str):
             out.append(value)
         elif isinstance(value, dict):
-            for v in value.values():
+            for v in cast("dict[str, Any]", value).values():
                 walk(v)
         elif isinstance(value, list):
-            for v in value:
+            for v in cast("list[Any]", value):
                 walk(v)
 
     walk(step.body)
