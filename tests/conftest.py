@@ -11,6 +11,10 @@ import pytest
 from sidecar.client import SidecarClient
 from tests.http_server import HttpServer
 
+# pytester runs inner sessions (tests/test_report_fallback.py); report_fallback reports a failure
+# pytest cannot format instead of ending the session on an INTERNALERROR.
+pytest_plugins = ("pytester", "tests.report_fallback")
+
 # No test reaches the desktop's own keystore: without a session bus, keyring finds no keystore and
 # the sidecars the tests start keep their secrets in the 0600 file. The tests of the keystore itself
 # bring their own bus (tests/keystore.py) and point their sidecars at it.
