@@ -14,6 +14,7 @@ import anyio
 import pytest
 
 from sidecar.client import SidecarClient
+from tests.timing import scaled
 
 pytestmark = pytest.mark.anyio
 
@@ -23,7 +24,7 @@ PREFIX = "mcp:meta~meta:"
 
 async def add_meta(sc: SidecarClient, **extra: object) -> None:
     await sc.request("mcpServers/add", {"id": "meta", "command": sys.executable, "args": [str(META)]} | extra)
-    with anyio.fail_after(30):
+    with anyio.fail_after(scaled(30)):
         while True:
             server = (await sc.request("mcpServers/list"))["servers"][0]
             if server["status"] == "connected":
@@ -115,7 +116,7 @@ async def test_a_servers_log_level_is_edited_in_place(app: SidecarClient):
     assert (await call(app, "level"))["result"]["content"][0]["text"] == "unset"  # none asked for: all it sends
     server = (await app.request("mcpServers/update", {"id": "meta~meta", "logLevel": "error"}))["server"]
     assert server["logLevel"] == "error"
-    with anyio.fail_after(30):
+    with anyio.fail_after(scaled(30)):
         while (await app.request("mcpServers/list"))["servers"][0]["status"] != "connected":
             await anyio.sleep(0.05)
     assert (await call(app, "level"))["result"]["content"][0]["text"] == "error"
