@@ -111,8 +111,12 @@ async def test_progress_cancellation_and_elicitation_cross_the_sidecar(sidecar: 
     marker = tmp_path / "cancelled"
     answer = sidecar.expect("long")
     await sidecar.send({"jsonrpc": "2.0", "id": "long", "method": "tools/call",
-                        "params": {"toolId": "mcp:basic~basic:slow", "args": {"seconds": 30, "marker": str(marker)}}})
-    await anyio.sleep(0.5)
+                        "params": {"toolId": "mcp:basic~basic:slow", "args": {"seconds": 30, "marker": str(marker)},
+                                   "workDoneToken": "t2"}})
+    # The tool runs (its first progress report arrived) before it is cancelled: a fixed sleep here
+    # raced the server's start on a loaded machine, and a call cancelled before it reached the server
+    # leaves no marker.
+    await sidecar.wait_notification("$/progress", lambda p: p.get("token") == "t2")
     await sidecar.notify("$/cancelRequest", {"id": "long"})
     assert (await answer(10))["error"]["code"] == -32800
     with anyio.fail_after(scaled(10)):
