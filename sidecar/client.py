@@ -115,6 +115,10 @@ class _Waiter:
 
 
 class SidecarClient:
+    # Every deadline this client waits with is multiplied by this: the test suite sets it from
+    # TEST_TIME_SCALE (tests/timing.py) for machines slower than the one the deadlines were set on.
+    deadline_scale: float = 1.0
+
     def __init__(self, proc: Any, stderr_path: Path, transport: Transport,
                  close_input: Callable[[], Awaitable[None]]) -> None:
         self.proc = proc
@@ -275,7 +279,7 @@ class SidecarClient:
 
         async def wait(timeout: float = 30) -> dict[str, Any]:
             try:
-                with anyio.fail_after(timeout):
+                with anyio.fail_after(timeout * self.deadline_scale):
                     await waiter.arrived.wait()
             finally:
                 self._waiting.pop(request_id, None)
@@ -305,7 +309,7 @@ class SidecarClient:
     async def wait_for(self, predicate: Callable[[], Any], timeout: float = 10) -> Any:
         """Wait until ``predicate()`` is truthy; it is re-checked on every message and at least
         every 50 ms (for conditions outside the wire, such as the log)."""
-        with anyio.fail_after(timeout):
+        with anyio.fail_after(timeout * self.deadline_scale):
             while True:
                 value = predicate()
                 if value:
@@ -350,7 +354,7 @@ class SidecarClient:
         return await self.wait_exit(timeout)
 
     async def wait_exit(self, timeout: float = 10) -> int:
-        with anyio.fail_after(timeout):
+        with anyio.fail_after(timeout * self.deadline_scale):
             return await self.proc.wait()
 
     async def close_stdin(self) -> None:

@@ -9,12 +9,21 @@ from pathlib import Path
 import pytest
 
 from sidecar.client import SidecarClient
+from tests import timing
 from tests.http_server import HttpServer
+
+# pytester runs inner sessions (tests/test_report_fallback.py); report_fallback reports a failure
+# pytest cannot format instead of ending the session on an INTERNALERROR.
+pytest_plugins = ("pytester", "tests.report_fallback")
 
 # No test reaches the desktop's own keystore: without a session bus, keyring finds no keystore and
 # the sidecars the tests start keep their secrets in the 0600 file. The tests of the keystore itself
 # bring their own bus (tests/keystore.py) and point their sidecars at it.
 os.environ["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=/nonexistent/covalt-tests-no-session-bus"
+
+# Every deadline a test client waits with (a request's answer, a notification, an exit) scales
+# with TEST_TIME_SCALE, as the suite's own deadlines do (tests/timing.py).
+SidecarClient.deadline_scale = timing.SCALE
 
 
 @pytest.fixture

@@ -35,8 +35,8 @@ BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Config
 def _binaries() -> tuple[str, str]:
     dbus, keyring = shutil.which("dbus-daemon"), shutil.which("gnome-keyring-daemon")
     if dbus is None or keyring is None:
-        pytest.skip("gnome-keyring-daemon or dbus-daemon is not installed: run scripts/test, which installs "
-                    "them (Debian packages gnome-keyring and dbus)")
+        pytest.skip("gnome-keyring-daemon or dbus-daemon is not installed: scripts/test installs them as root "
+                    "with apt-get (Debian packages gnome-keyring and dbus-daemon)")
     return dbus, keyring
 
 

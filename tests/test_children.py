@@ -11,6 +11,7 @@ import pytest
 
 from sidecar.children import DEVNULL, exit_reason, spawn
 from tests.procs import gone, wait_gone
+from tests.timing import scaled
 
 pytestmark = pytest.mark.anyio
 
@@ -37,7 +38,7 @@ def test_exit_wording() -> None:
 async def test_the_ladder_ends_a_child_that_ignores_stdin_and_sigterm_and_what_it_started() -> None:
     child = await spawn([sys.executable, "-c", STUBBORN], env=dict(os.environ), label="stubborn", stderr_lines=5)
     line = b""
-    with anyio.fail_after(20):
+    with anyio.fail_after(scaled(20)):
         while not line.endswith(b"\n"):
             line += await child.stdout.receive()
     grandchild = int(line)

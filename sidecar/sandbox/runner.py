@@ -182,6 +182,11 @@ class Sandbox:
         read_only: Sequence[str], confinement: Confinement,
     ) -> Jail:
         found = await self.status()  # the probe's own finding: never the last start's record
+        if found.mechanism != "none":
+            # Coverage's settings (children.scrubbed_env keeps them for scripts/coverage) stay outside:
+            # a confined process cannot write its data file beside the checkout, and coverage's
+            # traceback about it landed in the tool's stderr and in its helpers' errors.
+            env = {k: v for k, v in env.items() if not k.startswith("COVERAGE_PROCESS_")}
         # A missing extra path would stop bwrap: it is left out (the tool's write there fails).
         writable = [*([workspace] if workspace else []), *filter(os.path.exists, confinement.writable)]
         if found.mechanism == "bubblewrap" and found.bwrap is not None:

@@ -11,6 +11,7 @@ import pytest
 
 from sidecar.client import SidecarClient
 from tests.procs import alive, host_pid, wait_gone
+from tests.timing import scaled
 
 pytestmark = pytest.mark.anyio
 
@@ -68,7 +69,7 @@ async def test_children_die_with_a_sidecar_killed_without_warning(data_dir: Path
                                                  "args": [str(MCP_FIXTURES / "hangs.py")]})
         await sidecar.send({"jsonrpc": "2.0", "id": "nap", "method": "tools/call",
                             "params": {"toolId": "sleepy:nap", "args": {}}})
-        with anyio.fail_after(20):
+        with anyio.fail_after(scaled(20)):
             while True:
                 # the call's scratch folder (in its toolset's root), the only place the tool writes
                 markers = [m for m in data_dir.glob("scratch/*/*/worker.pid") if m.read_text()]
@@ -104,7 +105,7 @@ async def test_temporary_files_a_crash_left_are_removed_at_the_next_start(data_d
     blobs_before = sorted(p.name for p in (chat / "blobs").rglob("*") if p.is_file())
 
     async with SidecarClient.spawn(data_dir) as sidecar:
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             while True:
                 if not (half_blob.exists() or half_cache.exists() or scratch.exists()):
                     break

@@ -20,6 +20,7 @@ import pytest
 
 from sidecar.client import SidecarClient
 from tests.listeners import recording_listener
+from tests.timing import speed_bound
 
 pytestmark = pytest.mark.anyio
 
@@ -172,9 +173,9 @@ async def test_hostile_tools_fail_only_their_own_calls(mechanism: str, outer_dir
             # Within 50 ms throughout, every ping, once waits for a CPU are taken out (Pinger says
             # why); and the typical round trip within 50 ms as it is.
             worst = max(range(len(pinger.own)), key=pinger.own.__getitem__)
-            assert len(pinger.times) > 10 and pinger.own[worst] < 0.05, \
+            assert len(pinger.times) > 10 and pinger.own[worst] < speed_bound(0.05), \
                 (len(pinger.times), f"{pinger.own[worst] * 1000:.1f} ms of {pinger.times[worst] * 1000:.1f} ms")
-            assert statistics.median(pinger.times) < 0.05, sorted(pinger.times)[-5:]
+            assert statistics.median(pinger.times) < speed_bound(0.05), sorted(pinger.times)[-5:]
             assert (ws_a / "mine.txt").read_text() == "pwned"
     assert accepted == []
     assert not (outer_dir / "planted").exists()

@@ -20,6 +20,7 @@ from sidecar.sandbox import cgroups
 from sidecar.sandbox.detect import detect
 from tests.e2e.test_confine import Pinger
 from tests.e2e.test_hostile_worker import PING_BOUND, running_with
+from tests.timing import speed_bound
 
 pytestmark = pytest.mark.anyio
 
@@ -65,7 +66,7 @@ async def limits(request: pytest.FixtureRequest, data_dir: Path, tmp_path: Path)
         # Within 50 ms throughout, judged as test_confine does: one outlier is this test descheduled
         # on the shared machine; a sidecar held up by a tool delays every ping sent meanwhile.
         times = sorted(pinger.times)
-        assert len(times) > 5 and times[-2] < PING_BOUND and times[-1] < 0.25, \
+        assert len(times) > 5 and times[-2] < PING_BOUND and times[-1] < speed_bound(0.25), \
             f"pings took {[round(t * 1000, 1) for t in times[-3:]]} ms while tools misbehaved"
 
 

@@ -17,11 +17,12 @@ import pytest
 
 from sidecar.client import SidecarClient
 from sidecar.sandbox import cgroups
+from tests.timing import speed_bound
 
 pytestmark = pytest.mark.anyio
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "toolsets" / "hostile-worker"
-PING_BOUND = 0.050  # seconds: the bound on a ping's answer while tools misbehave
+PING_BOUND = speed_bound(0.050)  # seconds: the bound on a ping's answer while tools misbehave
 
 
 class Pinger:

@@ -11,6 +11,7 @@ import pytest
 
 from sidecar.client import RemoteError, SidecarClient
 from tests.procs import host_pid
+from tests.timing import scaled
 
 pytestmark = pytest.mark.anyio
 
@@ -75,7 +76,7 @@ async def test_switching_off_stops_a_python_tool_in_its_worker(data_dir: Path, t
         await sc.send({"jsonrpc": "2.0", "id": "nap", "method": "tools/call",
                        "params": {"toolId": "slow:nap", "args": {"seconds": 60}, "chatId": chat["id"]}})
         pid_file = Path(chat["workspacePath"]) / "pid.txt"
-        with anyio.fail_after(20):
+        with anyio.fail_after(scaled(20)):
             while not pid_file.exists() or not pid_file.read_text():
                 await anyio.sleep(0.02)
         worker = host_pid(pid_file.read_text())  # the tool names itself in its sandbox's pid namespace
@@ -84,7 +85,7 @@ async def test_switching_off_stops_a_python_tool_in_its_worker(data_dir: Path, t
         with anyio.fail_after(10):  # not the 60 s of the nap
             call = (await answer(10))["result"]["toolCall"]
         assert call["status"] == "error" and call["errorKind"] == "killed"
-        with anyio.fail_after(5):
+        with anyio.fail_after(scaled(5)):
             while not gone(worker):
                 await anyio.sleep(0.02)
         # What the tool wrote before it was stopped is kept as the version after the call.

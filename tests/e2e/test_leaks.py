@@ -31,6 +31,7 @@ import pytest
 
 from sidecar.client import SidecarClient
 from tests.providers.server import Reply, StreamServer, events
+from tests.timing import scaled
 
 pytestmark = pytest.mark.anyio
 
@@ -97,7 +98,7 @@ def refusing_server() -> Iterator[int]:
 
 async def settled(sc: SidecarClient, key: str, seen: list[Any]) -> dict[str, Any]:
     """The server's view once it has failed (every list on the way is a response to grep too)."""
-    with anyio.move_on_after(30):
+    with anyio.move_on_after(scaled(30)):
         while True:
             listed = await sc.request("mcpServers/list")
             seen.append(listed)

@@ -13,6 +13,7 @@ import pytest
 from sidecar.client import SidecarClient
 from tests.npm import npm_bin
 from tests.procs import wait_gone
+from tests.timing import scaled
 
 pytestmark = pytest.mark.anyio
 
@@ -29,7 +30,7 @@ async def status(sc: SidecarClient, key: str, *wanted: str, timeout: float = 30)
     async def current() -> dict:
         return next(s for s in (await sc.request("mcpServers/list"))["servers"] if s["id"] == key)
 
-    with anyio.move_on_after(timeout):
+    with anyio.move_on_after(scaled(timeout)):
         while (server := await current())["status"] not in wanted:
             await anyio.sleep(0.05)
         return server
@@ -110,11 +111,15 @@ async def test_progress_cancellation_and_elicitation_cross_the_sidecar(sidecar: 
     marker = tmp_path / "cancelled"
     answer = sidecar.expect("long")
     await sidecar.send({"jsonrpc": "2.0", "id": "long", "method": "tools/call",
-                        "params": {"toolId": "mcp:basic~basic:slow", "args": {"seconds": 30, "marker": str(marker)}}})
-    await anyio.sleep(0.5)
+                        "params": {"toolId": "mcp:basic~basic:slow", "args": {"seconds": 30, "marker": str(marker)},
+                                   "workDoneToken": "t2"}})
+    # The tool runs (its first progress report arrived) before it is cancelled: a fixed sleep here
+    # raced the server's start on a loaded machine, and a call cancelled before it reached the server
+    # leaves no marker.
+    await sidecar.wait_notification("$/progress", lambda p: p.get("token") == "t2")
     await sidecar.notify("$/cancelRequest", {"id": "long"})
     assert (await answer(10))["error"]["code"] == -32800
-    with anyio.fail_after(10):
+    with anyio.fail_after(scaled(10)):
         while not marker.exists():  # the server was told and stopped the tool
             await anyio.sleep(0.05)
 

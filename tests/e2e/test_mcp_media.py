@@ -14,6 +14,7 @@ from sidecar.client import SidecarClient
 from tests.e2e.test_chat import new_chat, send
 from tests.e2e.test_mcp_meta import PREFIX, add_meta
 from tests.providers.server import Reply, StreamServer, events
+from tests.timing import scaled
 
 pytestmark = pytest.mark.anyio
 
@@ -89,7 +90,7 @@ async def test_a_scheduled_runs_picture_reaches_the_model_of_the_turn_it_starts(
             "toolId": PREFIX + "picture", "args": {}, "cron": "0 9 * * 1-5", "chatId": chat_id,
             "prompt": "Describe the radar:", "provider": "claude"}))["schedule"]
         await app.request("schedules/runNow", {"id": schedule["id"]}, timeout=60)
-        with anyio.fail_after(30):
+        with anyio.fail_after(scaled(30)):
             await app.wait_notification("chat/event", lambda p: p["chatId"] == chat_id
                                         and p["event"]["kind"] == "messageCompleted")
         await send(app, chat_id, "and the one before?", provider="claude")  # later turns see it too

@@ -22,6 +22,7 @@ import pytest
 
 from sidecar.client import RemoteError, SidecarClient
 from tests.procs import served
+from tests.timing import scaled
 
 pytestmark = pytest.mark.anyio
 
@@ -82,7 +83,7 @@ async def status(sc: SidecarClient, *wanted: str, timeout: float = 30) -> dict[s
     async def current() -> dict[str, Any]:
         return next(s for s in (await sc.request("mcpServers/list"))["servers"] if s["id"] == KEY)
 
-    with anyio.move_on_after(timeout):
+    with anyio.move_on_after(scaled(timeout)):
         while (server := await current())["status"] not in wanted:
             await anyio.sleep(0.05)
         return server
@@ -238,7 +239,7 @@ async def test_a_misbehaving_authorization_server_fails_the_sign_in_and_stores_n
         app.handle("ui/openUrl", Browser())
         await add_remote(app, servers, connectTimeout=2)
         await status(app, "needsAuth")
-        with anyio.fail_after(30), pytest.raises(RemoteError) as failed:
+        with anyio.fail_after(scaled(30)), pytest.raises(RemoteError) as failed:
             await app.request("mcpServers/login", {"id": KEY}, timeout=30)
         assert failed.value.code == code, failed.value.message
         assert words in failed.value.message

@@ -11,6 +11,7 @@ import pytest
 
 from sidecar.client import SidecarClient
 from tests.e2e.test_mcp import status
+from tests.timing import scaled
 from tests.tools.search_helpers import hits
 
 pytestmark = pytest.mark.anyio
@@ -28,7 +29,7 @@ async def test_mcp_tools_are_searchable_while_listed(sidecar: SidecarClient):
     extra = ("mcp:basic~basic:extra", "prefix")
     assert await hits(sidecar, "extra") == [("mcp:basic~basic:grow", "word")]  # "Add a tool named `extra`..."
     await sidecar.request("tools/call", {"toolId": "mcp:basic~basic:grow", "args": {}}, timeout=60)
-    with anyio.fail_after(30):  # the host lists the tools again in the background after the call answered
+    with anyio.fail_after(scaled(30)):  # the host lists the tools again in the background after the call answered
         # noqa reason: the change happens in another process, so it is polled over the wire
         while extra not in await hits(sidecar, "extra"):  # noqa: ASYNC110 - polled over the wire (see above)
             await anyio.sleep(0.05)

@@ -14,6 +14,7 @@ import pytest
 
 from sidecar.client import SidecarClient
 from tests.procs import wait_gone
+from tests.timing import scaled
 
 pytestmark = pytest.mark.anyio
 
@@ -35,7 +36,7 @@ async def _tool_ids(sc: SidecarClient, **params: object) -> set[str]:
 
 
 async def _until(check: Callable[[], Awaitable[bool]], timeout: float = 30) -> None:
-    with anyio.move_on_after(timeout):
+    with anyio.move_on_after(scaled(timeout)):
         while not await check():
             await anyio.sleep(0.05)
         return

@@ -15,6 +15,7 @@ import anyio
 import pytest
 
 from sidecar.client import SidecarClient
+from tests.timing import scaled
 
 pytestmark = pytest.mark.anyio
 
@@ -130,7 +131,7 @@ async def test_a_restart_finishes_a_cut_off_switch_without_waiting_for_a_request
         pytest.skip("no kill landed inside the switch on this machine")
     async with SidecarClient.spawn(data_dir) as c:
         # No request touches the chat's files: the start-up finishes the switch by itself.
-        with anyio.fail_after(20):
+        with anyio.fail_after(scaled(20)):
             while (await c.request("chats/get", {"id": cid}))["chat"].get("activeLeafId") != a["id"]:
                 await anyio.sleep(0.05)
         assert on_disk(root) == files_a

@@ -29,6 +29,7 @@ from sidecar.mcp_host import (
 )
 from tests.npm import npm_bin
 from tests.procs import alive, served
+from tests.timing import scaled
 
 pytestmark = pytest.mark.anyio
 
@@ -38,7 +39,7 @@ PY = sys.executable
 
 def stdio(key: str, script: str = "basic.py", **kw: Any) -> ServerConfig:
     kw.setdefault("args", (str(FIXTURES / script),))
-    kw.setdefault("connect_timeout", 15.0)
+    kw.setdefault("connect_timeout", scaled(15.0))
     return ServerConfig(server_id=key, toolset_id="ts", type="stdio", command=PY, **kw)
 
 
@@ -75,7 +76,7 @@ async def running(*configs: ServerConfig, **kw: Any) -> AsyncIterator[tuple[McpH
 
 
 async def wait_status(host: McpHost, key: str, *statuses: str, timeout: float = 15.0) -> ServerState:
-    with anyio.move_on_after(timeout):
+    with anyio.move_on_after(scaled(timeout)):
         while (state := host.state(key)).status not in statuses:
             await anyio.sleep(0.02)
         return state
@@ -295,7 +296,7 @@ async def test_a_command_only_on_the_login_shell_path_is_found(monkeypatch: pyte
     monkeypatch.setattr(commands, "_login_path", None)
     monkeypatch.setattr(commands, "_login_path_known", False)
     config = ServerConfig(server_id="login", toolset_id="ts", type="stdio",
-                          command="covalt-fixture-server", env={"PATH": "/usr/bin:/bin"}, connect_timeout=15)
+                          command="covalt-fixture-server", env={"PATH": "/usr/bin:/bin"}, connect_timeout=scaled(15))
     with caplog.at_level(logging.INFO, logger="sidecar.mcp_host"):
         async with running(config) as (host, _):
             state = await wait_status(host, "ts~login", "connected", "error")
@@ -352,7 +353,7 @@ async def test_a_crash_during_a_call_fails_it_and_the_server_comes_back() -> Non
         assert err.value.kind == "disconnected"
         # A server that worked is restarted at once; the state says why it dropped meanwhile.
         errors = [s for s in rec.states if s.error]
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             while not errors:
                 await anyio.sleep(0.02)
                 errors = [s for s in rec.states if s.error]
@@ -377,7 +378,7 @@ async def test_timeout_cancels_the_call_at_the_server_which_keeps_serving(tmp_pa
         code, _, data = err.value.__rpc_error__()
         assert code == -32022 and data["server"] == "ts~slow" and data["source"] == "mcp"
         assert time.monotonic() - started < 2
-        with anyio.fail_after(5):
+        with anyio.fail_after(scaled(5)):
             while not marker.exists():
                 await anyio.sleep(0.02)
         assert marker.read_text() == "cancelled"
@@ -392,7 +393,7 @@ async def test_cancelling_the_caller_returns_promptly_and_cancels_at_the_server(
         with anyio.move_on_after(0.3):
             await host.call_tool("ts~cancel", "slow", {"seconds": 10, "marker": str(marker)})
         assert time.monotonic() - started < 1.0
-        with anyio.fail_after(5):
+        with anyio.fail_after(scaled(5)):
             while not marker.exists():
                 await anyio.sleep(0.02)
         assert text(await host.call_tool("ts~cancel", "echo", {"text": "alive"})) == "alive"
@@ -434,7 +435,7 @@ async def test_list_changed_refreshes_the_tools() -> None:
         assert "extra" not in {t.name for t in host.tools("ts~grow")}
         published = len(rec.states)
         await host.call_tool("ts~grow", "grow", {})
-        with anyio.fail_after(5):
+        with anyio.fail_after(scaled(5)):
             while not rec.tools_changed:
                 await anyio.sleep(0.02)
         assert rec.tools_changed == ["ts~grow"]
@@ -570,7 +571,7 @@ async def test_sync_starts_stops_and_restarts_what_changed() -> None:
         await host.sync([a])
         with pytest.raises(KeyError):
             host.state("ts~b")
-        with anyio.fail_after(5):
+        with anyio.fail_after(scaled(5)):
             while alive(pid_b2):
                 await anyio.sleep(0.05)
 
@@ -603,7 +604,7 @@ async def test_a_killed_sidecar_leaves_no_server_behind() -> None:
     try:
         assert proc.stdout is not None
         line = b""
-        with anyio.fail_after(20):
+        with anyio.fail_after(scaled(20)):
             while b"\n" not in line:
                 line += await proc.stdout.receive()
         server_pid = int(line.split()[0])
@@ -612,7 +613,7 @@ async def test_a_killed_sidecar_leaves_no_server_behind() -> None:
         proc.kill()  # SIGKILL: no cleanup code of ours runs
         await proc.wait()
         await proc.aclose()
-    with anyio.fail_after(5):  # the server sees EOF on its stdin and exits
+    with anyio.fail_after(scaled(5)):  # the server sees EOF on its stdin and exits
         while alive(server_pid):
             await anyio.sleep(0.05)
 

@@ -13,6 +13,7 @@ import msgspec
 import pytest
 
 from sidecar.rpc import Connection, MethodTable, Verbatim, memory_pair
+from tests.timing import scaled
 
 pytestmark = pytest.mark.anyio
 
@@ -29,7 +30,7 @@ class Client:
         await self.t.send(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method}).encode() + b"\n")
 
     async def recv(self) -> dict[str, Any]:
-        with anyio.fail_after(5):
+        with anyio.fail_after(scaled(5)):
             while not self.lines:
                 self.lines += await self.t.receive()
         return json.loads(self.lines.pop(0))

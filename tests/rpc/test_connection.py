@@ -19,6 +19,7 @@ from sidecar.rpc import (
     RequestContext,
     memory_pair,
 )
+from tests.timing import scaled
 
 pytestmark = pytest.mark.anyio
 
@@ -41,7 +42,7 @@ class Peer:
         await self.send(msg)
 
     async def recv(self, timeout: float = 5) -> dict:
-        with anyio.fail_after(timeout):
+        with anyio.fail_after(scaled(timeout)):
             while not self.inbox:
                 frames = await self.t.receive()
                 self.batches.append(frames)
@@ -157,7 +158,7 @@ async def test_eof_fails_pending_server_requests(peer):
     asked = await p.recv()
     assert asked["method"] == "ui/ask" and asked["id"] == "s1"
     await p.t.aclose()  # the client goes away without answering
-    with anyio.fail_after(5):
+    with anyio.fail_after(scaled(5)):
         await conn.eof.wait()
         while not any(e.startswith("ask-failed") for e in events):
             await anyio.sleep(0.01)
@@ -178,7 +179,7 @@ async def test_notifications_run_and_unknown_ones_are_ignored(peer):
     await p.send({"jsonrpc": "2.0", "method": "unknown/thing"})
     await p.request(1, "ping")
     assert (await p.recv())["id"] == 1
-    with anyio.fail_after(5):
+    with anyio.fail_after(scaled(5)):
         while "note" not in events:
             await anyio.sleep(0.01)
 
@@ -229,7 +230,7 @@ async def test_a_stalled_client_slows_producers_instead_of_growing_memory():
         await anyio.sleep(0.2)  # the client reads nothing meanwhile
         assert sent < 10
         received = 0
-        with anyio.fail_after(5):
+        with anyio.fail_after(scaled(5)):
             while received < 100:
                 received += len(await client_t.receive())
         assert sent == 100

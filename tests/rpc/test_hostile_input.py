@@ -13,6 +13,7 @@ import pytest
 
 from sidecar.rpc import Connection, MemoryTransport, MethodTable, memory_pair
 from tests.rpc.hostile import answers_due, hostile_lines
+from tests.timing import scaled
 
 pytestmark = pytest.mark.anyio
 
@@ -53,7 +54,7 @@ class Client:
         await self.t.send(line + b"\n")
 
     async def recv(self, timeout: float = 5) -> Any:
-        with anyio.fail_after(timeout):
+        with anyio.fail_after(scaled(timeout)):
             while not self.inbox:
                 self.inbox += [json.loads(f) for f in await self.t.receive()]
         return self.inbox.pop(0)

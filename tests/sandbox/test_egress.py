@@ -22,6 +22,7 @@ from sidecar.sandbox.egress import Egress, NetworkPlan
 from sidecar.sandbox.egress_proxy import Limits
 from sidecar.sandbox.policy import Confinement
 from tests.http_server import HttpServer, Response, echo
+from tests.timing import scaled
 from tests.toolsets.url_bundles import tls_for
 
 pytestmark = pytest.mark.anyio
@@ -82,7 +83,7 @@ async def run_tool(plan: NetworkPlan, code: str, *args: str, env: dict[str, str]
             "--unshare-pid", "--die-with-parent", "--new-session",
             *(arg for path in (*PYTHON, *binds) for arg in ("--ro-bind", path, path)), *plan.bwrap_args, "--",
             *plan.argv_prefix, sys.executable, "-c", code, *args]
-    with anyio.fail_after(30):
+    with anyio.fail_after(scaled(30)):
         return await anyio.run_process(argv, input=stdin, env={**os.environ, **plan.env, **(env or {})},
                                        check=False)
 
@@ -235,7 +236,7 @@ print("the tool outlived its bridge")
 async def test_killing_the_bridge_ends_the_sandbox_and_leaves_the_proxy_serving_others(
         egress: Egress, server: HttpServer) -> None:
     plan = await egress.prepare(allowed(f"127.0.0.1:{server.port}"))
-    with anyio.fail_after(20):
+    with anyio.fail_after(scaled(20)):
         result = await run_tool(plan, KILL_BRIDGE)
     assert b"outlived" not in result.stdout
     assert result.returncode != 0
@@ -277,7 +278,7 @@ async def _ask(plan: NetworkPlan, request: bytes, *, read: bool = True) -> bytes
         if not read:
             return b""
         answer = b""
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             try:
                 while True:
                     answer += await stream.receive()
@@ -354,7 +355,7 @@ async def test_an_idle_tunnel_is_closed(server: HttpServer) -> None:
         async with await anyio.connect_unix(plan.argv_prefix[-3]) as stream:
             await stream.send(f"CONNECT 127.0.0.1:{server.port} HTTP/1.1\r\n\r\n".encode())
             assert (await stream.receive()).startswith(b"HTTP/1.1 200 ")
-            with anyio.fail_after(10), pytest.raises(anyio.EndOfStream):
+            with anyio.fail_after(scaled(10)), pytest.raises(anyio.EndOfStream):
                 await stream.receive()
         tg.cancel_scope.cancel()
 
@@ -398,7 +399,7 @@ async def test_a_client_that_does_not_read_holds_the_upstream_back() -> None:
             received = len(await stream.receive())
             await anyio.sleep(1.0)  # long enough for the whole body to cross loopback if nothing held it
             assert flood.sent < 64 << 20  # what socket buffers hold, not the 256 MiB offered
-            with anyio.fail_after(60):
+            with anyio.fail_after(scaled(60)):
                 while received < flood.total:
                     received += len(await stream.receive(1 << 20))
         tg.cancel_scope.cancel()
@@ -441,7 +442,7 @@ async def test_the_bridge_holds_none_of_the_tools_pipes(egress: Egress) -> None:
     async with process:
         try:
             assert process.stdout is not None
-            with anyio.fail_after(15):
+            with anyio.fail_after(scaled(15)):
                 assert await process.stdout.receive() == b"bye"
                 with pytest.raises(anyio.EndOfStream):
                     await process.stdout.receive()
@@ -461,7 +462,7 @@ async def test_the_loopback_proxy_for_macos_applies_the_same_rules(egress: Egres
     async with await anyio.connect_tcp("127.0.0.1", plan.proxy_port) as stream:
         await stream.send(f"GET {server.url}/hello HTTP/1.1\r\n\r\n".encode())
         answer = b""
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             try:
                 while True:
                     answer += await stream.receive()
@@ -470,7 +471,7 @@ async def test_the_loopback_proxy_for_macos_applies_the_same_rules(egress: Egres
     assert answer.startswith(b"HTTP/1.1 200 ") and answer.endswith(b"hello from the allowed host")
     async with await anyio.connect_tcp("127.0.0.1", plan.proxy_port) as stream:
         await stream.send(b"CONNECT example.org:443 HTTP/1.1\r\n\r\n")
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             assert (await stream.receive()).startswith(b"HTTP/1.1 403 Forbidden by the sandbox: example.org:443")
     plan.close()
     assert (await egress.prepare_loopback(Confinement())).proxy_port is None

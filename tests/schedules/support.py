@@ -18,6 +18,7 @@ from sidecar.compose import Services
 from sidecar.handlers.notify import Notifier
 from sidecar.settings import Settings
 from sidecar.store import Database
+from tests.timing import scaled
 
 MANIFEST = '''manifest_version: "1"
 id: clocked
@@ -156,7 +157,7 @@ async def built(data_dir: Path, clock: FakeClock) -> AsyncIterator[tuple[Service
 
 async def until(check: Callable[[], Any], limit: float = 20.0) -> Any:
     """Poll ``check`` (sync or async) until it returns something truthy."""
-    with anyio.fail_after(limit):
+    with anyio.fail_after(scaled(limit)):
         while True:
             value = check()
             if hasattr(value, "__await__"):

@@ -14,6 +14,7 @@ from sidecar.errors import Conflict, InvalidParams, ToolsSwitchedOff
 from sidecar.schedules import runs
 from sidecar.schedules.service import parse_stamp
 from tests.schedules.support import FakeClock, built, until, write_toolset
+from tests.timing import scaled
 
 pytestmark = pytest.mark.anyio
 
@@ -275,7 +276,7 @@ async def test_a_thousand_due_in_one_minute_run_at_most_a_few_at_a_time(tmp_path
                 tool_id="clocked:hello", cron="* * * * *", timezone="UTC", args={"name": str(i)}))
         seen = 0
         clock.advance(minutes=1)
-        with anyio.fail_after(60):
+        with anyio.fail_after(scaled(60)):
             while len(peer.of("schedules/fired")) < 200:
                 seen = max(seen, services.schedules.busy)
                 await anyio.sleep(0.001)

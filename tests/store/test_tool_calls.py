@@ -13,6 +13,7 @@ import pytest
 from sidecar.store import Database, tool_calls
 from sidecar.store.db import migrations
 from sidecar.store.tool_calls import Initiator, ToolCallRepo, ToolCallRow
+from tests.timing import scaled
 
 pytestmark = pytest.mark.anyio
 
@@ -114,7 +115,7 @@ async def test_a_full_queue_is_written_without_waiting_for_the_window(tmp_path: 
             await anyio.sleep(0.3)
             assert await stored() == 0  # within the window, still queued
             await repo.finish(row("last", None), inserted=False, later=True)
-            with anyio.fail_after(10):
+            with anyio.fail_after(scaled(10)):
                 while await stored() < tool_calls.MAX_QUEUED:  # noqa: ASYNC110 -- polls the database: no event to wait on
                     await anyio.sleep(0.01)
             await repo.aclose()

@@ -16,6 +16,7 @@ from tests.e2e.test_chat import events, new_chat, scripted, send, tool_line
 from tests.e2e.test_http_tools import EXAMPLE as HTTP_EXAMPLE
 from tests.e2e.test_mcp import add, status
 from tests.http_server import HttpServer, Response
+from tests.timing import scaled
 
 pytestmark = pytest.mark.anyio
 
@@ -41,7 +42,7 @@ async def running(sc: SidecarClient, count: int) -> None:
     async def check() -> bool:
         return (await sc.request("debug/info"))["toolsRunning"] == count
 
-    with anyio.fail_after(10):
+    with anyio.fail_after(scaled(10)):
         while not await check():
             await anyio.sleep(0.02)
 
@@ -144,7 +145,7 @@ async def test_switching_off_mid_turn_stops_the_tool_and_the_turn_goes_on_withou
                     "params": {"chatId": chat_id, "content": "go", "provider": pid}})
     await running(app, 1)
     await switch(app, False)
-    with anyio.fail_after(10):
+    with anyio.fail_after(scaled(10)):
         turn = (await app.expect(turn_id)(10))["result"]
     assert turn["stopReason"] == "endTurn"
     [call] = finished(app, turn["messageId"])
@@ -166,7 +167,7 @@ async def test_switching_off_withdraws_a_confirmation_question_and_the_turn_goes
     await switch(app, False)  # the user never answers: the question is taken back
     withdrawn = await app.wait_notification("$/cancelRequest")
     assert withdrawn["params"] == {"id": asked["id"]}
-    with anyio.fail_after(10):
+    with anyio.fail_after(scaled(10)):
         answer = (await app.expect(turn_id)(10))["result"]
     assert answer["stopReason"] == "endTurn"
     [call] = finished(app, answer["messageId"])
@@ -197,10 +198,10 @@ async def test_switching_off_stops_an_mcp_tool_at_its_server(app: SidecarClient,
                     "params": {"toolId": "mcp:basic~basic:slow", "args": {"seconds": 30, "marker": str(marker)}}})
     await running(app, 1)
     await switch(app, False)
-    with anyio.fail_after(10):
+    with anyio.fail_after(scaled(10)):
         call = (await answer(10))["result"]["toolCall"]
     assert call["status"] == "error" and call["errorKind"] == "killed"
-    with anyio.fail_after(10):
+    with anyio.fail_after(scaled(10)):
         while not marker.exists():  # the server was told and stopped the tool
             await anyio.sleep(0.05)
 

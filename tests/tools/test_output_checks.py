@@ -15,6 +15,7 @@ import pytest
 from sidecar.client import SidecarClient
 from sidecar.tools import result_schema
 from sidecar.tools.result_schema import problem
+from tests.timing import scaled
 
 pytestmark = pytest.mark.anyio
 
@@ -78,7 +79,7 @@ async def test_reloading_the_toolset_learns_a_changed_annotation(app: SidecarCli
     module = folder / "tools" / "stats.py"
     module.write_text(module.read_text().replace("    rows: int\n", "    rows: int | str\n"))
     # A folder install is followed: saving the module reloads the toolset.
-    with anyio.fail_after(30):
+    with anyio.fail_after(scaled(30)):
         while True:
             schema = (await app.request("tools/get", {"id": "checked:report"}))["tool"]["outputSchema"]
             if schema["$defs"]["Stats"]["properties"]["rows"] == {"anyOf": [{"type": "integer"}, {"type": "string"}]}:

@@ -14,6 +14,7 @@ import pytest
 from sidecar.api.toolsets import Tool
 from sidecar.client import RemoteError, SidecarClient
 from sidecar.tools.listing import ToolQuery
+from tests.timing import scaled
 
 pytestmark = pytest.mark.anyio
 
@@ -39,7 +40,7 @@ async def install(sc: SidecarClient, root: Path, toolset_id: str, names: list[st
 async def add_server(sc: SidecarClient, server_id: str) -> None:
     await sc.request("mcpServers/add", {"id": server_id, "command": sys.executable, "args": [str(MCP / "basic.py")]})
     key = f"{server_id}~{server_id}"
-    with anyio.fail_after(30):
+    with anyio.fail_after(scaled(30)):
         while True:
             server = next(s for s in await every(sc, "mcpServers/list", "servers") if s["id"] == key)
             if server["status"] in ("connected", "error"):

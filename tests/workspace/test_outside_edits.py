@@ -15,6 +15,7 @@ from sidecar.workspace.blobs import BlobStore
 from sidecar.workspace.outside_edits import EDIT_DEBOUNCE, MAX_WATCHED, Changes, OutsideEdits
 from sidecar.workspace.tree import Tree
 from sidecar.workspace.watcher import Journal
+from tests.timing import scaled
 
 pytestmark = pytest.mark.anyio
 
@@ -63,7 +64,7 @@ async def test_a_burst_of_edits_is_saved_once_it_settles(tmp_path: Path):
         assert ws.journal is not None  # the snapshot side reads the same journal
         for i in range(20):
             (ws.tree.root / f"f{i}.txt").write_text(str(i))
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             await record.announced.wait()
         await anyio.sleep(EDIT_DEBOUNCE * 3)  # nothing else happened: nothing else is saved
         assert record.saves == ["c1"] and record.heard == [("c1", "m1")]
@@ -104,11 +105,11 @@ async def test_a_failed_save_is_logged_and_the_next_edits_are_still_saved(tmp_pa
         edits.bind(tg)
         edits.watch(ws)
         (ws.tree.root / "first.txt").write_text("1")
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             await record.tried.wait()
         assert record.heard == []
         (ws.tree.root / "second.txt").write_text("2")
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             await record.announced.wait()
         assert record.saves == ["c1", "c1"] and record.heard == [("c1", "m2")]
         edits.close()
@@ -122,7 +123,7 @@ async def test_a_deleted_chat_is_no_longer_followed(tmp_path: Path):
         edits.bind(tg)
         edits.watch(ws)
         (ws.tree.root / "first.txt").write_text("1")
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             await record.tried.wait()
         (ws.tree.root / "second.txt").write_text("2")
         await anyio.sleep(EDIT_DEBOUNCE * 3)

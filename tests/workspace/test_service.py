@@ -17,6 +17,7 @@ from sidecar.store.chats import ChatRow
 from sidecar.workspace.blobs import BlobStore
 from sidecar.workspace.outside_edits import Changes
 from sidecar.workspace.service import MAX_READ_LIMIT, WorkspaceService, encode_content
+from tests.timing import scaled
 
 pytestmark = pytest.mark.anyio
 
@@ -202,7 +203,7 @@ async def test_outside_edits_become_a_version_and_stop_with_the_chat(db: Databas
         chat = await ws.chats.create("watched")
         first = await ws.write_file(chat.id, "a.txt", b"ours")  # takes the lock: the folder is watched
         (ws.workspace_path(chat.id) / "a.txt").write_bytes(b"edited outside")
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             await announced.wait()
         [(chat_id, manifest_id, changes)] = heard
         assert chat_id == chat.id and manifest_id != first and changes == ([], [], ["a.txt"])

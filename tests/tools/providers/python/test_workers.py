@@ -15,6 +15,7 @@ import pytest
 from sidecar.sandbox.runner import Sandbox
 from sidecar.tools.providers.python.workers import Limits, ToolFailure, ToolsetWorkers, WorkerHost
 from tests.procs import wait_gone
+from tests.timing import scaled
 
 # The pool's mechanics compare the pids tools see with the pool's: unconfined here (a sandboxed
 # worker sees its own pid namespace); tests/sandbox runs the sandboxed worker.
@@ -190,7 +191,7 @@ async def failure(awaitable: Any) -> ToolFailure:
 
 
 async def wait_for_file(path: Path) -> None:
-    with anyio.fail_after(10):
+    with anyio.fail_after(scaled(10)):
         while True:
             if await anyio.Path(path).exists():
                 break
@@ -381,7 +382,7 @@ async def test_output_of_the_tool_goes_to_stderr(
     caplog.set_level(logging.DEBUG, logger="sidecar.tools")
     assert await call(pool, workspace, "noisy") == "still fine"
     assert await call(pool, workspace, "noisy") == "still fine"
-    with anyio.fail_after(3):
+    with anyio.fail_after(scaled(3)):
         while True:
             if "demo: echoed by a child" in caplog.messages:
                 break
