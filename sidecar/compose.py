@@ -176,8 +176,8 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     on_close("tool call records", tool_calls.aclose)
     on_close("MCP servers", servers.aclose)  # closed first: calls still running end before their records
     tool_calls.bind(tg)
-    turns = TurnService(chats, tool_calls, providers, catalog, switch)
-    schedules = Schedules(db, tool_calls, turns, catalog, providers, fired=notifier.schedule_fired,
+    turns = TurnService(db, chats, workspace, tool_calls, providers, catalog, switch)
+    schedules = Schedules(db, workspace, tool_calls, turns, catalog, providers, fired=notifier.schedule_fired,
                           chat_event=notifier.chat_event, confirm=notifier.confirm_tool_call, clock=clock,
                           tools_enabled=lambda: switch.enabled)
     on_close("schedules", schedules.aclose)  # closed before the tool call records: no run starts after

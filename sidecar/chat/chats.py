@@ -72,6 +72,10 @@ class ChatService:
         rows = await self.repo.page(p.page_size + 1, pages.after(p.page_token))
         return pages.page(rows, p.page_size, lambda c: (c.updated_at, c.id))
 
+    async def require(self, chat_id: str) -> ChatRow:
+        """The chat, or NotFound."""
+        return await self.workspace.require_chat(chat_id)
+
     async def get(self, chat_id: str) -> tuple[ChatRow, list[MessageRow]]:
         chat = await self.workspace.require_chat(chat_id)
         return chat, await self.repo.messages(chat_id)

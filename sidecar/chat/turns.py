@@ -57,9 +57,11 @@ from .providers.base import (
 )
 
 if TYPE_CHECKING:
+    from ..store import Database
     from ..tools.calls import ToolCallService
     from ..tools.catalog import Catalog
     from ..tools.switch import ToolSwitch
+    from ..workspace.service import WorkspaceService
     from .chats import ChatService
     from .providers.base import Provider
     from .providers.service import ProviderService
@@ -125,11 +127,11 @@ class _Turn:
 
 
 class TurnService:
-    def __init__(self, chats: ChatService, tool_calls: ToolCallService, providers: ProviderService,
-                 catalog: Catalog, switch: ToolSwitch) -> None:
+    def __init__(self, db: Database, chats: ChatService, workspace: WorkspaceService, tool_calls: ToolCallService,
+                 providers: ProviderService, catalog: Catalog, switch: ToolSwitch) -> None:
         self.chats = chats
-        self.workspace = chats.workspace
-        self.db = chats.repo.db
+        self.workspace = workspace
+        self.db = db  # the chat's tool grants and attachments (permissions, toolbox)
         self.tool_calls = tool_calls  # every tool call of a turn or the palette goes through its `call`
         self.catalog = catalog  # which tools a turn offers
         self.switch = switch  # the user's kill switch: off, a turn offers no tools

@@ -118,7 +118,7 @@ class ToolsetHandlers:
             raise InvalidParams("params.chatId", "a chat's tools come whole, unpaged and unfiltered; leave out "
                                                  "pageToken, toolsetIds and tags with chatId")
         if not self.switch.enabled:
-            await self.chats.workspace.require_chat(p.chat_id)  # an unknown chat is still NotFound
+            await self.chats.require(p.chat_id)  # an unknown chat is still NotFound
             return ToolsResult([])  # a turn offers none
         return ToolsResult((await toolbox.for_chat(self.chats, self.catalog, p.chat_id)).shown())
 

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ..chat.turns import TurnService
     from ..tools.calls import ToolCallService
     from ..tools.resolved import Resolved
+    from ..workspace.service import WorkspaceService
 
 log = logging.getLogger("sidecar.schedules")
 
@@ -48,13 +49,13 @@ def message(prompt: str | None, output: str) -> str:
 
 
 class Runs:
-    def __init__(self, db: Database, repo: ScheduleRepo, tool_calls: ToolCallService, turns: TurnService, *,
-                 chat_event: Emit, confirm: Confirm) -> None:
+    def __init__(self, db: Database, repo: ScheduleRepo, workspace: WorkspaceService, tool_calls: ToolCallService,
+                 turns: TurnService, *, chat_event: Emit, confirm: Confirm) -> None:
         self.db = db
         self.repo = repo
         self.tool_calls = tool_calls
         self.turns = turns
-        self.workspace = turns.workspace
+        self.workspace = workspace
         self._chat_event = chat_event
         self._confirm = confirm
 

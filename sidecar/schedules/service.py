@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from ..chat.turns import TurnService
     from ..tools.calls import ToolCallService
     from ..tools.catalog import Catalog
+    from ..workspace.service import WorkspaceService
 
 log = logging.getLogger("sidecar.schedules")
 
@@ -69,8 +70,8 @@ def parse_stamp(text: str) -> datetime:
 
 
 class Schedules:
-    def __init__(self, db: Database, tool_calls: ToolCallService, turns: TurnService, catalog: Catalog,
-                 providers: ProviderService, *, fired: Fired, chat_event: Emit, confirm: Confirm,
+    def __init__(self, db: Database, workspace: WorkspaceService, tool_calls: ToolCallService, turns: TurnService,
+                 catalog: Catalog, providers: ProviderService, *, fired: Fired, chat_event: Emit, confirm: Confirm,
                  clock: Clock | None = None, tools_enabled: Callable[[], bool] = lambda: True) -> None:
         self.db = db
         self.repo = ScheduleRepo(db)
@@ -78,10 +79,10 @@ class Schedules:
         self.catalog = catalog  # what a schedule's tool is, when it is made or changed
         self.providers = providers
         self.turns = turns
-        self.workspace = turns.workspace
+        self.workspace = workspace
         self.clock: Clock = clock or WallClock()
         self._fired = fired
-        self.runs = Runs(db, self.repo, tool_calls, turns, chat_event=chat_event, confirm=confirm)
+        self.runs = Runs(db, self.repo, workspace, tool_calls, turns, chat_event=chat_event, confirm=confirm)
         self.tools_enabled = tools_enabled  # the kill switch's reading (off: nothing fires)
         self._wake = anyio.Event()
         self._running: set[str] = set()
