@@ -206,38 +206,46 @@ def _inputs(raw: Any) -> dict[str, str]:
     return out
 
 
-def _server(name: str, entry: Any, source: Source, path: Path, inputs: dict[str, str]) -> Found:
-    if not isinstance(entry, dict):
-        raise ConfigError("the entry is not an object")
-    warnings: list[str] = []
-    server_id = name if is_id(name) else _safe_id(name)
-    if server_id != name:
-        warnings.append(f"renamed from {name!r}: ids are letters, digits, '.', '_' and '-'")
+class _Values:
+    """Reads an entry's strings as the sidecar will use them: VS Code's ${input:...} prompts and
+    ${env:VAR} become ${VAR}, and what cannot carry over is said in ``warnings``."""
 
-    def value(v: Any, where: str) -> str:
+    def __init__(self, inputs: dict[str, str]) -> None:
+        self.inputs = inputs
+        self.warnings: list[str] = []
+
+    def value(self, v: Any, where: str) -> str:
         if not isinstance(v, (str, int, float, bool)):
             raise ConfigError(f"{where} is not a string")
         text = str(v)
         for prompt in _INPUT.findall(text):
-            var = inputs.get(prompt) or _env_name(prompt)
-            warnings.append(f"{where} asked VS Code's user for {prompt!r}; set ${{{var}}} in the environment")
-        text = _INPUT.sub(lambda m: "${" + (inputs.get(m[1]) or _env_name(m[1])) + "}", text)
+            var = self.inputs.get(prompt) or _env_name(prompt)
+            self.warnings.append(f"{where} asked VS Code's user for {prompt!r}; set ${{{var}}} in the environment")
+        text = _INPUT.sub(lambda m: "${" + (self.inputs.get(m[1]) or _env_name(m[1])) + "}", text)
         text = _ENV.sub(r"${\1}", text)
         if "${workspaceFolder}" in text:
-            warnings.append(f"{where} uses ${{workspaceFolder}}, which has no meaning here; edit it after import")
+            self.warnings.append(f"{where} uses ${{workspaceFolder}}, which has no meaning here; edit it after import")
         return text
 
-    def mapping(raw: Any, where: str) -> dict[str, str]:
+    def mapping(self, raw: Any, where: str) -> dict[str, str]:
         if raw is None:
             return {}
         if not isinstance(raw, dict):
             raise ConfigError(f"{where} is not an object")
-        return {str(k): value(v, f"{where}.{k}") for k, v in raw.items()}
+        return {str(k): self.value(v, f"{where}.{k}") for k, v in raw.items()}
 
+
+def _server(name: str, entry: Any, source: Source, path: Path, inputs: dict[str, str]) -> Found:
+    if not isinstance(entry, dict):
+        raise ConfigError("the entry is not an object")
+    read = _Values(inputs)
+    server_id = name if is_id(name) else _safe_id(name)
+    if server_id != name:
+        read.warnings.append(f"renamed from {name!r}: ids are letters, digits, '.', '_' and '-'")
     url = entry.get("url") or entry.get("serverUrl")
     kind = _kind(entry.get("type"), url)
     if "envFile" in entry:
-        warnings.append("envFile is not read; put those variables in the environment or in env")
+        read.warnings.append("envFile is not read; put those variables in the environment or in env")
     if kind == "stdio":
         command = entry.get("command")
         if not isinstance(command, str) or not command.strip():
@@ -245,15 +253,15 @@ def _server(name: str, entry: Any, source: Source, path: Path, inputs: dict[str,
         args = entry.get("args") or []
         if not isinstance(args, list):
             raise ConfigError("args is not a list")
-        return Found(server_id, source, str(path), kind, command=value(command, "command"),
-                     args=[value(a, f"args[{i}]") for i, a in enumerate(args)],
-                     env=mapping(entry.get("env"), "env"),
-                     cwd=value(entry["cwd"], "cwd") if entry.get("cwd") else None, warnings=warnings)
+        return Found(server_id, source, str(path), kind, command=read.value(command, "command"),
+                     args=[read.value(a, f"args[{i}]") for i, a in enumerate(args)],
+                     env=read.mapping(entry.get("env"), "env"),
+                     cwd=read.value(entry["cwd"], "cwd") if entry.get("cwd") else None, warnings=read.warnings)
     if not isinstance(url, str) or not re.match(r"^https?://", url):
         raise ConfigError(f"a {kind} server needs an http(s) url")
-    return Found(server_id, source, str(path), kind, url=value(url, "url"),
-                 headers=mapping(entry.get("headers"), "headers"), env=mapping(entry.get("env"), "env"),
-                 warnings=warnings)
+    return Found(server_id, source, str(path), kind, url=read.value(url, "url"),
+                 headers=read.mapping(entry.get("headers"), "headers"), env=read.mapping(entry.get("env"), "env"),
+                 warnings=read.warnings)
 
 
 def _kind(declared: Any, url: Any) -> ServerType:

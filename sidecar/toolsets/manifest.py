@@ -354,6 +354,12 @@ def _check(m: Manifest) -> Parsed:
     tool_limits = {t.id: patch for i, t in enumerate(m.tools)
                    if (patch := _tool_limits(i, t, warnings)) is not None}
     overrides = _with_legacy_renderers(m, warnings)
+    _check_override_targets(m, seen, servers, warnings)
+    return Parsed(m, overrides, warnings, limits, tool_limits)
+
+
+def _check_override_targets(m: Manifest, tools: dict[str, int], servers: dict[str, int], warnings: list[str]) -> None:
+    """An override names a pattern, or a tool or server declared here (else a warning: it may be a typo)."""
     for i, o in enumerate(m.tool_overrides):
         server, sep, _ = o.tool_id.partition(":")
         if is_pattern(o.tool_id):
@@ -362,9 +368,8 @@ def _check(m: Manifest) -> Parsed:
                 raise ManifestError(f"tool_overrides[{i}].tool_id", f"{o.tool_id!r} is not a tool pattern: {wrong}")
         elif sep and server not in servers:
             warnings.append(f"tool_overrides[{i}].tool_id: no MCP server {server!r} is declared here")
-        elif not sep and o.tool_id not in seen:
+        elif not sep and o.tool_id not in tools:
             warnings.append(f"tool_overrides[{i}].tool_id: no tool {o.tool_id!r} is declared here")
-    return Parsed(m, overrides, warnings, limits, tool_limits)
 
 
 def _limits(where: str, constraints: Any, sandbox: Any, warnings: list[str]) -> Patch | None:

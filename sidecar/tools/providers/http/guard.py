@@ -99,20 +99,10 @@ def parse_host_entry(entry: str) -> HostRule | str:
         return f"{entry!r} is not a host name: write the host alone, like api.example.com (no scheme, path or user)"
     if "/" in text:
         return _parse_network(entry, text)
-    host, port = text, None
-    if text.startswith("["):
-        close = text.find("]")
-        rest = text[close + 1:] if close > 0 else "?"
-        if close < 0 or (rest and not rest.startswith(":")):
-            return f"{entry!r}: an IPv6 address is written [2001:db8::1] or [2001:db8::1]:8080"
-        host, port = text[1:close], rest[1:] if rest else None
-    elif text.count(":") == 1:
-        host, port = text.split(":")
-    port_number = None
-    if port is not None:
-        if not port.isdigit() or not 0 < int(port) < 65536:
-            return f"{entry!r}: the port must be a number from 1 to 65535"
-        port_number = int(port)
+    split = _host_and_port(entry, text)
+    if isinstance(split, str):
+        return split
+    host, port_number = split
     literal = _literal(host)
     if literal is not None:
         return HostRule(entry, "address", address=literal, port=port_number)
@@ -129,6 +119,24 @@ def parse_host_entry(entry: str) -> HostRule | str:
             return f"{entry!r} is too broad: a wildcard needs at least two labels after '*.' (*.example.com)"
         return HostRule(entry, "wildcard", name="." + name, port=port_number)
     return HostRule(entry, "name", name=name, port=port_number)
+
+
+def _host_and_port(entry: str, text: str) -> tuple[str, int | None] | str:
+    """``host``, ``host:port``, ``[v6]`` or ``[v6]:port`` split, or what is wrong with it."""
+    host, port = text, None
+    if text.startswith("["):
+        close = text.find("]")
+        rest = text[close + 1:] if close > 0 else "?"
+        if close < 0 or (rest and not rest.startswith(":")):
+            return f"{entry!r}: an IPv6 address is written [2001:db8::1] or [2001:db8::1]:8080"
+        host, port = text[1:close], rest[1:] if rest else None
+    elif text.count(":") == 1:
+        host, port = text.split(":")
+    if port is None:
+        return host, None
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        return f"{entry!r}: the port must be a number from 1 to 65535"
+    return host, int(port)
 
 
 def _parse_network(entry: str, text: str) -> HostRule | str:

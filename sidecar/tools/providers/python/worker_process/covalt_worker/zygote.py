@@ -163,12 +163,7 @@ class Worker:
     def wait(self, child: Spare, params: bytes, watch: Watch) -> tuple[int | None, bytearray, Failure | None]:
         """Hand the call to ``child`` and collect its answer until it exits, a limit is passed or
         the host's SIGINT has had its grace: (wait status or None, answer bytes, why it was stopped)."""
-        try:
-            write_all(child.params_w, params)
-        except OSError:
-            pass  # it died before reading: its status tells why
-        os.close(child.params_w)
-        child.params_w = -1
+        hand_over(child, params)
         # The next call's child is forked now, on this core, while the call runs on another: a
         # call that follows at once (a model's tool calls in a row) does not wait for the fork.
         # It holds this call's parameters, as any spare holds what the last call left in freed
@@ -307,3 +302,13 @@ class Worker:
         data = memoryview(self.tools.encoder.encode(message) + b"\n")
         while data:
             data = data[os.write(self.wire_out, data):]
+
+
+def hand_over(child: Spare, params: bytes) -> None:
+    """Give ``child`` its call's parameters and close its pipe: it starts the call on EOF."""
+    try:
+        write_all(child.params_w, params)
+    except OSError:
+        pass  # it died before reading: its status tells why
+    os.close(child.params_w)
+    child.params_w = -1
