@@ -25,6 +25,8 @@ from ..errors import StorageError
 log = logging.getLogger("sidecar.store")
 
 T = TypeVar("T")
+# Statements run in a transaction on the database's thread (``Database.write_whole``).
+Work = Callable[[sqlite3.Connection], None]
 
 # The cache name of the tool catalog: toolsets, tools, tool_overrides and toolset_mcp_servers.
 # Every write to those tables is a ``write(changes=CATALOG)``.

@@ -8,7 +8,7 @@ from typing import Literal
 import aiosqlite
 import msgspec
 
-from .db import Database
+from .db import Database, Work
 from .rows import named, new_id, now
 
 ManifestSource = Literal["user_upload", "tool_run", "branch", "edit"]
@@ -45,10 +45,11 @@ class ManifestRepo:
         return ManifestRow(id=new_id(), chat_id=chat_id, parent_id=parent_id, files=files, created_at=now(),
                            source=source, source_ref=source_ref)
 
-    async def make_active(self, m: ManifestRow, leaf_message_id: str | None) -> None:
+    async def make_active(self, m: ManifestRow, leaf_message_id: str | None, also: Work | None = None) -> None:
         """Store a new version and make it the chat's active one, recorded as the state after
         ``leaf_message_id``: one transaction, so a crash never leaves a version half adopted. On
-        every tool call's path in a chat: one hand-off to the database's thread, not one per statement."""
+        every tool call's path in a chat: one hand-off to the database's thread, not one per statement.
+        ``also``: more to write in the same transaction (the end of the tool call that made it)."""
         values = (m.id, m.chat_id, m.parent_id, _encode(m.files), m.created_at, m.source, m.source_ref)
 
         def adopt(conn: sqlite3.Connection) -> None:
@@ -57,6 +58,8 @@ class ManifestRepo:
                          (m.id, m.created_at, m.chat_id))
             if leaf_message_id:
                 conn.execute("UPDATE messages SET manifest_id = ? WHERE id = ?", (m.id, leaf_message_id))
+            if also is not None:
+                also(conn)
 
         await self.db.write_whole(adopt)
 

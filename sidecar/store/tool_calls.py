@@ -32,7 +32,7 @@ import msgspec
 from anyio.abc import TaskGroup
 
 from . import tool_usage
-from .db import Database
+from .db import Database, Work
 from .rows import named, now
 
 log = logging.getLogger("sidecar.store")
@@ -231,7 +231,13 @@ class ToolCallRepo:
             if len(self._queued) >= MAX_QUEUED:
                 self._hurry.set()
             return
-        await self.db.write_whole(_writer([call], inserted))
+        await self.db.write_whole(self.finishing(call, inserted=inserted))
+
+    def finishing(self, call: ToolCallRow, *, inserted: bool = True) -> Work:
+        """``finish`` as statements for a transaction of someone else's (the workspace version the
+        call made, adopted in the same trip to the database's thread); the record as it is now."""
+        call.finished_at = call.finished_at or now()
+        return _writer([call], inserted)
 
     async def flush(self) -> None:
         """Return once every record queued so far is written."""

@@ -27,6 +27,7 @@ from anyio.abc import TaskGroup
 from ..api.toolsets import ClientContext
 from ..errors import Conflict, InvalidParams, NotFound, StorageError
 from ..store import Database
+from ..store.db import Work
 from ..store.rows import new_id, now
 from ..store.tool_calls import API, Initiator, ToolCallRepo, ToolCallRow
 from . import cards, result_schema
@@ -114,26 +115,27 @@ class ToolCallService:
         record = _record(target, args, chat_id, message_id, call_id, origin)
         runner = self._runners.get(target.tool.provider, _NO_RUNNER)
         call = Run(args, chat_id, record.id, settings, client_context, on_progress, raw_result)
-        began = time.perf_counter()
         # A call in a chat is recorded when it starts (a crash leaves it as interrupted) and when it
         # ends; one outside a chat touches nothing that lasts, so one write at the end will do.
         durable = chat_id is not None or on_started is not None
-        started = False
+        ending = _Ending(self, target, runner, record)
         try:
-            async with self._folder(chat_id, record, runner.scratch) as call.workspace:
+            async with self._folder(chat_id, record, runner.scratch, ending) as call.workspace:
                 if durable:
                     await self.repo.start(record)
-                started = True
+                ending.started = True
                 if on_started is not None:
                     await on_started(record)
                 await self._run(target, runner, call, record)
         finally:
             # Written after the snapshot (taken as the workspace context closes), also when the
-            # call was cancelled; not when it never got recorded as started.
-            if started:
-                record.duration_ms = round((time.perf_counter() - began) * 1000, 3)
+            # call was cancelled; not when it never got recorded as started. In a chat, with the
+            # version the snapshot made, in its transaction (``_Ending``).
+            if ending.started and not ending.written:
+                record.duration_ms = ending.duration_ms()
                 with anyio.CancelScope(shield=True):
-                    await self._finish(target, runner, record, call.workspace, inserted=durable)
+                    await self._plan_record(target, runner, record, call.workspace)
+                    await self.repo.finish(record, inserted=durable, later=record.chat_id is None)
         return record
 
     async def _resolve_checked(self, ref: str) -> Resolved:
@@ -190,11 +192,12 @@ class ToolCallService:
         await self.repo.finish(record, inserted=False)
 
     @asynccontextmanager
-    async def _folder(self, chat_id: str | None, record: ToolCallRow,
-                      scratch: bool) -> AsyncGenerator[Path | None, None]:
+    async def _folder(self, chat_id: str | None, record: ToolCallRow, scratch: bool,
+                      ending: _Ending) -> AsyncGenerator[Path | None, None]:
         """The call's cwd: the chat's workspace, in line with its active version and locked, then
-        snapshotted (also after a failure); outside a chat, a scratch folder when the runner
-        wants one (``scratch``: Python workers; MCP servers never see our folders)."""
+        snapshotted (also after a failure), the record's end (``ending``) written with the version;
+        outside a chat, a scratch folder when the runner wants one (``scratch``: Python workers;
+        MCP servers never see our folders)."""
         if chat_id is None:
             if not scratch:
                 yield None
@@ -215,7 +218,13 @@ class ToolCallService:
             finally:
                 manifest = None  # (stays so only if the capture raised, and then this is unwinding)
                 with anyio.CancelScope(shield=True):
-                    manifest = await self._workspace.capture(ws, chat, "tool_run", record.id)
+                    also = await ending.prepare(ws.tree.root)
+                    try:
+                        manifest = await self._workspace.capture(ws, chat, "tool_run", record.id, also)
+                    except BaseException:
+                        record.post_manifest_id = record.finished_at = None  # not written: call() writes it
+                        raise
+                    ending.written = also is not None
                 record.post_manifest_id = manifest.id if manifest else ws.active_manifest_id
 
     def _make_scratch(self, toolset_id: str) -> Path:
@@ -225,8 +234,9 @@ class ToolCallService:
         root.mkdir(parents=True, exist_ok=True)
         return Path(tempfile.mkdtemp(prefix="call-", dir=root))
 
-    async def _finish(self, target: Resolved, runner: ToolRunner, record: ToolCallRow, workspace: Path | None, *,
-                      inserted: bool) -> None:
+    async def _plan_record(self, target: Resolved, runner: ToolRunner, record: ToolCallRow,
+                           workspace: Path | None) -> None:
+        """Put how the ended call is shown on its record: its card, else its render plan."""
         output = target.config.output
         card = None
         if output.shows_card and record.status == "success":
@@ -235,8 +245,6 @@ class ToolCallService:
             card = (await anyio.to_thread.run_sync(cards.plan, output, record.args, record.result) if big
                     else cards.plan(output, record.args, record.result))
         record.render_plan = card or self._plan(target, runner, record, workspace)
-        # Outside a chat, nothing waits on the record: it is written after the reply.
-        await self.repo.finish(record, inserted=inserted, later=record.chat_id is None)
 
     def _plan(self, target: Resolved, runner: ToolRunner, record: ToolCallRow,
               workspace: Path | None) -> dict[str, Any] | None:
@@ -296,6 +304,36 @@ def _page(plan: dict[str, Any], current: str) -> str:
         return load_artifact_page(plan, named)
     moved = now.joinpath(*inside[1:])
     return load_artifact_page({**plan, "config": {**plan["config"], "artifact": str(moved)}}, now)
+
+
+class _Ending:
+    """The end of a started call's record. In a chat it is written in the transaction that adopts
+    the workspace version the call left (``Versions.capture(also=...)``): one trip to the
+    database's thread for both, not two. If that snapshot fails, or outside a chat, ``call``
+    writes it on its own (outside a chat after the reply: nothing waits on it)."""
+
+    def __init__(self, service: ToolCallService, target: Resolved, runner: ToolRunner, record: ToolCallRow) -> None:
+        self._service, self._target, self._runner, self._record = service, target, runner, record
+        self._began = time.perf_counter()
+        self.started = False  # the call is recorded as started: its end is to be written
+        self.written = False  # its end went with the snapshot's version
+
+    def duration_ms(self) -> float:
+        return round((time.perf_counter() - self._began) * 1000, 3)
+
+    async def prepare(self, workspace: Path) -> Callable[[str | None], Work] | None:
+        """Before the snapshot: the record's plan, and what writes its end once the version the
+        workspace holds is known (None: nothing to write, the call never started)."""
+        if not self.started:
+            return None
+        await self._service._plan_record(self._target, self._runner, self._record, workspace)  # noqa: SLF001
+        return self._end
+
+    def _end(self, version: str | None) -> Work:
+        record = self._record
+        record.post_manifest_id = version
+        record.duration_ms = self.duration_ms()  # the snapshot's scan included
+        return self._service.repo.finishing(record)
 
 
 _NULL = msgspec.Raw(b"null")

@@ -21,6 +21,7 @@ import anyio.to_thread
 from ..errors import NotFound, StorageError
 from ..store import Database
 from ..store.chats import ChatRepo, ChatRow
+from ..store.db import Work
 from ..store.manifests import ManifestRepo, ManifestRow, ManifestSource
 from .blobs import BlobStore, MissingBlob
 from .outside_edits import ChangeListener, Changes, OutsideEdits, UnversionedListener
@@ -136,10 +137,14 @@ class Versions:
     # -- capture and switch (lock held) ---------------------------------------------------------
 
     async def capture(
-        self, ws: ChatWorkspace, chat: ChatRow, source: ManifestSource = "edit", source_ref: str | None = None
+        self, ws: ChatWorkspace, chat: ChatRow, source: ManifestSource = "edit", source_ref: str | None = None,
+        also: Callable[[str | None], Work] | None = None,
     ) -> ManifestRow | None:
         """Snapshot the directory; when it differs from the active manifest, store a new manifest,
-        make it active and record it as the state after the active leaf message."""
+        make it active and record it as the state after the active leaf message. ``also``: given
+        the id of the version the directory holds (new or not), what to write in the same
+        transaction (a tool call's end: one trip to the database's thread for both); it is
+        written, alone if no version is new, once this returns."""
         last = ws.active_files if ws.in_sync else None
         scan = await self.run(_scan, ws.tree, ws.journal, last)
         ws.in_sync = True
@@ -148,9 +153,12 @@ class Versions:
         manifest = None
         if scan.files != ws.active_files:
             manifest = self.manifests.new(chat.id, ws.active_manifest_id, scan.files, source, source_ref)
-            await self.manifests.make_active(manifest, chat.active_leaf_message_id)
+            await self.manifests.make_active(manifest, chat.active_leaf_message_id,
+                                             also(manifest.id) if also is not None else None)
             ws.active_manifest_id, ws.active_files = manifest.id, scan.files
             chat.active_manifest_id = manifest.id
+        elif also is not None:
+            await self.db.write_whole(also(ws.active_manifest_id))
         if scan.unversioned:
             await self._announce_unversioned(ws, scan.unversioned)
         return manifest

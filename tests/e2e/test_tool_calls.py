@@ -371,3 +371,25 @@ async def test_a_15_mb_result_arrives_whole_and_correct_in_and_outside_a_chat(si
         assert got[key]["status"] == "success", got[key].get("error")
         assert got[key]["result"] == expected
     assert all(got[f"ping{n}"] == {} for n in range(20))
+
+
+async def test_a_call_in_a_chat_is_recorded_in_two_transactions_its_end_with_its_version(sidecar: SidecarClient):
+    """Recorded as it starts, then its end in the transaction that adopts the workspace version it
+    left (one trip to the database, not two), or alone when it changed nothing."""
+    chat_id = await chat(sidecar)
+    await call(sidecar, "write_file", {"path": "a.txt", "content": "1"}, chat_id)  # the workspace opens
+    seen = []
+    for content in ("2", "2"):  # a new version, then none
+        before = (await sidecar.request("debug/info"))["dbTransactions"]
+        tc = await call(sidecar, "write_file", {"path": "a.txt", "content": content}, chat_id)
+        assert (await sidecar.request("debug/info"))["dbTransactions"] - before == 2
+        seen.append(tc)
+    assert seen[0]["postManifestId"] != seen[0]["preManifestId"]
+    assert seen[1]["postManifestId"] == seen[1]["preManifestId"] == seen[0]["postManifestId"]
+    stored = {c["id"]: c for c in (await sidecar.request("toolCalls/list", {"chatId": chat_id}))["toolCalls"]}
+    for tc in seen:
+        kept = stored[tc["id"]]
+        assert kept["status"] == "success" and kept["postManifestId"] == tc["postManifestId"]
+        assert kept["durationMs"] > 0 and kept["finishedAt"]
+    files = await sidecar.request("workspace/files", {"chatId": chat_id})
+    assert files["manifestId"] == seen[0]["postManifestId"]

@@ -172,3 +172,31 @@ def test_a_symlink_in_the_way_is_replaced_never_written_through(tree: Tree, tmp_
     assert list(outside.iterdir()) == []
     assert not (root / "dir").is_symlink() and (root / "dir/file.txt").read_text() == "inside"
     assert not (root / "top.txt").is_symlink() and (root / "top.txt").read_text() == "top"
+
+
+@pytest.mark.parametrize("size", [0, 5, (1 << 20) - 1, 1 << 20, (1 << 20) + 7, 3 << 20])
+def test_blobs_from_files_of_every_size_around_a_chunk_hold_their_bytes(tmp_path: Path, size: int):
+    """A file under a chunk is read whole before it is stored, one of a chunk or more streamed: the
+    blob holds the file's bytes either way, and a file whose content is stored already makes no
+    temp file (rewritten with what it held)."""
+    blobs = BlobStore(tmp_path / "blobs")
+    data = os.urandom(size)
+    (tmp_path / "f").write_bytes(data)
+    fd = os.open(tmp_path / "f", os.O_RDONLY)
+    try:
+        os.lseek(fd, size // 2, os.SEEK_SET)  # from the start, whatever the offset
+        sha = blobs.put_fd(fd)
+        assert blobs.require(sha).read_bytes() == data
+        made: list[str] = []
+        real = blobs._temp  # noqa: SLF001 - counting the temp files it makes
+
+        def counted() -> tuple[int, str]:
+            made.append("temp")
+            return real()
+
+        blobs._temp = counted  # type: ignore[method-assign]  # noqa: SLF001
+        assert blobs.put_fd(fd) == sha
+        assert made == ([] if size < 1 << 20 else ["temp"])
+    finally:
+        os.close(fd)
+    assert not list((tmp_path / "blobs" / "tmp").iterdir())  # nothing left behind

@@ -199,7 +199,8 @@ class ToolsetWorkers:
         if match is None:
             stale += usable[:max(0, len(usable) - self.limits.max_workers + 1)]
         self._idle = [w for w in usable if w not in stale and w is not match]
-        await stop_all(stale)
+        if stale:  # (a task group per call otherwise: a warm call has none to stop)
+            await stop_all(stale)
         if match is not None:
             self._busy.add(match)
             return match
