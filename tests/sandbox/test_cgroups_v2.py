@@ -23,6 +23,7 @@ from sidecar.sandbox import cgroups
 from sidecar.sandbox.runner import Sandbox
 from sidecar.tools.providers.python import workers
 from sidecar.tools.providers.python.workers import Limits, ToolsetWorkers
+from tests.timing import scaled
 
 pytestmark = pytest.mark.anyio
 
@@ -105,15 +106,19 @@ def test_a_worker_group_holds_what_its_processes_start_and_dies_whole(
     """)])
     try:
         (folder / "cgroup.procs").write_text(str(breeder.pid))
-        time.sleep(0.2)
+        # Its children appear as it forks them (slowly while coverage traces it): wait for a few.
+        deadline = time.monotonic() + scaled(10)
         inside = [int(p) for p in (folder / "cgroup.procs").read_text().split()]
+        while len(inside) <= 3 and breeder.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+            inside = [int(p) for p in (folder / "cgroup.procs").read_text().split()]
         assert breeder.pid in inside and len(inside) > 3
         assert cgroup_of(breeder.pid).endswith(f"/{v2_base.name}/{folder.name}")
         assert "populated 1" in (folder / "cgroup.events").read_text()
 
         group.remove()  # cgroup.kill: every process at once, the breeder's newest child too
-        assert breeder.wait(timeout=5) == -9
-        deadline = time.monotonic() + 5
+        assert breeder.wait(timeout=scaled(5)) == -9
+        deadline = time.monotonic() + scaled(5)
         while any(alive(pid) for pid in inside) and time.monotonic() < deadline:
             time.sleep(0.01)
         assert not [pid for pid in inside if alive(pid)]
