@@ -1099,18 +1099,31 @@ export interface ServerResult {
 }
 
 export interface McpServer {
+  /** The server key, toolset~server: what mcpServers/* methods take as id. */
   id: string;
+  /** The server's id inside its toolset (mcp_servers[].id, or mcpServers/add's id). */
   serverId: string;
+  /** The toolset that declares it (for mcpServers/add, a userMcp toolset of the same id). */
   toolsetId: string;
+  /** How it is reached: stdio (a process), sse or streamable-http. */
   type: "sse" | "stdio" | "streamable-http";
+  /** Its connection now; mcpServers/status announces every change. */
   status: "connected" | "connecting" | "disabled" | "error" | "needsAuth";
+  /** Whether it is switched on (mcpServers/setEnabled); off, it is not started. */
   enabled: boolean;
+  /** How many tools it listed when it last connected. */
   toolCount?: number;
+  /** What failed, with the last lines of the server's stderr; absent when nothing did. */
   error?: string | null;
+  /** Added with mcpServers/add (its toolset holds only this server). */
   userMcp?: boolean;
+  /** A stdio server's command line, secrets masked. */
   command?: string[] | null;
+  /** A remote server's URL, secrets (tokens in the query) masked. */
   url?: string | null;
+  /** The name the server introduced itself with at initialize. */
   serverName?: string | null;
+  /** Every call of its tools asks the user first (ui/confirmToolCall). */
   requiresConfirmation?: boolean;
   /** A stdio server's extra environment; secret values masked (****), references (${VAR}) and harmless values (LOG_LEVEL) as they are. */
   env?: Record<string, string>;

@@ -71,20 +71,27 @@ _SANDBOX_OFF = ("null or absent: the server runs unconfined, as any program of t
                 "writes what the user can and reaches any host). Only a stdio server can be sandboxed.")
 
 
+def _d(text: str) -> msgspec.Meta:
+    return msgspec.Meta(description=text)
+
+
 class McpServer(Model):
-    id: str  # server key: toolset~server
-    server_id: str
-    toolset_id: str
-    type: ServerType
-    status: ServerStatus
-    enabled: bool
-    tool_count: int = 0
-    error: str | None = None  # what failed, with the last lines of the server's stderr
-    user_mcp: bool = False  # added with mcpServers/add (its toolset holds only this server)
-    command: list[str] | None = None  # secrets masked
-    url: str | None = None  # secrets masked
-    server_name: str | None = None  # as the server introduced itself
-    requires_confirmation: bool = False
+    id: Annotated[str, _d("The server key, toolset~server: what mcpServers/* methods take as id.")]
+    server_id: Annotated[str, _d("The server's id inside its toolset (mcp_servers[].id, or mcpServers/add's id).")]
+    toolset_id: Annotated[str, _d("The toolset that declares it (for mcpServers/add, a userMcp toolset of "
+                                  "the same id).")]
+    type: Annotated[ServerType, _d("How it is reached: stdio (a process), sse or streamable-http.")]
+    status: Annotated[ServerStatus, _d("Its connection now; mcpServers/status announces every change.")]
+    enabled: Annotated[bool, _d("Whether it is switched on (mcpServers/setEnabled); off, it is not started.")]
+    tool_count: Annotated[int, _d("How many tools it listed when it last connected.")] = 0
+    error: Annotated[str | None, _d("What failed, with the last lines of the server's stderr; absent when "
+                                    "nothing did.")] = None
+    user_mcp: Annotated[bool, _d("Added with mcpServers/add (its toolset holds only this server).")] = False
+    command: Annotated[list[str] | None, _d("A stdio server's command line, secrets masked.")] = None
+    url: Annotated[str | None, _d("A remote server's URL, secrets (tokens in the query) masked.")] = None
+    server_name: Annotated[str | None, _d("The name the server introduced itself with at initialize.")] = None
+    requires_confirmation: Annotated[bool, _d("Every call of its tools asks the user first "
+                                              "(ui/confirmToolCall).")] = False
     env: Annotated[dict[str, str], msgspec.Meta(
         description="A stdio server's extra environment; secret values masked (****), references "
                     "(${VAR}) and harmless values (LOG_LEVEL) as they are.")] = {}
