@@ -17,6 +17,7 @@ from .base import (
     StopReason,
     TextDelta,
     ToolCallReady,
+    ToolLimits,
     ToolSpec,
     TurnRequest,
     Usage,
@@ -33,6 +34,9 @@ class OpenAIProvider(RemoteProvider):
     kind = "openai"
     sdk_name = "openai"
     env_key = "OPENAI_API_KEY"
+    # OpenAI documents 128 tools per request; its tool_search lives in the Responses API only, which
+    # this provider (chat completions, as every compatible server speaks) does not use.
+    default_limits = ToolLimits(128_000, 128, None)
 
     def _new_client(self, options: dict[str, Any]) -> Any:
         from openai import AsyncOpenAI
