@@ -273,9 +273,9 @@ export interface OfferedTools {
   /** The ids of the tools whose definitions the model got in full, in the order sent (find_tools, not a catalog tool, is not among them). */
   toolIds: string[];
   /** How many more tools went with the request for the provider to load on demand (Anthropic's tool search: defer_loading); 0 where the provider has no deferred loading. */
-  deferred?: number;
+  deferred: number;
   /** Why these: 'all' (every tool, within the budget or toolSelection all), 'toolsOff' (the kill switch: none), 'budget' (auto, over the budget: selected), 'relevant' (toolSelection relevant: selected), 'cap' (more tools than the provider takes per request: selected), 'replay' (the tools of the assistant message named by chat/send toolsFrom), 'found' (find_tools or the provider's tool search loaded more this turn), 'named' (the model called a tool it had not been offered, which exists and is enabled: loaded). */
-  reason?: string;
+  reason: string;
   /** Whether the model was offered find_tools, the turn's own tool that loads more definitions. */
   findTools?: boolean;
 }
@@ -393,9 +393,9 @@ export interface ToolsOfferedEvent {
   /** As OfferedTools.toolIds. */
   toolIds: string[];
   /** As OfferedTools.deferred. */
-  deferred?: number;
+  deferred: number;
   /** As OfferedTools.reason. */
-  reason?: string;
+  reason: string;
   /** As OfferedTools.findTools. */
   findTools?: boolean;
   /** Estimated tokens of the definitions sent in full (4 characters of their JSON a token), find_tools included. */

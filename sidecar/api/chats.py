@@ -74,14 +74,14 @@ class OfferedTools(Model):
         "not a catalog tool, is not among them)."))]
     deferred: Annotated[int, msgspec.Meta(description=(
         "How many more tools went with the request for the provider to load on demand (Anthropic's tool "
-        "search: defer_loading); 0 where the provider has no deferred loading."))] = 0
+        "search: defer_loading); 0 where the provider has no deferred loading."))]
     reason: Annotated[str, msgspec.Meta(description=(
         "Why these: 'all' (every tool, within the budget or toolSelection all), 'toolsOff' (the kill switch: "
         "none), 'budget' (auto, over the budget: selected), 'relevant' (toolSelection relevant: selected), "
         "'cap' (more tools than the provider takes per request: selected), 'replay' (the tools of the "
         "assistant message named by chat/send toolsFrom), 'found' (find_tools or the provider's tool search "
         "loaded more this turn), 'named' (the model called a tool it had not been offered, which exists "
-        "and is enabled: loaded)."))] = "all"
+        "and is enabled: loaded)."))]
     find_tools: Annotated[bool, msgspec.Meta(description=(
         "Whether the model was offered find_tools, the turn's own tool that loads more definitions."))] = False
 
@@ -230,8 +230,8 @@ class ToolsOfferedEvent(Model, tag="toolsOffered", tag_field="kind"):
     """Before each model call: the tools it is offered, and why."""
 
     tool_ids: Annotated[list[str], msgspec.Meta(description="As OfferedTools.toolIds.")]
-    deferred: Annotated[int, msgspec.Meta(description="As OfferedTools.deferred.")] = 0
-    reason: Annotated[str, msgspec.Meta(description="As OfferedTools.reason.")] = "all"
+    deferred: Annotated[int, msgspec.Meta(description="As OfferedTools.deferred.")]
+    reason: Annotated[str, msgspec.Meta(description="As OfferedTools.reason.")]
     find_tools: Annotated[bool, msgspec.Meta(description="As OfferedTools.findTools.")] = False
     tokens: Annotated[int, msgspec.Meta(description=(
         "Estimated tokens of the definitions sent in full (4 characters of their JSON a token), "
