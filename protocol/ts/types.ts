@@ -1459,6 +1459,7 @@ export interface SettingsResult {
   settings: UserSettings;
 }
 
+/** Every setting, each with its value, defaults included (a UI shows them all). */
 export interface UserSettings {
   /** The kill switch. false: every tool call is refused at once with PermissionDenied (data.reason 'toolsOff'), from tools/call, chat/invokeTool, a model in a chat turn or a schedule; calls running when it goes off are stopped and recorded as errors with errorKind 'killed'; chat turns go on without tools (the model is offered none and is told tools are off); schedules pause. Kept across restarts; initialize (capabilities.toolsEnabled) and debug/info report it. Default true. */
   toolsEnabled: boolean;

@@ -54,7 +54,9 @@ PinnedIds = Annotated[list[Annotated[str, msgspec.Meta(min_length=1, max_length=
                       msgspec.Meta(max_length=MAX_PINNED)]
 
 
-class UserSettings(Model):
+class UserSettings(Model, omit_defaults=False):
+    """Every setting, each with its value, defaults included (a UI shows them all)."""
+
     tools_enabled: Annotated[bool, msgspec.Meta(description=_TOOLS_ENABLED)]
     tool_selection: Annotated[ToolSelectionMode, msgspec.Meta(description=TOOL_SELECTION)] = "auto"
     tool_budget_tokens: Annotated[int | None, msgspec.Meta(description=TOOL_BUDGET_TOKENS)] = None
