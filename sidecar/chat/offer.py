@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 CHARS_PER_TOKEN = 4
 BUDGET_SHARE = 0.10  # of the context window, when no token budget is set
-FIND_TOOLS = "find_tools"
+FIND_TOOLS = "find_tools"  # kept from every catalog tool's alias (toolbox.RESERVED_ALIASES)
 MAX_FIND_CALLS = 5  # find_tools answers per turn; then it says to go on with what is loaded
 FIND_LIMIT = 10  # definitions one find_tools answer loads at most
 RECENT_USER_MESSAGES = 3  # what a turn's ranking reads: the last few things the user said

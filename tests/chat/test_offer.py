@@ -231,6 +231,13 @@ async def test_a_chats_own_settings_override_the_users(app: SidecarClient):
     assert offers(evs)[0]["reason"] == "budget"
     back = (await app.request("chats/update", {"id": mine, "toolSettings": {}}))["chat"]
     assert "toolSettings" not in back and back["title"] == "mine"
+    with pytest.raises(RemoteError) as caught:
+        await app.request("chats/update", {"id": "no-such-chat", "title": "x"})
+    assert caught.value.code == -32010
+    with pytest.raises(RemoteError) as caught:
+        await app.request("chats/update", {"id": mine, "title": "x" * 1001})
+    assert caught.value.code == -32602
+    assert (await app.request("chats/get", {"id": mine}))["chat"]["title"] == "mine"
 
 
 @pytest.mark.parametrize("params", [{"relevantTools": 1000}, {"toolBudgetTokens": -1}, {"toolSelection": "some"},
@@ -260,3 +267,22 @@ async def test_with_tools_switched_off_the_turn_says_none_were_offered(app: Side
     _, evs = await turn(app, await new_chat(app), "hello")
     (offered,) = offers(evs)
     assert offered["reason"] == "toolsOff" and offered.get("toolIds", []) == [] and echoed(evs) == []
+
+
+async def test_what_the_branch_attached_is_kept_even_switched_off_globally(app: SidecarClient):
+    await many_tools(app, 60)
+    await app.request("toolsets/create", {"id": "few", "name": "Few"})
+    few = []
+    for slug in ("alpha", "beta"):
+        definition = {"description": f"The {slug} tool", "inputSchema": {"type": "object"},
+                      "http": {"urlTemplate": "http://127.0.0.1:9/x", "allowedHosts": ["127.0.0.1"]}}
+        few.append((await app.request("tools/put", {"toolsetId": "few", "slug": slug, "version": "1",
+                                                    "definition": definition}))["tool"]["id"])
+    await app.request("toolsets/setEnabled", {"id": "few", "enabled": False})
+    await scripted(app, {"echoTools": True}, {"echoTools": True})
+    chat = await new_chat(app)
+    _, evs = await turn(app, chat, "weather please")
+    assert not set(few) & set(offers(evs)[0]["toolIds"])  # off, and not attached
+    _, evs = await turn(app, chat, "weather please", attachments=[{"kind": "toolset", "id": "few"}])
+    (offered,) = offers(evs)
+    assert offered["reason"] == "budget" and set(few) <= set(offered["toolIds"])
