@@ -47,10 +47,11 @@ class SetProviderParams(Model):
     # wav/mp3 sound from tool results, given to openai as input_audio; default false); contextWindow
     # (the model's context in tokens: 200000 for anthropic, 128000 for openai and scripted; 10% of it is
     # the default budget of tool definitions, see settings toolBudgetTokens); maxTools (tools per request
-    # at most: openai 128, as its API documents, unless said; anthropic none); toolSearch (anthropic: "bm25"
-    # or "regex", the API's tool search loading deferred tools, default "bm25" without a baseUrl; false:
-    # none, a turn over its budget offers find_tools instead); for kind scripted: script (a list of
-    # replies), contextWindow, maxTools
+    # at most: openai 128, as its API documents, unless said; anthropic none); toolSearch (the API's own
+    # search loading deferred tools: anthropic "bm25" or "regex", default "bm25" without a baseUrl; openai
+    # "hosted", the default with api "responses"; false: none, a turn over its budget offers find_tools
+    # instead); api (openai: "chat", chat completions, the default, or "responses", the Responses API,
+    # which has tool_search); for kind scripted: script (a list of replies), contextWindow, maxTools
     config: dict[str, Any] = {}
 
 

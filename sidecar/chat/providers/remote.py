@@ -50,7 +50,10 @@ class Endpoint:
     max_tools: int | None = None
     """Tools per request at most (config ``maxTools``); None: the kind's default."""
     tool_search: str | bool | None = None
-    """Anthropic's tool search (config ``toolSearch``: "bm25", "regex" or false); None: the kind's default."""
+    """The API's own tool search (config ``toolSearch``: Anthropic's "bm25" or "regex", OpenAI's "hosted";
+    false: none); None: the kind's default."""
+    api: str | None = None
+    """OpenAI only (config ``api``): "chat" (chat completions, the default) or "responses"."""
 
     @classmethod
     def of(cls, provider_id: str, base_url: str | None, api_key: str | None, default_model: str | None,
@@ -60,7 +63,7 @@ class Endpoint:
                    float(timeout) if timeout is not None else None,
                    int(config.get("maxRetries", DEFAULT_MAX_RETRIES)), dict(config.get("headers") or {}),
                    variables, config.get("vision"), bool(config.get("audio", False)),
-                   config.get("contextWindow"), config.get("maxTools"), config.get("toolSearch"))
+                   config.get("contextWindow"), config.get("maxTools"), config.get("toolSearch"), config.get("api"))
 
     def resolved(self, env_key: str) -> tuple[str | None, str | None, dict[str, str]]:
         """(base_url, api_key, headers) with ``${VAR}`` resolved now. Without a stored key the SDK's
