@@ -18,6 +18,7 @@ from anyio.abc import TaskGroup
 
 from . import process
 from .chat.chats import ChatService
+from .chat.offer import InterimWordRanker, SelectionSettings
 from .chat.providers.service import ProviderService
 from .chat.turns import TurnService
 from .errors import NotFound, StorageError
@@ -34,7 +35,7 @@ from .handlers.routes import routes
 from .handlers.schedules import ScheduleHandlers
 from .handlers.search import SearchHandlers
 from .handlers.secrets import SecretHandlers
-from .handlers.settings import SettingsHandlers
+from .handlers.settings import SettingsHandlers, current
 from .handlers.tool_calls import ToolCallHandlers
 from .handlers.toolsets import ToolsetHandlers
 from .handlers.workspace import WorkspaceHandlers
@@ -96,6 +97,8 @@ class Services:
     turns: TurnService
     config: ToolConfig
     switch: ToolSwitch  # the user's kill switch over every tool call
+    selection: SelectionSettings  # the user's settings of which tools a chat turn offers
+    selection_changed: Callable[[list[str]], Awaitable[None]]  # settings/changed for them
     oauth: OAuthTokens  # HTTP tools' OAuth2 tokens: one cache, one lock per tool
     schedules: Schedules
     bundles: RemoteBundles  # toolsets installed from a URL: import, checkUpdate, upgrade
@@ -165,9 +168,14 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     on_close("HTTP tool connections", http_tools.aclose)
     async def switched(enabled: bool) -> None:
         schedules.wake()  # off: nothing fires; on again: what fell due meanwhile follows each one's `missed`
-        await notifier.tools_switched(enabled)
+        await notifier.settings_changed(current(switch, selection), ["toolsEnabled"])
 
     switch = await ToolSwitch.load(db, on_change=switched)
+    selection = await SelectionSettings.load(db)
+
+    async def selection_changed(changed: list[str]) -> None:
+        await notifier.settings_changed(current(switch, selection), changed)
+
     # One runner per provider: the call path resolves a tool once and hands it to its provider's.
     runners: dict[str, ToolRunner] = {
         "builtin": BuiltinRunner(sandbox, default_timeout=workers.limits.default_timeout),
@@ -176,7 +184,9 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     on_close("tool call records", tool_calls.aclose)
     on_close("MCP servers", servers.aclose)  # closed first: calls still running end before their records
     tool_calls.bind(tg)
-    turns = TurnService(db, chats, workspace, tool_calls, providers, catalog, switch)
+    # INTERIM ranker (word overlap): the real one (Relevance, BM25 + embeddings) replaces it here.
+    turns = TurnService(db, chats, workspace, tool_calls, providers, catalog, switch, InterimWordRanker(catalog),
+                        selection)
     schedules = Schedules(db, workspace, tool_calls, turns, catalog, providers, fired=notifier.schedule_fired,
                           chat_event=notifier.chat_event, confirm=notifier.confirm_tool_call, clock=clock,
                           tools_enabled=lambda: switch.enabled)
@@ -197,7 +207,8 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     return Services(settings=settings, started_at=started_at, db=db, secrets=secrets, workspace=workspace, chats=chats,
                     providers=providers, mcp_servers=servers, catalog=catalog, tool_calls=tool_calls,
                     toolsets=toolsets, user_toolsets=UserToolsets(db, toolsets),
-                    turns=turns, config=config, switch=switch, oauth=oauth,
+                    turns=turns, config=config, switch=switch, selection=selection,
+                    selection_changed=selection_changed, oauth=oauth,
                     audit=AuditTrail(tool_calls.repo, data_dir), schedules=schedules,
                     listing=listing, search=ToolSearch(db, catalog, listing.with_usage),
                     bundles=RemoteBundles(toolsets, Downloader(data_dir / "downloads",
@@ -241,7 +252,7 @@ def service_routes(s: Services) -> dict[str, Any]:
         ScheduleHandlers(s.schedules),
         SearchHandlers(s.search),
         SecretHandlers(s.secrets, s.mcp_servers, s.providers),
-        SettingsHandlers(s.switch),
+        SettingsHandlers(s.switch, s.selection, s.selection_changed),
         ToolCallHandlers(s.audit),
         ToolsetHandlers(s.toolsets, s.tool_calls, s.catalog, s.chats, s.listing, s.switch),
         WorkspaceHandlers(s.workspace, s.chats),

@@ -17,6 +17,8 @@ export interface ClientRequests {
   "chats/get": { params: T.ChatIdParams; result: T.ChatWithMessages };
   /** Delete a chat, its messages, manifests and workspace directory. */
   "chats/delete": { params: T.ChatIdParams; result: T.Empty };
+  /** Change a chat's title and/or its tool-selection settings (toolSettings, replaced whole). */
+  "chats/update": { params: T.UpdateChatParams; result: T.ChatResult };
   /** Make the branch through messageId active (down to its newest leaf) and materialise its files; outside edits are first saved to the branch being left. */
   "chats/switchBranch": { params: T.SwitchBranchParams; result: T.ChatResult };
   /** Append a message (imported history, a note) under parentId or the active leaf; it becomes the active leaf. */
@@ -135,9 +137,9 @@ export interface ClientRequests {
   "secrets/list": { params: undefined; result: T.SecretsResult };
   /** Remove a secret. Servers and providers that refer to it keep what they connected with; at their next connect ${NAME} comes from the environment, or is reported missing. */
   "secrets/delete": { params: T.SecretNameParams; result: T.Empty };
-  /** The user's settings (toolsEnabled, ...). */
+  /** The user's settings (toolsEnabled, toolSelection, ...). */
   "settings/get": { params: undefined; result: T.SettingsResult };
-  /** Change the settings given; the others keep their values. Takes effect at once and is stored: toolsEnabled false refuses new tool calls and stops the running ones before the answer. Every change is announced with settings/changed (also to the client that made it). StorageError when it could not be stored (switching tools off still holds until the sidecar stops). */
+  /** Change the settings given; the others keep their values. Takes effect at once and is stored: toolsEnabled false refuses new tool calls and stops the running ones before the answer; the tool-selection settings apply from the next model call of any turn. Every change is announced with settings/changed (also to the client that made it). StorageError when it could not be stored (switching tools off still holds until the sidecar stops). */
   "settings/set": { params: T.SetSettingsParams; result: T.SettingsResult };
   /** Process facts: pid, memory, uptime, which heavy modules are loaded. */
   "debug/info": { params: undefined; result: T.DebugInfo };

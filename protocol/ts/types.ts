@@ -86,6 +86,24 @@ export interface Chat {
   workspacePath: string;
   activeLeafId?: string | null;
   activeManifestId?: string | null;
+  /** The chat's own tool-selection settings (chats/update); a field left out follows the user's settings (settings/get). Absent: the chat follows them all. */
+  toolSettings?: ChatToolSettings | null;
+}
+
+/** A chat's overrides of the user's tool-selection settings, each as in UserSettings. */
+export interface ChatToolSettings {
+  /** Which tools a chat turn offers the model. 'all': every enabled tool (and what the branch attached), as many as the provider takes per request (its config.maxTools; above it, as 'relevant'). 'auto' (default): every tool while their definitions fit the budget (toolBudgetTokens and toolBudgetCount), else as 'relevant'. 'relevant': the pinned tools, the tools of what the branch attached, the built-ins (keepBuiltins) and the relevantTools best ranked for the recent user messages, plus a find_tools tool through which the model loads more within the turn (or the provider's own deferred loading: Anthropic's tool search, see providers/set config.toolSearch). The kill switch and each tool's enabled rule over all of it: a disabled tool is never offered, pinned or not. Absent or null: the user's setting (settings/get). */
+  toolSelection?: "all" | "auto" | "relevant" | null;
+  /** 'auto' offers every tool while their definitions take at most this many tokens (estimated: the JSON of each definition as sent, name, description and input schema, at 4 characters a token). null (default): 10% of the model's context window (the provider's config.contextWindow). 0: always select. Absent or null: the user's setting (settings/get). */
+  toolBudgetTokens?: number | null;
+  /** 'auto' offers every tool while there are at most this many (default 40); above, it selects. 0: always select. Absent or null: the user's setting (settings/get). */
+  toolBudgetCount?: number | null;
+  /** How many of the best-ranked tools a selecting turn offers besides the kept ones (K, default 8). Absent or null: the user's setting (settings/get). */
+  relevantTools?: number | null;
+  /** Tool ids always offered when a turn selects (up to the provider's cap). A pinned id that names no tool, or a disabled one, is not offered (and no error): it may come back later. Absent or null: the user's setting (settings/get). */
+  pinnedTools?: string[] | null;
+  /** Whether a selecting turn always offers the built-in tools (files, shell). Default true. Absent or null: the user's setting (settings/get). */
+  keepBuiltins?: boolean | null;
 }
 
 /** A page of chats, most recently active first. */
@@ -126,6 +144,8 @@ export interface Message {
   stopReason?: string | null;
   usage?: TokenUsage | null;
   attachments?: Attachment[];
+  /** Assistant messages: what each model call of the turn was offered, in order (empty for a message stored before tool selection existed). */
+  toolsOffered?: OfferedTools[];
 }
 
 export interface ToolCall {
@@ -248,6 +268,27 @@ export interface Attachment {
   id: string;
 }
 
+/** What one model call of a turn was offered (the toolsOffered event, stored with the message). */
+export interface OfferedTools {
+  /** The ids of the tools whose definitions the model got in full, in the order sent (find_tools, not a catalog tool, is not among them). */
+  toolIds: string[];
+  /** How many more tools went with the request for the provider to load on demand (Anthropic's tool search: defer_loading); 0 where the provider has no deferred loading. */
+  deferred: number;
+  /** Why these: 'all' (every tool, within the budget or toolSelection all), 'toolsOff' (the kill switch: none), 'budget' (auto, over the budget: selected), 'relevant' (toolSelection relevant: selected), 'cap' (more tools than the provider takes per request: selected), 'replay' (the tools of the assistant message named by chat/send toolsFrom), 'found' (find_tools or the provider's tool search loaded more this turn), 'named' (the model called a tool it had not been offered, which exists and is enabled: loaded). */
+  reason: string;
+  /** Whether the model was offered find_tools, the turn's own tool that loads more definitions. */
+  findTools?: boolean;
+}
+
+export interface UpdateChatParams {
+  /** The chat. */
+  id: string;
+  /** A new title (at most 1000 characters). Left out: unchanged. */
+  title?: string;
+  /** The chat's tool-selection settings, replaced whole: a field left out (or null) follows the user's settings again; {} makes the chat follow them all. Left out: unchanged. Applies from the next turn. */
+  toolSettings?: ChatToolSettings;
+}
+
 export interface SwitchBranchParams {
   chatId: string;
   messageId: string;
@@ -275,6 +316,8 @@ export interface SendParams {
   maxTurns?: number;
   system?: string | null;
   clientContext?: ClientContext | null;
+  /** An assistant message of this chat whose first model call's tools this turn offers again (a retry or replay on another branch sees what the original saw; tools gone or disabled since are left out). Absent: chosen anew (the chat's tool settings). */
+  toolsFrom?: string | null;
 }
 
 /** Where and when the user is, as the UI knows it; a Python tool reads it as
@@ -302,7 +345,7 @@ export interface ChatEventParams {
   chatId: string;
   messageId: string;
   seq: number;
-  event: MessageStartedEvent | TextDeltaEvent | ToolCallStartedEvent | ToolCallFinishedEvent | MessageCompletedEvent | ErrorEvent;
+  event: MessageStartedEvent | TextDeltaEvent | ToolCallStartedEvent | ToolCallFinishedEvent | MessageCompletedEvent | ErrorEvent | ToolsOfferedEvent;
 }
 
 export interface MessageStartedEvent {
@@ -342,6 +385,21 @@ export interface ErrorEvent {
   message: string;
   code?: number | null;
   retryable?: boolean;
+}
+
+/** Before each model call: the tools it is offered, and why. */
+export interface ToolsOfferedEvent {
+  kind: "toolsOffered";
+  /** As OfferedTools.toolIds. */
+  toolIds: string[];
+  /** As OfferedTools.deferred. */
+  deferred: number;
+  /** As OfferedTools.reason. */
+  reason: string;
+  /** As OfferedTools.findTools. */
+  findTools?: boolean;
+  /** Estimated tokens of the definitions sent in full (4 characters of their JSON a token), find_tools included. */
+  tokens?: number;
 }
 
 export interface ConfirmToolCallParams {
@@ -1401,14 +1459,39 @@ export interface SettingsResult {
   settings: UserSettings;
 }
 
+/** Every setting, each with its value, defaults included (a UI shows them all). */
 export interface UserSettings {
   /** The kill switch. false: every tool call is refused at once with PermissionDenied (data.reason 'toolsOff'), from tools/call, chat/invokeTool, a model in a chat turn or a schedule; calls running when it goes off are stopped and recorded as errors with errorKind 'killed'; chat turns go on without tools (the model is offered none and is told tools are off); schedules pause. Kept across restarts; initialize (capabilities.toolsEnabled) and debug/info report it. Default true. */
   toolsEnabled: boolean;
+  /** Which tools a chat turn offers the model. 'all': every enabled tool (and what the branch attached), as many as the provider takes per request (its config.maxTools; above it, as 'relevant'). 'auto' (default): every tool while their definitions fit the budget (toolBudgetTokens and toolBudgetCount), else as 'relevant'. 'relevant': the pinned tools, the tools of what the branch attached, the built-ins (keepBuiltins) and the relevantTools best ranked for the recent user messages, plus a find_tools tool through which the model loads more within the turn (or the provider's own deferred loading: Anthropic's tool search, see providers/set config.toolSearch). The kill switch and each tool's enabled rule over all of it: a disabled tool is never offered, pinned or not. */
+  toolSelection?: "all" | "auto" | "relevant";
+  /** 'auto' offers every tool while their definitions take at most this many tokens (estimated: the JSON of each definition as sent, name, description and input schema, at 4 characters a token). null (default): 10% of the model's context window (the provider's config.contextWindow). 0: always select. */
+  toolBudgetTokens?: number | null;
+  /** 'auto' offers every tool while there are at most this many (default 40); above, it selects. 0: always select. */
+  toolBudgetCount?: number;
+  /** How many of the best-ranked tools a selecting turn offers besides the kept ones (K, default 8). */
+  relevantTools?: number;
+  /** Tool ids always offered when a turn selects (up to the provider's cap). A pinned id that names no tool, or a disabled one, is not offered (and no error): it may come back later. */
+  pinnedTools?: string[];
+  /** Whether a selecting turn always offers the built-in tools (files, shell). Default true. */
+  keepBuiltins?: boolean;
 }
 
 export interface SetSettingsParams {
   /** Turn every tool on (true) or off (false). Left out: unchanged. */
   toolsEnabled?: boolean;
+  /** all, auto or relevant (see UserSettings.toolSelection). Left out: unchanged. */
+  toolSelection?: "all" | "auto" | "relevant";
+  /** Tokens of definitions 'auto' offers whole; null: 10% of the context window. Left out: unchanged. */
+  toolBudgetTokens?: number | null;
+  /** Tools 'auto' offers whole at most. Left out: unchanged. */
+  toolBudgetCount?: number;
+  /** K, 0-64: the best-ranked tools a selecting turn offers. Left out: unchanged. */
+  relevantTools?: number;
+  /** Tool ids always offered (replaces the list; at most 256). Left out: unchanged. */
+  pinnedTools?: string[];
+  /** Whether a selecting turn always offers the built-ins. Left out: unchanged. */
+  keepBuiltins?: boolean;
 }
 
 export interface SettingsChangedParams {

@@ -9,6 +9,19 @@ import msgspec
 from .base import Empty, MethodSpec, Model
 from .errors import ErrorCode
 from .pages import NextPageToken, PageParams
+from .settings import (
+    KEEP_BUILTINS,
+    PINNED_TOOLS,
+    RELEVANT_TOOLS,
+    TOOL_BUDGET_COUNT,
+    TOOL_BUDGET_TOKENS,
+    TOOL_SELECTION,
+    NonNegCount,
+    NonNegTokens,
+    PinnedIds,
+    ToolSelectionMode,
+    TopK,
+)
 from .toolsets import ClientContext, ToolCall
 
 _NF, _ST = ErrorCode.NOT_FOUND, ErrorCode.STORAGE_ERROR
@@ -24,6 +37,53 @@ class Chat(Model):
     workspace_path: str
     active_leaf_id: str | None = None
     active_manifest_id: str | None = None
+    tool_settings: Annotated[ChatToolSettings | None, msgspec.Meta(description=(
+        "The chat's own tool-selection settings (chats/update); a field left out follows the user's "
+        "settings (settings/get). Absent: the chat follows them all."))] = None
+
+
+_INHERIT = " Absent or null: the user's setting (settings/get)."
+
+
+class ChatToolSettings(Model):
+    """A chat's overrides of the user's tool-selection settings, each as in UserSettings."""
+
+    tool_selection: Annotated[ToolSelectionMode | None, msgspec.Meta(description=TOOL_SELECTION + _INHERIT)] = None
+    tool_budget_tokens: Annotated[NonNegTokens | None, msgspec.Meta(description=TOOL_BUDGET_TOKENS + _INHERIT)] = None
+    tool_budget_count: Annotated[NonNegCount | None, msgspec.Meta(description=TOOL_BUDGET_COUNT + _INHERIT)] = None
+    relevant_tools: Annotated[TopK | None, msgspec.Meta(description=RELEVANT_TOOLS + _INHERIT)] = None
+    pinned_tools: Annotated[PinnedIds | None, msgspec.Meta(description=PINNED_TOOLS + _INHERIT)] = None
+    keep_builtins: Annotated[bool | None, msgspec.Meta(description=KEEP_BUILTINS + _INHERIT)] = None
+
+
+class UpdateChatParams(Model):
+    id: Annotated[str, msgspec.Meta(description="The chat.")]
+    title: Annotated[Annotated[str, msgspec.Meta(max_length=1000)] | msgspec.UnsetType, msgspec.Meta(
+        description="A new title (at most 1000 characters). Left out: unchanged.")] = msgspec.UNSET
+    tool_settings: Annotated[ChatToolSettings | msgspec.UnsetType, msgspec.Meta(description=(
+        "The chat's tool-selection settings, replaced whole: a field left out (or null) follows the user's "
+        "settings again; {} makes the chat follow them all. Left out: unchanged. Applies from the next "
+        "turn."))] = msgspec.UNSET
+
+
+class OfferedTools(Model):
+    """What one model call of a turn was offered (the toolsOffered event, stored with the message)."""
+
+    tool_ids: Annotated[list[str], msgspec.Meta(description=(
+        "The ids of the tools whose definitions the model got in full, in the order sent (find_tools, "
+        "not a catalog tool, is not among them)."))]
+    deferred: Annotated[int, msgspec.Meta(description=(
+        "How many more tools went with the request for the provider to load on demand (Anthropic's tool "
+        "search: defer_loading); 0 where the provider has no deferred loading."))]
+    reason: Annotated[str, msgspec.Meta(description=(
+        "Why these: 'all' (every tool, within the budget or toolSelection all), 'toolsOff' (the kill switch: "
+        "none), 'budget' (auto, over the budget: selected), 'relevant' (toolSelection relevant: selected), "
+        "'cap' (more tools than the provider takes per request: selected), 'replay' (the tools of the "
+        "assistant message named by chat/send toolsFrom), 'found' (find_tools or the provider's tool search "
+        "loaded more this turn), 'named' (the model called a tool it had not been offered, which exists "
+        "and is enabled: loaded)."))]
+    find_tools: Annotated[bool, msgspec.Meta(description=(
+        "Whether the model was offered find_tools, the turn's own tool that loads more definitions."))] = False
 
 
 class Message(Model):
@@ -44,6 +104,9 @@ class Message(Model):
     usage: TokenUsage | None = None
     # User messages: the toolsets and MCP servers it brought into the chat (seed 003).
     attachments: list[Attachment] = []
+    tools_offered: Annotated[list[OfferedTools], msgspec.Meta(description=(
+        "Assistant messages: what each model call of the turn was offered, in order (empty for a "
+        "message stored before tool selection existed)."))] = []
 
 
 class TokenUsage(Model):
@@ -119,6 +182,10 @@ class SendParams(Model):
     system: str | None = None  # a system prompt for this turn
     # The user's time, place and language: what this turn's Python tools read as telemetry.
     client_context: ClientContext | None = None
+    tools_from: Annotated[str | None, msgspec.Meta(description=(
+        "An assistant message of this chat whose first model call's tools this turn offers again (a "
+        "retry or replay on another branch sees what the original saw; tools gone or disabled since "
+        "are left out). Absent: chosen anew (the chat's tool settings)."))] = None
 
 
 StopReason = Literal["endTurn", "maxTurns", "cancelled", "error"]
@@ -159,6 +226,18 @@ class MessageCompletedEvent(Model, tag="messageCompleted", tag_field="kind"):
     usage: TokenUsage | None = None
 
 
+class ToolsOfferedEvent(Model, tag="toolsOffered", tag_field="kind"):
+    """Before each model call: the tools it is offered, and why."""
+
+    tool_ids: Annotated[list[str], msgspec.Meta(description="As OfferedTools.toolIds.")]
+    deferred: Annotated[int, msgspec.Meta(description="As OfferedTools.deferred.")]
+    reason: Annotated[str, msgspec.Meta(description="As OfferedTools.reason.")]
+    find_tools: Annotated[bool, msgspec.Meta(description="As OfferedTools.findTools.")] = False
+    tokens: Annotated[int, msgspec.Meta(description=(
+        "Estimated tokens of the definitions sent in full (4 characters of their JSON a token), "
+        "find_tools included."))] = 0
+
+
 class ErrorEvent(Model, tag="error", tag_field="kind"):
     message: str
     code: int | None = None  # the JSON-RPC error code it maps to (UpstreamError, Timeout, ...)
@@ -166,7 +245,7 @@ class ErrorEvent(Model, tag="error", tag_field="kind"):
 
 
 ChatEvent = (MessageStartedEvent | TextDeltaEvent | ToolCallStartedEvent | ToolCallFinishedEvent
-             | MessageCompletedEvent | ErrorEvent)
+             | MessageCompletedEvent | ErrorEvent | ToolsOfferedEvent)
 
 
 class ChatEventParams(Model):
@@ -219,6 +298,9 @@ SPECS = (
     MethodSpec("chats/delete", "clientToServer", "request",
                "Delete a chat, its messages, manifests and workspace directory.",
                params=ChatIdParams, result=Empty, errors=(_NF, _ST)),
+    MethodSpec("chats/update", "clientToServer", "request",
+               "Change a chat's title and/or its tool-selection settings (toolSettings, replaced whole).",
+               params=UpdateChatParams, result=ChatResult, errors=(_NF, _IP, _ST)),
     MethodSpec("chats/switchBranch", "clientToServer", "request",
                "Make the branch through messageId active (down to its newest leaf) and "
                "materialise its files; outside edits are first saved to the branch being left.",

@@ -44,8 +44,14 @@ class SetProviderParams(Model):
     # timeout (seconds > 0), maxRetries (0-10, default 2), headers (values may hold ${VAR}), vision
     # (whether the model takes images from tool results; default true for anthropic and for openai
     # without a baseUrl, false for other OpenAI-compatible servers), audio (whether the model takes
-    # wav/mp3 sound from tool results, given to openai as input_audio; default false); for kind
-    # scripted: script (a list of replies)
+    # wav/mp3 sound from tool results, given to openai as input_audio; default false); contextWindow
+    # (the model's context in tokens: 200000 for anthropic, 128000 for openai and scripted; 10% of it is
+    # the default budget of tool definitions, see settings toolBudgetTokens); maxTools (tools per request
+    # at most: openai 128, as its API documents, unless said; anthropic none); toolSearch (the API's own
+    # search loading deferred tools: anthropic "bm25" or "regex", default "bm25" without a baseUrl; openai
+    # "hosted", the default with api "responses"; false: none, a turn over its budget offers find_tools
+    # instead); api (openai: "chat", chat completions, the default, or "responses", the Responses API,
+    # which has tool_search); for kind scripted: script (a list of replies), contextWindow, maxTools
     config: dict[str, Any] = {}
 
 

@@ -27,6 +27,10 @@ if TYPE_CHECKING:
     from .chats import ChatService
 
 
+# Names of a turn's own tools (chat/offer.py's find_tools): no catalog tool gets them as its alias.
+RESERVED_ALIASES = ("find_tools",)
+
+
 @dataclass(frozen=True, slots=True)
 class ChatTool:
     tool: Tool
@@ -73,6 +77,8 @@ async def build(catalog: Catalog, attachments: list[tuple[str, str]]) -> ToolBox
     """``attachments``: (kind, canonical id) in the order the branch brought them."""
     chosen: dict[str, ChatTool] = {}
     aliases = Aliases()
+    for name in RESERVED_ALIASES:
+        aliases.unique(name)
     live = await catalog.mcp_tools()
     for kind, ref in attachments:
         for tool in await _attached(catalog, kind, ref, live):

@@ -33,6 +33,7 @@ from ..api.chats import (
     TokenUsage,
     ToolCallFinishedEvent,
     ToolCallStartedEvent,
+    ToolsOfferedEvent,
 )
 from ..api.errors import ErrorCode
 from ..api.toolsets import ClientContext, Tool, ToolCall
@@ -44,14 +45,16 @@ from ..store.tool_calls import PALETTE, Confirmation, Initiator, ToolCallRow
 from ..tools import permissions
 from ..tools.switch import Killed
 from ..tools.validate import check_args
-from . import context, framing, toolbox
+from . import context, framing, offer, toolbox
 from .events import Emit, EventStream
 from .providers.base import (
     ChatMessage,
     Finished,
+    NativeBlock,
     TextDelta,
     ToolCallReady,
     ToolCallRequest,
+    ToolLimits,
     TurnRequest,
     Usage,
 )
@@ -60,6 +63,7 @@ if TYPE_CHECKING:
     from ..store import Database
     from ..tools.calls import ToolCallService
     from ..tools.catalog import Catalog
+    from ..tools.ranking import Ranker
     from ..tools.switch import ToolSwitch
     from ..workspace.service import WorkspaceService
     from .chats import ChatService
@@ -92,10 +96,12 @@ class _Turn:
     message: MessageRow
     events: EventStream
     tools: toolbox.ToolBox
+    offer: offer.Offer
     client_context: ClientContext | None = None  # what the UI said of the user's time and place
     steps: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
     input_tokens: int = 0
     output_tokens: int = 0
+    offers: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])  # one per model call
     saved_at: float = field(default_factory=time.monotonic)
 
     pieces: list[str] = field(default_factory=list[str])  # streamed into the last step, not joined yet
@@ -128,7 +134,8 @@ class _Turn:
 
 class TurnService:
     def __init__(self, db: Database, chats: ChatService, workspace: WorkspaceService, tool_calls: ToolCallService,
-                 providers: ProviderService, catalog: Catalog, switch: ToolSwitch) -> None:
+                 providers: ProviderService, catalog: Catalog, switch: ToolSwitch, ranker: Ranker,
+                 selection: offer.SelectionSettings) -> None:
         self.chats = chats
         self.workspace = workspace
         self.db = db  # the chat's tool grants and attachments (permissions, toolbox)
@@ -136,6 +143,8 @@ class TurnService:
         self.catalog = catalog  # which tools a turn offers
         self.switch = switch  # the user's kill switch: off, a turn offers no tools
         self.providers = providers
+        self.ranker = ranker  # what a turn over its tool budget ranks the chat's tools with
+        self.selection = selection  # the user's tool-selection settings (a chat may override them)
 
     async def send(self, p: SendParams, emit: Emit, confirm: Confirm, wait_cancel: WaitCancel,
                    *, ran: str | None = None) -> SendResult:
@@ -146,14 +155,32 @@ class TurnService:
         await self.workspace.require_chat(p.chat_id)
         provider = await self.providers.get(p.provider)
         attached = [(a.kind, await toolbox.check_attachment(self.db, a.kind, a.id)) for a in p.attachments]
+        replay = await self._replay_of(p.chat_id, p.tools_from) if p.tools_from is not None else None
         self.chats.claim(p.chat_id)
         try:
-            return await self._send(p, provider, attached, emit, confirm, wait_cancel, ran)
+            return await self._send(p, provider, attached, emit, confirm, wait_cancel, ran, replay)
         finally:
             self.chats.release(p.chat_id)
 
+    async def _replay_of(self, chat_id: str, message_id: str) -> dict[str, Any]:
+        """What the first model call of a stored assistant message was offered (chat/send toolsFrom)."""
+        found = next((m for m in await self.chats.repo.messages(chat_id) if m.id == message_id), None)
+        steps = offer.stored(found) if found is not None else []
+        if not steps:
+            raise InvalidParams("params.toolsFrom", f"{message_id!r} is no assistant message of this chat with "
+                                                    "a stored tool offer (a turn's reply)")
+        return steps[0]
+
+    async def offer_for(self, chat_id: str, box: toolbox.ToolBox, path: list[MessageRow], limits: ToolLimits,
+                        replay: dict[str, Any] | None = None) -> offer.Offer:
+        """The first model call's offer of a turn on the branch ``path`` (the chat's settings over the user's)."""
+        selection = offer.Selection.of(self.selection.current.wire(), await self.chats.repo.tool_settings(chat_id))
+        return await offer.choose(box, selection, limits, self.ranker, offer.recent_text(path),
+                                  kept=offer.loaded_before(path, max(selection.k, 1) * 2), replay=replay)
+
     async def _send(self, p: SendParams, provider: Provider, attached: list[tuple[str, str]], emit: Emit,
-                    confirm: Confirm, wait_cancel: WaitCancel, ran: str | None) -> SendResult:
+                    confirm: Confirm, wait_cancel: WaitCancel, ran: str | None,
+                    replay: dict[str, Any] | None) -> SendResult:
         stamp = now()
         kept: dict[str, Any] = {"attachments": [{"kind": k, "id": i} for k, i in attached]} if attached else {}
         if ran is not None:
@@ -171,12 +198,15 @@ class TurnService:
         if p.system:
             history.insert(0, ChatMessage("system", p.system))
         tools = await toolbox.build(self.catalog, toolbox.branch_attachments(path))
+        limits = getattr(provider, "tool_limits", None) or ToolLimits()
+        offered = await self.offer_for(p.chat_id, tools, path, limits, replay)
 
         stop: StopReason = "endTurn"
         error: str | None = None
         usage: TokenUsage | None = None
         async with anyio.create_task_group() as tg:
-            turn = _Turn(p.chat_id, reply, EventStream(emit, p.chat_id, reply.id, tg), tools, p.client_context)
+            turn = _Turn(p.chat_id, reply, EventStream(emit, p.chat_id, reply.id, tg), tools, offered,
+                         p.client_context)
             await turn.events.send(MessageStartedEvent(user.id, provider.id, user.parent_id, p.model))
 
             async def watch() -> None:
@@ -257,16 +287,17 @@ class TurnService:
 
     async def _loop(self, turn: _Turn, provider: Provider, p: SendParams, history: list[ChatMessage],
                     confirm: Confirm) -> StopReason:
-        specs = turn.tools.specs()
         switch = self.switch
         guide = framing.server_instructions(
             {key: text for key in turn.tools.mcp_servers() if (text := self.catalog.instructions(key))})
         for _ in range(p.max_turns):
             said: list[str] = []
             asked: list[ToolCallRequest] = []
+            native: list[dict[str, Any]] = []
             # Read per model call: switched off mid-turn, the next call is offered no tools.
-            request = (TurnRequest(p.model, history, specs, system=guide) if switch.enabled
+            request = (TurnRequest(p.model, history, turn.offer.specs(), system=guide) if switch.enabled
                        else TurnRequest(p.model, history, [], system=TOOLS_OFF))
+            await self._offered(turn, switch.enabled)
             async for event in provider.stream(request):
                 if isinstance(event, TextDelta):
                     said.append(event.text)
@@ -279,22 +310,51 @@ class TurnService:
                 elif isinstance(event, Usage):
                     turn.input_tokens += event.input_tokens or 0
                     turn.output_tokens += event.output_tokens or 0
+                elif isinstance(event, NativeBlock):  # the provider's tool search ran
+                    native.append(event.block)
+                    turn.offer.loaded_by_search(event.loaded)
                 elif isinstance(event, Finished) and event.model and not turn.message.model:
                     turn.message.model = event.model
-            history.append(ChatMessage("assistant", "".join(said), tool_calls=asked))
+            history.append(ChatMessage("assistant", "".join(said), tool_calls=asked, native=native))
             if not asked:
                 return "endTurn"
             for call in asked:
-                history.append(await self._call(turn, call, confirm))
+                if turn.offer.is_find(call.name) and switch.enabled:
+                    history.append(await self._find(turn, call))
+                else:
+                    history.append(await self._call(turn, call, confirm))
             if time.monotonic() - turn.saved_at > CHECKPOINT_EVERY:
                 await self._save(turn, "streaming", None)
         return "maxTurns"
 
+    async def _offered(self, turn: _Turn, enabled: bool) -> None:
+        """Say (and keep, for the message) what this model call is offered."""
+        if enabled:
+            record = turn.offer.record()
+            tokens = turn.offer.tokens()
+        else:
+            record, tokens = {"toolIds": [], "deferred": 0, "reason": "toolsOff", "findTools": False}, 0
+        turn.offers.append(record)
+        turn.offer.loaded = []  # what the next call loads is its own
+        await turn.events.send(ToolsOfferedEvent(record["toolIds"], record["deferred"], record["reason"],
+                                                 record["findTools"], tokens))
+
+    async def _find(self, turn: _Turn, call: ToolCallRequest) -> ChatMessage:
+        """find_tools: this turn's own tool, no catalog tool, so no tool call record; the step keeps
+        what it loaded (the model's next call is offered those too)."""
+        text, failed, loaded = await turn.offer.find_answer(call.arguments)
+        turn.add_step({"t": "find", "callId": call.id, "name": call.name,
+                       "query": str((call.arguments or {}).get("query", ""))[:offer.MAX_QUERY_CHARS],
+                       "loaded": loaded})
+        return ChatMessage("tool", framing.frame(call.name, text, error=failed), tool_call_id=call.id,
+                           is_error=failed)
+
     # -- one tool call -------------------------------------------------------------------------
 
     async def _call(self, turn: _Turn, call: ToolCallRequest, confirm: Confirm) -> ChatMessage:
-        """Run one call the model asked for; whatever happens, the model gets an answer."""
-        chosen = turn.tools.by_alias.get(call.name)
+        """Run one call the model asked for; whatever happens, the model gets an answer. A tool of
+        the chat it was not offered (over the budget) is loaded and called, not refused."""
+        chosen = turn.offer.lookup(call.name) or turn.offer.named(call.name)
         record = ToolCallRow(id=new_id(), tool_id=chosen.tool.id if chosen else call.name, chat_id=turn.chat_id,
                              message_id=turn.message.id, args=call.arguments or {}, status="running",
                              started_at=now(), started_by="model",
@@ -306,9 +366,11 @@ class TurnService:
         if not self.switch.enabled:
             row = await self._refuse(turn, record, display, "tools_off", ToolsSwitchedOff.MESSAGE)
         elif chosen is None:
-            names = ", ".join(sorted(turn.tools.by_alias)) or "none"
+            shown = sorted(t.alias for t in turn.offer.offered)
+            names = ", ".join(shown[:50]) + (f" and {len(shown) - 50} more" if len(shown) > 50 else "") or "none"
+            more = " (find_tools finds more)" if turn.offer.find else ""
             row = await self._refuse(turn, record, display, "unknown_tool",
-                                     f"there is no tool {call.name!r} in this chat; the tools are: {names}")
+                                     f"there is no tool {call.name!r} in this chat; the tools are: {names}{more}")
         elif call.arguments is None:
             row = await self._refuse(turn, record, display, "arguments",
                                      f"the arguments were not a JSON object: {call.raw_arguments[:500]!r}")
@@ -445,6 +507,7 @@ class TurnService:
         msg.content, msg.status, msg.stop_reason = turn.text, status, stop  # (text joins the pieces)
         msg.parts = json.dumps({"steps": turn.steps})
         msg.usage = json.dumps({"inputTokens": turn.input_tokens, "outputTokens": turn.output_tokens})
+        msg.tools_offered = json.dumps(turn.offers) if turn.offers else None
         await self.chats.repo.update(msg)
         turn.saved_at = time.monotonic()
 

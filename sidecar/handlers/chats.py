@@ -13,6 +13,7 @@ from ..api.chats import (
     ChatIdParams,
     ChatResult,
     ChatsResult,
+    ChatToolSettings,
     ChatWithMessages,
     ConfirmToolCallParams,
     ConfirmToolCallResult,
@@ -22,10 +23,12 @@ from ..api.chats import (
     ListChatsParams,
     Message,
     MessageResult,
+    OfferedTools,
     SendParams,
     SendResult,
     SwitchBranchParams,
     TokenUsage,
+    UpdateChatParams,
 )
 from ..chat.chats import ChatService
 from ..chat.turns import TurnService, call_out
@@ -44,6 +47,38 @@ class _StoredParts(msgspec.Struct):
 
 
 _decode_parts = msgspec.json.Decoder(_StoredParts).decode
+_decode_offered = msgspec.json.Decoder(list[OfferedTools]).decode
+_decode_settings = msgspec.json.Decoder(ChatToolSettings).decode
+
+
+class _StoredOffer(msgspec.Struct, rename="camel"):
+    """A stored offer keeps more (deferredIds, loaded) than the wire shows."""
+
+    tool_ids: list[str] = []
+    deferred: int = 0
+    reason: str = "all"
+    find_tools: bool = False
+
+
+_decode_stored_offers = msgspec.json.Decoder(list[_StoredOffer]).decode
+
+
+def _offered(stored: str | None) -> list[OfferedTools]:
+    if not stored:
+        return []
+    try:
+        return [OfferedTools(o.tool_ids, o.deferred, o.reason, o.find_tools) for o in _decode_stored_offers(stored)]
+    except msgspec.DecodeError:  # written by a later version, say: the message still shows
+        return []
+
+
+def _tool_settings(stored: str | None) -> ChatToolSettings | None:
+    if not stored or stored == "{}":
+        return None
+    try:
+        return _decode_settings(stored)
+    except msgspec.DecodeError:
+        return None
 
 
 class ChatHandlers:
@@ -59,6 +94,7 @@ class ChatHandlers:
             id=row.id, title=row.title, created_at=row.created_at, updated_at=row.updated_at,
             workspace_path=str(self.workspace.workspace_path(row.id)),
             active_leaf_id=row.active_leaf_message_id, active_manifest_id=row.active_manifest_id,
+            tool_settings=_tool_settings(row.settings),
         )
 
     @staticmethod
@@ -69,7 +105,7 @@ class ChatHandlers:
                        status=m.status, tool_calls=[call_out(c) for c in calls or []], parent_id=m.parent_id,
                        manifest_id=m.manifest_id, provider=m.provider, model=m.model, stop_reason=m.stop_reason,
                        usage=TokenUsage(usage.get("inputTokens", 0), usage.get("outputTokens", 0)) if usage else None,
-                       attachments=parts.attachments)
+                       attachments=parts.attachments, tools_offered=_offered(m.tools_offered))
 
     @method("chats/create")
     async def create(self, p: CreateChatParams, ctx: RequestContext) -> ChatResult:
@@ -92,6 +128,14 @@ class ChatHandlers:
     async def delete(self, p: ChatIdParams, ctx: RequestContext) -> Empty:
         await self.chats.delete(p.id)
         return Empty()
+
+    @method("chats/update")
+    async def update(self, p: UpdateChatParams, ctx: RequestContext) -> ChatResult:
+        await self.chats.require(p.id)
+        title = p.title if isinstance(p.title, str) else None
+        settings = (msgspec.to_builtins(p.tool_settings) if isinstance(p.tool_settings, ChatToolSettings) else None)
+        await self.chats.repo.update_chat(p.id, title=title, tool_settings=settings)
+        return ChatResult(self.chat_out(await self.chats.require(p.id)))
 
     @method("chats/switchBranch")
     async def switch_branch(self, p: SwitchBranchParams, ctx: RequestContext) -> ChatResult:

@@ -69,9 +69,8 @@ class Notifier:
         await self._peer.notify("toolsets/changed", ToolsetChangedParams(
             toolset_id, "reloadFailed", error=f"{path}: {reason}" if path else reason, error_path=path or None))
 
-    async def tools_switched(self, enabled: bool) -> None:
-        await self._peer.notify("settings/changed", SettingsChangedParams(UserSettings(tools_enabled=enabled),
-                                                                          ["toolsEnabled"]))
+    async def settings_changed(self, settings: UserSettings, changed: list[str]) -> None:
+        await self._peer.notify("settings/changed", SettingsChangedParams(settings, changed))
 
     async def sandbox_changed(self, found: Detected) -> None:
         await self._peer.notify("sandbox/changed", SandboxChangedParams(

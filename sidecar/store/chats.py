@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
-from typing import Any, Literal, get_args
+from typing import Any, Literal, cast, get_args
 
 import aiosqlite
 import msgspec
@@ -22,6 +23,7 @@ class ChatRow(msgspec.Struct, kw_only=True):
     updated_at: str
     active_leaf_message_id: str | None = None
     active_manifest_id: str | None = None
+    settings: str | None = None  # JSON: the chat's own tool-selection settings ({} or absent: none)
 
 
 class SwitchRow(msgspec.Struct, kw_only=True):
@@ -48,13 +50,14 @@ class MessageRow(msgspec.Struct, kw_only=True):
     model: str | None = None
     stop_reason: str | None = None
     usage: str | None = None  # JSON {inputTokens, outputTokens}
+    tools_offered: str | None = None  # JSON: what each model call of the turn was offered (0018)
 
 
-_CHAT_COLS = "id, title, created_at, updated_at, active_leaf_message_id, active_manifest_id"
+_CHAT_COLS = "id, title, created_at, updated_at, active_leaf_message_id, active_manifest_id, settings"
 _MSG_COLS = ("id, chat_id, parent_id, role, content, manifest_id, status, created_at, parts, provider, model, "
-             "stop_reason, usage")
+             "stop_reason, usage, tools_offered")
 _MSG_INSERT = (f"INSERT INTO messages ({_MSG_COLS}) VALUES (:id, :chat_id, :parent_id, :role, :content, :manifest_id, "
-               ":status, :created_at, :parts, :provider, :model, :stop_reason, :usage)")
+               ":status, :created_at, :parts, :provider, :model, :stop_reason, :usage, :tools_offered)")
 
 
 _POSITION = "UPDATE chats SET active_leaf_message_id = ?, active_manifest_id = ?, updated_at = ? WHERE id = ?"
@@ -71,7 +74,7 @@ def _message(r: aiosqlite.Row) -> MessageRow:
     return MessageRow(id=r["id"], chat_id=r["chat_id"], parent_id=r["parent_id"], role=r["role"],
                       content=r["content"], manifest_id=r["manifest_id"], status=r["status"],
                       created_at=r["created_at"], parts=r["parts"], provider=r["provider"], model=r["model"],
-                      stop_reason=r["stop_reason"], usage=r["usage"])
+                      stop_reason=r["stop_reason"], usage=r["usage"], tools_offered=r["tools_offered"])
 
 
 def _msg_values(m: MessageRow) -> dict[str, Any]:
@@ -109,6 +112,26 @@ class ChatRepo:
             f"SELECT {_CHAT_COLS} FROM chats {where}ORDER BY updated_at DESC, id DESC LIMIT ?", (*params, limit))
         return [named(ChatRow, r) for r in rows]
 
+    async def tool_settings(self, chat_id: str) -> dict[str, Any]:
+        """The chat's own tool-selection settings (chats.settings, a JSON object); {} when none
+        or when what is stored no longer decodes (the user's settings apply then)."""
+        row = await self.db.fetchone("SELECT settings FROM chats WHERE id = ?", (chat_id,))
+        try:
+            found: Any = json.loads(row["settings"]) if row and row["settings"] else {}
+        except ValueError:
+            return {}
+        return cast("dict[str, Any]", found) if isinstance(found, dict) else {}
+
+    async def update_chat(self, chat_id: str, *, title: str | None = None,
+                          tool_settings: dict[str, Any] | None = None) -> None:
+        """chats/update: what is given, in one transaction (not the chat's updated_at: that is
+        its activity, which orders chats/list)."""
+        async with self.db.write() as w:
+            if title is not None:
+                await w.execute("UPDATE chats SET title = ? WHERE id = ?", (title, chat_id))
+            if tool_settings is not None:
+                await w.execute("UPDATE chats SET settings = ? WHERE id = ?", (json.dumps(tool_settings), chat_id))
+
     async def delete(self, chat_id: str) -> None:
         async with self.db.write() as w:
             await w.execute("DELETE FROM chats WHERE id = ?", (chat_id,))
@@ -133,8 +156,9 @@ class ChatRepo:
         async with self.db.write() as w:
             await w.execute(
                 "UPDATE messages SET content = ?, status = ?, parts = ?, provider = ?, model = ?, stop_reason = ?, "
-                "usage = ? WHERE id = ?",
-                (msg.content, msg.status, msg.parts, msg.provider, msg.model, msg.stop_reason, msg.usage, msg.id))
+                "usage = ?, tools_offered = ? WHERE id = ?",
+                (msg.content, msg.status, msg.parts, msg.provider, msg.model, msg.stop_reason, msg.usage,
+                 msg.tools_offered, msg.id))
 
     async def fail_streaming(self) -> int:
         """Turns a previous sidecar left streaming can never finish: say so."""

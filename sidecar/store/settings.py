@@ -16,7 +16,10 @@ from .rows import now
 
 # Key of each user setting in the table: the wire name, so a reader of the database finds it.
 TOOLS_ENABLED = "toolsEnabled"
-USER_KEYS = (TOOLS_ENABLED,)
+# Which tools a chat turn offers (issue 28), each under its wire name as well.
+TOOL_SELECTION_KEYS = ("toolSelection", "toolBudgetTokens", "toolBudgetCount", "relevantTools", "pinnedTools",
+                       "keepBuiltins")
+USER_KEYS = (TOOLS_ENABLED, *TOOL_SELECTION_KEYS)
 
 
 class SettingsRepo:

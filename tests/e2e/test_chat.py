@@ -65,8 +65,9 @@ async def test_a_turn_streams_in_order_and_its_tools_write_the_workspace(sidecar
     evs = events(sidecar, turn["messageId"])
     assert [e["seq"] for e in evs] == list(range(1, len(evs) + 1))
     order = [k for k in kinds(evs) if k != "textDelta"]
-    assert order == ["messageStarted", "toolCallStarted", "toolCallFinished", "toolCallStarted",
-                     "toolCallFinished", "messageCompleted"]
+    # Each model call is told its tools first (toolsOffered): one with the calls, one after their results.
+    assert order == ["messageStarted", "toolsOffered", "toolCallStarted", "toolCallFinished", "toolCallStarted",
+                     "toolCallFinished", "toolsOffered", "messageCompleted"]
     finished = [e["event"]["toolCall"] for e in evs if e["event"]["kind"] == "toolCallFinished"]
     assert [c["status"] for c in finished] == ["success", "success"]
     assert finished[0]["renderPlan"] and finished[0]["messageId"] == turn["messageId"]

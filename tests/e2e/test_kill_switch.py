@@ -54,14 +54,14 @@ async def test_tools_off_survives_a_restart_and_is_reported_at_initialize(data_d
     async with SidecarClient.spawn(data_dir, initialize=False) as sc:
         again = await sc.request("initialize", {"clientInfo": {"name": "t", "version": "1"}})
         assert again["capabilities"]["toolsEnabled"] is False
-        assert (await sc.request("settings/get"))["settings"] == {"toolsEnabled": False}
+        assert (await sc.request("settings/get"))["settings"]["toolsEnabled"] is False
         assert (await sc.request("debug/info"))["toolsEnabled"] is False
         with pytest.raises(RemoteError) as info:
             await sc.request("tools/call", {"toolId": "echo", "args": {}})
         assert info.value.code == -32012 and info.value.data == {"reason": "toolsOff"}
         await sc.request("settings/set", {"toolsEnabled": True})
     async with SidecarClient.spawn(data_dir) as sc:
-        assert (await sc.request("settings/get"))["settings"] == {"toolsEnabled": True}
+        assert (await sc.request("settings/get"))["settings"]["toolsEnabled"] is True
 
 
 async def test_switching_off_stops_a_python_tool_in_its_worker(data_dir: Path, tmp_path: Path):

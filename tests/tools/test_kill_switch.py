@@ -47,16 +47,25 @@ async def running(sc: SidecarClient, count: int) -> None:
             await anyio.sleep(0.02)
 
 
+# Every other setting at its default (settings/get shows them all).
+DEFAULTS = {"toolSelection": "auto", "toolBudgetTokens": None, "toolBudgetCount": 40, "relevantTools": 8,
+            "pinnedTools": [], "keepBuiltins": True}
+
+
+def tools_on(on: bool) -> dict[str, Any]:
+    return {"toolsEnabled": on, **DEFAULTS}
+
+
 async def test_settings_start_with_tools_on_and_change_only_what_is_given(app: SidecarClient):
-    assert await app.request("settings/get") == {"settings": {"toolsEnabled": True}}
+    assert await app.request("settings/get") == {"settings": tools_on(True)}
     assert (await app.request("debug/info"))["toolsEnabled"] is True
-    assert await app.request("settings/set", {}) == {"settings": {"toolsEnabled": True}}
+    assert await app.request("settings/set", {}) == {"settings": tools_on(True)}
     assert not [n for n in app.notifications if n["method"] == "settings/changed"]  # nothing changed
 
-    assert await switch(app, False) == {"toolsEnabled": False}
+    assert await switch(app, False) == tools_on(False)
     note = await app.wait_notification("settings/changed")
-    assert note["params"] == {"settings": {"toolsEnabled": False}, "changed": ["toolsEnabled"]}
-    assert await app.request("settings/set", {}) == {"settings": {"toolsEnabled": False}}  # unchanged
+    assert note["params"] == {"settings": tools_on(False), "changed": ["toolsEnabled"]}
+    assert await app.request("settings/set", {}) == {"settings": tools_on(False)}  # unchanged
     assert (await app.request("debug/info"))["toolsEnabled"] is False
 
     for bad in ({"toolsEnabled": "no"}, {"toolsEnabled": None}, {"tools_enabled": False}):

@@ -11,15 +11,20 @@ from .base import (
     NO_VISION,
     ChatMessage,
     Finished,
+    NativeBlock,
     ProviderEvent,
     StopReason,
     TextDelta,
     ToolCallReady,
+    ToolLimits,
     ToolSpec,
     TurnRequest,
     Usage,
 )
-from .remote import RemoteProvider, ToolCallBuffer
+from .remote import RemoteProvider, ToolCallBuffer, parse_arguments
+
+# Blocks the API runs itself and streams whole (its tool search): given back in the next call.
+_NATIVE_BLOCKS = frozenset({"server_tool_use", "tool_search_tool_result"})
 
 DEFAULT_MAX_TOKENS = 4096  # the API requires a limit; a turn may ask for another
 
@@ -33,6 +38,8 @@ class AnthropicProvider(RemoteProvider):
     kind = "anthropic"
     sdk_name = "anthropic"
     env_key = "ANTHROPIC_API_KEY"
+    # No documented cap on tools per request; tool search holds up to 10,000 deferred ones.
+    default_limits = ToolLimits(200_000, None, "bm25")
 
     def _new_client(self, options: dict[str, Any]) -> Any:
         from anthropic import AsyncAnthropic
@@ -40,14 +47,17 @@ class AnthropicProvider(RemoteProvider):
         return AsyncAnthropic(**options)
 
     async def _open(self, client: Any, model: str, request: TurnRequest) -> Any:
-        return await client.messages.create(**request_body(request, model, images=self.endpoint.vision is not False))
+        return await client.messages.create(**request_body(request, model, images=self.endpoint.vision is not False,
+                                                           tool_search=self.tool_limits.tool_search))
 
     def _parser(self) -> EventParser:
         return EventParser()
 
 
-def request_body(request: TurnRequest, model: str, *, images: bool = True) -> dict[str, Any]:
-    """``images``: the model takes images (a tool result's pictures go in as image blocks)."""
+def request_body(request: TurnRequest, model: str, *, images: bool = True,
+                 tool_search: str | None = None) -> dict[str, Any]:
+    """``images``: the model takes images (a tool result's pictures go in as image blocks);
+    ``tool_search``: the API's tool search variant ("bm25", "regex") that loads deferred tools."""
     system, messages = wire_messages(request, images=images)
     body: dict[str, Any] = {
         "model": model,
@@ -59,11 +69,19 @@ def request_body(request: TurnRequest, model: str, *, images: bool = True) -> di
         body["system"] = system
     if request.tools:
         body["tools"] = [wire_tool(t) for t in request.tools]
+        if any(t.deferred for t in request.tools):
+            # Deferred tools are found by the API's own search tool, which is never deferred itself.
+            variant = tool_search or "bm25"
+            body["tools"].append({"type": f"tool_search_tool_{variant}_20251119",
+                                  "name": f"tool_search_tool_{variant}"})
     return body
 
 
 def wire_tool(tool: ToolSpec) -> dict[str, Any]:
-    return {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}
+    wired = {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}
+    if tool.deferred:
+        wired["defer_loading"] = True
+    return wired
 
 
 def wire_messages(request: TurnRequest, *, images: bool = True) -> tuple[str, list[dict[str, Any]]]:
@@ -93,7 +111,10 @@ def _blocks(m: ChatMessage, images: bool = True) -> list[dict[str, Any]]:
             block["is_error"] = True
         return [block]
     text = _noted(m, images)
-    blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []  # no empty text blocks
+    # The API's own tool search, as it came: the calls after it were made knowing what it found.
+    blocks: list[dict[str, Any]] = list(m.native)
+    if text:  # no empty text blocks
+        blocks.append({"type": "text", "text": text})
     if images:  # a "+" palette or scheduled run's pictures, after the text that names them
         blocks += _pictures(m)
     blocks += [{"type": "tool_use", "id": c.id, "name": c.name,
@@ -132,6 +153,8 @@ class EventParser:
         self._output: int | None = None
         self._stop_reason: str | None = None
         self._stopped = False
+        self._native: dict[int, dict[str, Any]] = {}  # index -> a server block being streamed
+        self._native_input: dict[int, list[str]] = {}
 
     def feed(self, event: Any) -> Iterable[ProviderEvent]:
         kind = event.type
@@ -142,6 +165,9 @@ class EventParser:
             block = event.content_block
             if block.type == "tool_use":
                 self._calls.add(event.index, block.id, block.name)
+            elif block.type in _NATIVE_BLOCKS:
+                self._native[event.index] = block.model_dump(mode="json", exclude_none=True)
+                self._native_input[event.index] = []
             elif block.type == "text" and block.text:
                 yield TextDelta(block.text)
         elif kind == "content_block_delta":
@@ -149,8 +175,10 @@ class EventParser:
             if delta.type == "text_delta" and delta.text:
                 yield TextDelta(delta.text)
             elif delta.type == "input_json_delta":
-                self._calls.add(event.index, fragment=delta.partial_json)
+                self._input_json(event.index, delta.partial_json)
         elif kind == "content_block_stop":
+            if event.index in self._native:
+                yield self._native_block(event.index)
             call = self._calls.pop(event.index)
             if call is not None:
                 yield ToolCallReady(call)
@@ -159,6 +187,24 @@ class EventParser:
             self._usage(event.usage)
         elif kind == "message_stop":
             self._stopped = True
+
+    def _input_json(self, index: int, fragment: str) -> None:
+        if index in self._native:  # the API's own tool search's query
+            self._native_input[index].append(fragment)
+        else:
+            self._calls.add(index, fragment=fragment)
+
+    def _native_block(self, index: int) -> NativeBlock:
+        block = self._native.pop(index)
+        text = "".join(self._native_input.pop(index, []))
+        if block["type"] == "server_tool_use" and text:
+            block["input"] = parse_arguments(text) or {}
+        block.pop("caller", None)  # how it was called: the API's to say, not a field to give back
+        loaded: tuple[str, ...] = ()
+        content = block.get("content")
+        if block["type"] == "tool_search_tool_result" and isinstance(content, dict):
+            loaded = tuple(str(r.get("tool_name")) for r in content.get("tool_references") or [] if r.get("tool_name"))
+        return NativeBlock(block, loaded)
 
     def _usage(self, usage: Any) -> None:
         if usage is None:

@@ -22,6 +22,18 @@ class ToolSpec:
     description: str
     input_schema: dict[str, Any]
     tool_id: str = ""  # the canonical id behind the alias (the scripted provider names tools by it)
+    # Sent for the provider to load on demand (Anthropic's defer_loading): the model sees it only
+    # once its own tool search finds it. Only for a provider whose ``tool_limits.tool_search`` is set.
+    deferred: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ToolLimits:
+    """What bounds the tools one request may carry (issue 28), from the provider's config."""
+
+    context_window: int = 128_000  # tokens the model reads (config contextWindow)
+    max_tools: int | None = None  # tools per request at most, deferred ones included (config maxTools)
+    tool_search: str | None = None  # the provider's own deferred loading: "bm25" or "regex" (Anthropic)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +79,9 @@ class ChatMessage:
     # as such to a model that takes them (the content names them)
     images: list[ImagePart] = field(default_factory=list)
     audio: list[AudioPart] = field(default_factory=list)
+    # assistant, within one turn: the provider's own blocks (Anthropic's server_tool_use and
+    # tool_search_tool_result), given back as they came so the next call sees what its search found
+    native: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,12 +115,22 @@ class Finished:
     model: str | None = None  # the model that answered, when the provider says
 
 
-ProviderEvent = TextDelta | ToolCallReady | Usage | Finished
+@dataclass(frozen=True, slots=True)
+class NativeBlock:
+    """A block the provider ran itself (its tool search): kept for the next call of the turn;
+    ``loaded`` names the deferred tools it brought in (by the names they were sent under)."""
+
+    block: dict[str, Any]
+    loaded: tuple[str, ...] = ()
+
+
+ProviderEvent = TextDelta | ToolCallReady | Usage | Finished | NativeBlock
 
 
 class Provider(Protocol):
     id: str
     kind: str
+    tool_limits: ToolLimits
 
     def stream(self, request: TurnRequest) -> AsyncIterator[ProviderEvent]:
         """One model call. Cancelling the iteration closes the underlying stream."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 from ...errors import ProviderError
@@ -17,11 +18,12 @@ from .base import (
     StopReason,
     TextDelta,
     ToolCallReady,
+    ToolLimits,
     ToolSpec,
     TurnRequest,
     Usage,
 )
-from .remote import RemoteProvider, ToolCallBuffer
+from .remote import Endpoint, RemoteProvider, ToolCallBuffer
 
 _STOP_REASONS: dict[str, StopReason] = {
     "stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens",
@@ -33,6 +35,15 @@ class OpenAIProvider(RemoteProvider):
     kind = "openai"
     sdk_name = "openai"
     env_key = "OPENAI_API_KEY"
+    # OpenAI documents 128 tools per request. Its tool_search lives in the Responses API only
+    # (config api "responses", openai_responses.py): there it is on unless toolSearch is false.
+    default_limits = ToolLimits(128_000, 128, None)
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        super().__init__(endpoint)
+        # Chat completions has no tool search, whatever the config says.
+        hosted = endpoint.api == "responses" and endpoint.tool_search is not False
+        self.tool_limits = replace(self.tool_limits, tool_search="hosted" if hosted else None)
 
     def _new_client(self, options: dict[str, Any]) -> Any:
         from openai import AsyncOpenAI
@@ -40,13 +51,21 @@ class OpenAIProvider(RemoteProvider):
         return AsyncOpenAI(**options)
 
     async def _open(self, client: Any, model: str, request: TurnRequest) -> Any:
+        if self.endpoint.api == "responses":
+            from . import openai_responses
+
+            return await client.responses.create(**openai_responses.request_body(request, model))
         vision = self.endpoint.vision
         # The official API's models take images; a compatible server's may not unless it is said so.
         images = vision if vision is not None else self.endpoint.base_url is None
         body = request_body(request, model, images=images, audio=self.endpoint.audio)
         return await client.chat.completions.create(**body)
 
-    def _parser(self) -> ChunkParser:
+    def _parser(self) -> Any:
+        if self.endpoint.api == "responses":
+            from . import openai_responses
+
+            return openai_responses.EventParser()
         return ChunkParser()
 
 

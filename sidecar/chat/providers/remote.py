@@ -20,7 +20,7 @@ import anyio.to_thread
 from ...errors import ProviderError
 from ...secrets import MissingVariable, clean, mask_url, resolve, resolve_mapping, scrub, secret_values
 from ...secrets.known import remember_all
-from .base import ProviderEvent, ToolCallRequest, TurnRequest
+from .base import ProviderEvent, ToolCallRequest, ToolLimits, TurnRequest
 
 DEFAULT_MAX_RETRIES = 2
 # A custom base URL (a local server, a proxy) may need no key, but both SDKs insist on one.
@@ -45,6 +45,15 @@ class Endpoint:
     audio: bool = False
     """Whether the model takes audio (config ``audio``): few do (OpenAI's audio models), and one that
     does not refuses the whole request, so only when the user says so."""
+    context_window: int | None = None
+    """Tokens the model reads (config ``contextWindow``); None: the kind's default."""
+    max_tools: int | None = None
+    """Tools per request at most (config ``maxTools``); None: the kind's default."""
+    tool_search: str | bool | None = None
+    """The API's own tool search (config ``toolSearch``: Anthropic's "bm25" or "regex", OpenAI's "hosted";
+    false: none); None: the kind's default."""
+    api: str | None = None
+    """OpenAI only (config ``api``): "chat" (chat completions, the default) or "responses"."""
 
     @classmethod
     def of(cls, provider_id: str, base_url: str | None, api_key: str | None, default_model: str | None,
@@ -53,7 +62,8 @@ class Endpoint:
         return cls(provider_id, base_url, api_key, default_model,
                    float(timeout) if timeout is not None else None,
                    int(config.get("maxRetries", DEFAULT_MAX_RETRIES)), dict(config.get("headers") or {}),
-                   variables, config.get("vision"), bool(config.get("audio", False)))
+                   variables, config.get("vision"), bool(config.get("audio", False)),
+                   config.get("contextWindow"), config.get("maxTools"), config.get("toolSearch"), config.get("api"))
 
     def resolved(self, env_key: str) -> tuple[str | None, str | None, dict[str, str]]:
         """(base_url, api_key, headers) with ``${VAR}`` resolved now. Without a stored key the SDK's
@@ -101,9 +111,20 @@ class RemoteProvider:
     sdk_name: str  # the SDK's module, imported on first use: the sidecar starts without it
     env_key: str  # the variable the SDK reads its key from when none is stored
 
+    # The kind's defaults for what config contextWindow, maxTools and toolSearch leave unsaid.
+    default_limits: ToolLimits = ToolLimits()
+
     def __init__(self, endpoint: Endpoint) -> None:
         self.id = endpoint.provider_id
         self.endpoint = endpoint
+        d = self.default_limits
+        search = endpoint.tool_search
+        self.tool_limits = ToolLimits(
+            endpoint.context_window or d.context_window,
+            endpoint.max_tools if endpoint.max_tools is not None else d.max_tools,
+            # A compatible server (a base URL) rarely has the provider's own tool search: said, not assumed.
+            (search if isinstance(search, str) else None) if search is not None
+            else (d.tool_search if endpoint.base_url is None else None))
         self._client: Any = None
         self._secrets: list[str] = []
 

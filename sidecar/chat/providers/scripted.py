@@ -9,8 +9,9 @@ what the "model" says:
     {"text": "...", "toolCalls": [{"tool": "write_file", "args": {...}}], "delayMs": 5,
      "chunk": 3, "error": "cut", "usage": {"inputTokens": 1, "outputTokens": 2}, "stamp": false}
 
-``echoContext`` replies with the messages it was given, as JSON (``[{role, content}, ...]``, the request's
-system text first when it has one);
+``echoTools`` replies with the names of the tools it was offered, as a JSON list (deferred
+ones prefixed ``~``); ``echoContext`` replies with the messages it was given, as JSON
+(``[{role, content}, ...]``, the request's system text first when it has one);
 ``chunk`` is words per delta (default 1); ``delayMs`` waits before each delta; ``error`` fails the
 stream after the text; ``stamp`` prefixes each delta with ``@<CLOCK_MONOTONIC ns>@`` so a client on
 the same machine can measure how long a delta took to reach it.
@@ -35,6 +36,7 @@ from .base import (
     TextDelta,
     ToolCallReady,
     ToolCallRequest,
+    ToolLimits,
     ToolSpec,
     TurnRequest,
     Usage,
@@ -52,6 +54,10 @@ class ScriptedProvider:
         self.script: list[dict[str, Any]] = list((config or {}).get("script") or [])
         self._next = 0
         self._calls = 0
+        # contextWindow and maxTools as a remote provider's config says them, so tests can set bounds.
+        window, most = (config or {}).get("contextWindow"), (config or {}).get("maxTools")
+        self.tool_limits = ToolLimits(window if isinstance(window, int) and window > 0 else 128_000,
+                                      most if isinstance(most, int) and most > 0 else None)
 
     async def stream(self, request: TurnRequest) -> AsyncIterator[ProviderEvent]:
         if self._next < len(self.script):
@@ -65,6 +71,9 @@ class ScriptedProvider:
             if request.system:
                 given.insert(0, {"role": "system", "content": request.system})
             reply = {**reply, "text": json.dumps(given, ensure_ascii=False)}
+        if reply.get("echoTools"):
+            # The names of the tools it was given (deferred ones marked "~"), as its reply.
+            reply = {**reply, "text": json.dumps([("~" if t.deferred else "") + t.name for t in request.tools])}
         async for event in self._play(reply, request.tools):
             yield event
 

@@ -31,7 +31,8 @@ __all__ = ["BUILTIN_ID", "KEEP", "ProviderRow", "ProviderService"]
 
 KINDS: Final[tuple[ProviderKind, ...]] = get_args(ProviderKind)
 # config keys of the providers that call an API; a scripted provider's config is its own business.
-REMOTE_CONFIG: Final = ("timeout", "maxRetries", "headers", "vision", "audio")
+REMOTE_CONFIG: Final = ("timeout", "maxRetries", "headers", "vision", "audio", "contextWindow", "maxTools",
+                         "toolSearch", "api")
 # The variables the SDKs read a key from when none is configured: a secret of that name works too.
 _ENV_KEYS: Final = ("${OPENAI_API_KEY}", "${ANTHROPIC_API_KEY}")
 
@@ -273,8 +274,24 @@ def _check(kind: str, base_url: str | None, api_key: str | None, default_model: 
             raise InvalidParams(path, "must be true (the model takes images) or false")
         if key == "audio" and not isinstance(value, bool):
             raise InvalidParams(path, "must be true (the model takes wav and mp3 audio) or false")
+        _check_tool_limits(kind, key, value, path)
         if key == "headers" and not (isinstance(value, dict) and all(isinstance(v, str) for v in value.values())):
             raise InvalidParams(path, "must map header names to string values")
+
+
+def _check_tool_limits(kind: str, key: str, value: Any, path: str) -> None:
+    """config contextWindow, maxTools and toolSearch: what bounds the tools a turn sends (issue 28)."""
+    whole = isinstance(value, int) and not isinstance(value, bool)
+    if key == "contextWindow" and not (whole and 1000 <= value <= 100_000_000):
+        raise InvalidParams(path, "must be the model's context window in tokens (1000 or more)")
+    if key == "maxTools" and not (whole and 1 <= value <= 10_000):
+        raise InvalidParams(path, "must be a whole number from 1 to 10000 (tools per request)")
+    if key == "toolSearch" and kind == "anthropic" and value not in ("bm25", "regex", False):
+        raise InvalidParams(path, '"bm25", "regex" or false (no tool search)')
+    if key == "toolSearch" and kind == "openai" and value not in ("hosted", False):
+        raise InvalidParams(path, '"hosted" (with api "responses") or false (no tool search)')
+    if key == "api" and (kind != "openai" or value not in ("chat", "responses")):
+        raise InvalidParams(path, 'OpenAI providers only: "chat" (chat completions) or "responses"')
 
 
 def _keep_masked_headers(config: dict[str, Any], old_config: dict[str, Any]) -> None:
