@@ -46,6 +46,9 @@ class SearchDoc(msgspec.Struct, frozen=True, kw_only=True):
     display: str
     description: str
     tags: str
+    params: str = ""  # its inputSchema's property names and descriptions
+
+
 class HitRow(msgspec.Struct, frozen=True):
     tool_id: str
     tier: int
@@ -97,18 +100,42 @@ _AFTER = ("(tier > ? OR (tier = ? AND (modified_at < ? OR (modified_at = ? AND (
 
 _INDEXED = """
 SELECT d.tool_id, d.toolset_id, d.enabled, d.modified_at, w.slug, w.name, d.display, d.description,
-       d.tags
+       d.tags, d.params
 FROM tool_search_docs d JOIN tool_search_words w ON w.rowid = d.doc
 """
+
+
 def _doc(r: Any) -> SearchDoc:
     return SearchDoc(tool_id=r["tool_id"], toolset_id=r["toolset_id"], enabled=bool(r["enabled"]),
                      modified_at=r["modified_at"], slug=r["slug"], name=r["name"],
-                     display=r["display"], description=r["description"], tags=r["tags"])
+                     display=r["display"], description=r["description"], tags=r["tags"], params=r["params"])
+
+
+# bm25() column weights, in the tables' column order (slug, tool_id, name, display, description,
+# tags, params): what a tool is called counts most, then its title, its tags, what it says it does,
+# and least what it takes. tool_id holds the toolset's id too (a server's name: "github").
+WEIGHTS = (6.0, 3.0, 6.0, 4.0, 2.0, 3.0, 1.0)
+_BM25 = f"bm25(tool_search_words, {', '.join(map(str, WEIGHTS))})"
+
+
+class Vocabulary(msgspec.Struct, frozen=True):
+    """Every word of the index with the number of documents holding it, and how many there are."""
+
+    docs: dict[str, int]
+    total: int
+
+
+class Scored(msgspec.Struct, frozen=True):
+    tool_id: str
+    score: float  # bm25's, negated: higher is more relevant
 
 
 class ToolSearchRepo:
     def __init__(self, db: Database) -> None:
         self.db = db
+        # Moves on every sync that changed a document: what is derived from the index (its
+        # vocabulary) is kept until it moves.
+        self.generation = 0
 
     async def dirty(self) -> list[tuple[str, int]]:
         """The stored tools changed since they were last indexed, with their mark's ``seq`` (triggers
@@ -128,6 +155,8 @@ class ToolSearchRepo:
         """One transaction: ``reindex`` (new or changed) indexed as given, ``gone`` dropped, and the
         marks ``done`` (stored tools) and ``mcp_done`` (toolsets' MCP tools) cleared unless a write
         marked them again meanwhile (its ``seq`` moved)."""
+        if reindex or gone:
+            self.generation += 1
         async with self.db.write() as w:
             drop = [(t,) for t in (*gone, *(d.tool_id for d in reindex))]
             for table in ("tool_search_words", "tool_search_trigrams"):
@@ -137,18 +166,19 @@ class ToolSearchRepo:
             # Usage comes from tool_usage, here and by its triggers after (migration 0012).
             await w.executemany(
                 "INSERT INTO tool_search_docs (tool_id, toolset_id, enabled, modified_at, call_count, display, "
-                "description, tags) VALUES (?1, ?2, ?3, ?4, COALESCE((SELECT call_count FROM tool_usage "
-                "WHERE tool_id = ?1), 0), ?5, ?6, ?7) ON CONFLICT (tool_id) DO UPDATE SET "
+                "description, tags, params) VALUES (?1, ?2, ?3, ?4, COALESCE((SELECT call_count FROM tool_usage "
+                "WHERE tool_id = ?1), 0), ?5, ?6, ?7, ?8) ON CONFLICT (tool_id) DO UPDATE SET "
                 "toolset_id = excluded.toolset_id, enabled = excluded.enabled, modified_at = excluded.modified_at, "
                 "call_count = excluded.call_count, display = excluded.display, description = excluded.description, "
-                "tags = excluded.tags",
-                [(d.tool_id, d.toolset_id, int(d.enabled), d.modified_at, d.display, d.description, d.tags)
-                 for d in reindex])
+                "tags = excluded.tags, params = excluded.params",
+                [(d.tool_id, d.toolset_id, int(d.enabled), d.modified_at, d.display, d.description, d.tags,
+                  d.params) for d in reindex])
             for table in ("tool_search_words", "tool_search_trigrams"):
                 await w.executemany(
-                    f"INSERT INTO {table} (rowid, slug, tool_id, name, display, description, tags) "
-                    "SELECT doc, ?, ?, ?, ?, ?, ? FROM tool_search_docs WHERE tool_id = ?",
-                    [(d.slug, d.tool_id, d.name, d.display, d.description, d.tags, d.tool_id) for d in reindex])
+                    f"INSERT INTO {table} (rowid, slug, tool_id, name, display, description, tags, params) "
+                    "SELECT doc, ?, ?, ?, ?, ?, ?, ? FROM tool_search_docs WHERE tool_id = ?",
+                    [(d.slug, d.tool_id, d.name, d.display, d.description, d.tags, d.params, d.tool_id)
+                     for d in reindex])
             await w.executemany("DELETE FROM tool_search_dirty WHERE tool_id = ? AND seq = ?", done)
             await w.executemany("DELETE FROM tool_search_mcp_dirty WHERE toolset_id = ? AND seq = ?", mcp_done)
 
@@ -182,3 +212,30 @@ class ToolSearchRepo:
             + f" ORDER BY {'tier, ' if match is not None else ''}modified_at DESC, call_count DESC, tool_id LIMIT ?",
             (*args, *outer, limit))
         return [HitRow(r["tool_id"], r["tier"], r["modified_at"], r["call_count"]) for r in rows]
+
+    async def vocabulary(self) -> Vocabulary:
+        rows = await self.db.fetchall("SELECT term, doc FROM tool_search_vocab")
+        total = await self.db.fetchone("SELECT count(*) FROM tool_search_docs")
+        return Vocabulary({r[0]: r[1] for r in rows}, total[0] if total is not None else 0)
+
+    async def lexical(self, match: str, *, tool_ids: list[str] | None, limit: int) -> list[Scored]:
+        """The enabled tools ``match`` (an FTS5 expression of quoted terms) finds, best bm25 first
+        (ties by id: a total order), at most ``limit``. ``tool_ids``: only these."""
+        where = "tool_search_words MATCH ? AND d.enabled"
+        args: list[Any] = [match]
+        if tool_ids is not None:
+            where += " AND d.tool_id IN (SELECT value FROM json_each(?))"
+            args.append(msgspec.json.encode(tool_ids).decode())
+        rows = await self.db.fetchall(
+            f"SELECT d.tool_id, -{_BM25} AS score FROM tool_search_words JOIN tool_search_docs d "
+            f"ON d.doc = tool_search_words.rowid WHERE {where} ORDER BY score DESC, d.tool_id LIMIT ?",
+            (*args, limit))
+        return [Scored(r[0], r[1]) for r in rows]
+
+    async def texts(self, tool_ids: list[str]) -> dict[str, str]:
+        """The indexed text of these tools, every field in one (to tell which words each holds)."""
+        rows = await self.db.fetchall(
+            "SELECT d.tool_id, w.slug, w.tool_id, w.name, w.display, w.description, w.tags, w.params "
+            "FROM tool_search_docs d JOIN tool_search_words w ON w.rowid = d.doc "
+            "WHERE d.tool_id IN (SELECT value FROM json_each(?))", (msgspec.json.encode(tool_ids).decode(),))
+        return {r[0]: " ".join(r[1:]) for r in rows}

@@ -13,7 +13,7 @@ follows tool_usage by triggers too. No writer has to remember to tell the index.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -25,6 +25,8 @@ from ..store import CATALOG, Database
 from ..store.tool_search import SearchDoc, ToolSearchRepo, match_of, words_of
 from . import slugs
 from .catalog import BUILTIN
+from .query import Corrector, any_of, tokens, understand, why
+from .ranking import Ranked
 
 if TYPE_CHECKING:
     from .catalog import Catalog
@@ -34,13 +36,45 @@ MATCHES: tuple[SearchMatch, ...] = ("prefix", "word", "fuzzy", "recent")  # by t
 Position = tuple[int, str, int, str]
 
 
+# What is indexed of each field, at most (characters). A tool's text is written by whoever made
+# the tool, an MCP server included: a 1 MB description would cost a megabyte of index, of diffing
+# and of bm25 length for every search, and what decides whether a tool is the one meant is said in
+# its first paragraphs. Names and titles are short in any honest tool.
+NAME_CAP = 256
+TEXT_CAP = 4096  # description, tags, parameters
+PARAMS = 64  # parameters described, at most
+
+
+def _capped(text: str, cap: int) -> str:
+    return text if len(text) <= cap else text[:cap]
+
+
+def params_text(schema: dict[str, Any] | None) -> str:
+    """The names and descriptions of an inputSchema's properties (top level: what a caller says)."""
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(props, dict):
+        return ""
+    parts: list[str] = []
+    for name, prop in list(props.items())[:PARAMS]:
+        parts.append(str(name))
+        if isinstance(prop, dict):
+            for key in ("title", "description"):
+                value = prop.get(key)
+                if isinstance(value, str):
+                    parts.append(value[:TEXT_CAP])
+    return _capped(" ".join(parts), TEXT_CAP)
+
+
 def doc_of(tool: Tool) -> SearchDoc:
-    """A tool's document, from its view as tools/list shows it (overrides and patterns applied)."""
+    """A tool's document, from its view as tools/list shows it (overrides and patterns applied),
+    each field capped (NAME_CAP, TEXT_CAP)."""
     name = tool.id.rsplit(":", 1)[-1]  # (the whole id of a built-in)
     display = tool.name if not tool.title or tool.title == tool.name else f"{tool.name} {tool.title}"
     return SearchDoc(tool_id=tool.id, toolset_id=tool.toolset_id or BUILTIN, enabled=tool.enabled,
-                     modified_at=tool.modified_at or "", slug=tool.slug or slugs.derive(name),
-                     name=name, display=display, description=tool.description, tags=" ".join(tool.tags))
+                     modified_at=tool.modified_at or "", slug=_capped(tool.slug or slugs.derive(name), NAME_CAP),
+                     name=_capped(name, NAME_CAP), display=_capped(display, NAME_CAP),
+                     description=_capped(tool.description, TEXT_CAP),
+                     tags=_capped(" ".join(tool.tags), TEXT_CAP), params=params_text(tool.input_schema))
 
 
 Listings = list[tuple[str, Any]]
@@ -65,6 +99,35 @@ class ToolSearch:
         self._mcp: dict[str, Tool] = {}  # their views, to answer with
         self._stored: dict[str, Tool] = {}  # stored tools' views read for hits, while the catalog stays
         self._views_version: int | None = None
+        self._corrector: tuple[int, Corrector] | None = None  # with the index generation it was read at
+
+    async def corrector(self) -> Corrector:
+        """The index's vocabulary, read again only after the index changed."""
+        generation = self.repo.generation
+        if self._corrector is None or self._corrector[0] != generation:
+            self._corrector = (generation, Corrector(await self.repo.vocabulary()))
+        return self._corrector[1]
+
+    async def lexical(self, text: str, *, limit: int, tool_ids: Collection[str] | None = None) -> list[Ranked]:
+        """The Ranker's lexical mode (tools/ranking.py): bm25 over every enabled tool of every
+        provider (name and slug weigh most, then title, tags, description, parameters), the text's
+        words corrected against the index's vocabulary, common words left out (tools/query.py).
+        Scores are bm25's divided by the best one's: the first is 1."""
+        if limit <= 0 or (tool_ids is not None and not tool_ids):
+            return []
+        await self.refresh()
+        words = understand(text, await self.corrector())
+        match = any_of(words)
+        if match is None:
+            return []
+        rows = await self.repo.lexical(match, tool_ids=sorted(set(tool_ids)) if tool_ids is not None else None,
+                                       limit=limit)
+        if not rows:
+            return []
+        texts = await self.repo.texts([r.tool_id for r in rows])
+        best = rows[0].score
+        return [Ranked(r.tool_id, round(r.score / best, 4) if best > 0 else 1.0,
+                       why(words, tokens(texts.get(r.tool_id, "")))[1]) for r in rows]
 
     async def search(self, p: SearchToolsParams) -> SearchToolsResult:
         words = words_of(p.q)
