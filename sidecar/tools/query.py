@@ -21,7 +21,7 @@ import bisect
 import unicodedata
 from dataclasses import dataclass
 
-from ..store.tool_search import Vocabulary, words_of
+from ..store.tool_search import TRIGRAM, Vocabulary, quoted, words_of
 
 # A pasted page still searches: its first distinct words decide (each unknown one costs a look-up
 # through the vocabulary).
@@ -123,11 +123,6 @@ def understand(q: str, corrector: Corrector) -> list[QueryWord]:
     return [QueryWord(w, corrector.nearest(w), not content) for w in kept]
 
 
-def quoted(term: str) -> str:
-    """A word as an FTS5 string: never syntax, whatever it holds."""
-    return '"' + term.replace('"', '""') + '"'
-
-
 def any_of(words: list[QueryWord]) -> str | None:
     """An FTS5 expression finding a document holding any word the query stands for (None: no word
     of the query stands for any of the index's)."""
@@ -135,14 +130,24 @@ def any_of(words: list[QueryWord]) -> str | None:
     return " OR ".join(quoted(t) for t in terms) if terms else None
 
 
-def why(words: list[QueryWord], held: set[str]) -> tuple[list[tuple[str, str]], str]:
-    """Which query words a document holds ((typed, term) pairs) and that said for a user:
-    "words: git, commit (from 'comit')"."""
-    matched: list[tuple[str, str]] = []
+def matched(words: list[QueryWord], held: set[str], *, inside: bool = False) -> list[tuple[str, str]]:
+    """Which query words a document holds, as (typed, term) pairs. ``inside``: a word it holds
+    only inside one of its words counts too, as tools/search finds it ("arch" in "research"; a
+    word shorter than a trigram at the start of one)."""
+    pairs: list[tuple[str, str]] = []
+    for w in words:
+        found = [t for t in w.terms if t in held]
+        if not found and inside:
+            found = sorted(t for t in held if (w.typed in t if len(w.typed) >= TRIGRAM else t.startswith(w.typed)))[:1]
+        pairs += [(w.typed, t) for t in found]
+    return pairs
+
+
+def why(words: list[QueryWord], held: set[str]) -> str:
+    """The words a document holds said for a user: "words: git, commit (from 'comit')"."""
     said: list[str] = []
     for w in words:
         found = [t for t in w.terms if t in held]
-        matched += [(w.typed, t) for t in found]
         if found:
             said.append(", ".join(found) + (f" (from '{w.typed}')" if w.corrected else ""))
-    return matched, ("words: " + ", ".join(said)) if said else "no word of the query"
+    return ("words: " + ", ".join(said)) if said else "no word of the query"
