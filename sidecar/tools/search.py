@@ -88,8 +88,11 @@ WithUsage = Callable[[list[Tool]], Awaitable[list[Tool]]]
 
 
 def _same(a: Listings, b: Listings) -> bool:
-    # Identity, not equality: a server's list object is replaced whenever its tools are listed again.
-    return len(a) == len(b) and all(ka == kb and la is lb for (ka, la), (kb, lb) in zip(a, b, strict=True))
+    # Identity first: a server's list object is replaced whenever its tools are listed again. A new
+    # list equal to the last one (a server listing the same tools again, even 100 times a second)
+    # costs one comparison of that server's tools: no views made, no diff, no write.
+    return len(a) == len(b) and all(ka == kb and (la is lb or la == lb)
+                                    for (ka, la), (kb, lb) in zip(a, b, strict=True))
 
 
 class ToolSearch:
@@ -105,6 +108,7 @@ class ToolSearch:
         self._mcp: dict[str, Tool] = {}  # their views, to answer with
         self._stored: dict[str, Tool] = {}  # stored tools' views read for hits, while the catalog stays
         self._views_version: int | None = None
+        self.mcp_diffs = 0  # how often every MCP tool's view was made and diffed (what refreshing costs)
         self._corrector: tuple[int, Corrector] | None = None  # with the index generation it was read at
         self._snapshots: OrderedDict[int, tuple[list[HitRow], dict[str, int]]] = OrderedDict()
         # Snapshot ids start anywhere, so a token from before a restart names none of this run's.
@@ -212,8 +216,13 @@ class ToolSearch:
 
     def _mcp_current(self) -> bool:
         version = self.db.version(CATALOG)
-        return version is not None and version == self._version and _same(self.catalog.host.listings(),
-                                                                           self._listings)
+        if version is None or version != self._version:
+            return False
+        listings = self.catalog.host.listings()
+        if not _same(listings, self._listings):
+            return False
+        self._listings = listings  # (equal lists: compared by identity from now on)
+        return True
 
     async def refresh(self) -> None:
         """Make the index match the catalog, if anything changed since it last did."""
@@ -231,8 +240,9 @@ class ToolSearch:
             if self._mcp_docs is not None and not mcp_done and _same(listings, self._listings):
                 # Nothing an MCP tool's view depends on was written, and no server listed again.
                 await self.repo.sync(reindex, gone, done)
-                self._version = version
+                self._version, self._listings = version, listings
                 return
+            self.mcp_diffs += 1
             live = await self.catalog.mcp_tools()
             was = self._mcp_docs if self._mcp_docs is not None else {d.tool_id: d for d in await self.repo.mcp_docs()}
             now = {t.id: doc_of(t) for t in live}

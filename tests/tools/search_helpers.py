@@ -18,6 +18,7 @@ from sidecar.compose import Services
 from sidecar.handlers.notify import Notifier
 from sidecar.settings import Settings
 from sidecar.store import Database
+from tests.timing import scaled
 
 
 def _tool(name: str, spec: str | tuple[str, dict[str, Any]]) -> dict[str, Any]:
@@ -55,29 +56,42 @@ async def hits(client: SidecarClient, q: str, **params: Any) -> list[tuple[str, 
             return found
 
 
-class _Peer:
-    """A UI end nobody is at: notifications dropped, no question expected."""
+class Peer:
+    """A UI end nobody is at: counts the notifications by method, asks nothing back."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self._news = anyio.Event()
 
     async def notify(self, method: str, params: Any = None) -> None:
-        pass
+        self.counts[method] = self.counts.get(method, 0) + 1
+        self._news.set()
+        self._news = anyio.Event()
+
+    async def until(self, check: Callable[[], bool], limit: float = 30) -> None:
+        """Wait, notification by notification, until ``check()`` holds."""
+        with anyio.fail_after(scaled(limit)):
+            while not check():
+                await self._news.wait()
 
     async def request(self, method: str, params: Any = None, result_type: Any = Any) -> Any:
         raise AssertionError(f"unexpected request {method}")
 
 
 @asynccontextmanager
-async def built(data_dir: Path) -> AsyncIterator[Services]:
+async def built(data_dir: Path) -> AsyncIterator[tuple[Services, Peer]]:
     """The sidecar's services over a real database, as ``compose`` builds them (to reach what the
     wire does not show: the lexical ranker)."""
     settings = Settings(data_dir=data_dir, secrets_backend="file")
     db = await Database.open(settings.db_path)
     closers: list[Callable[[], Any]] = []
+    peer = Peer()
     try:
         async with anyio.create_task_group() as tg:
-            services = await compose.build(settings, db, Notifier(_Peer()), tg,  # type: ignore[arg-type]  # a peer's duck
+            services = await compose.build(settings, db, Notifier(peer), tg,  # type: ignore[arg-type]  # a peer's duck
                                            lambda _n, fn: closers.append(fn), time.time())
             try:
-                yield services
+                yield services, peer
             finally:
                 with anyio.CancelScope(shield=True):
                     for close in reversed(closers):

@@ -30,7 +30,7 @@ WEATHER = {
 
 @pytest.fixture
 async def services(tmp_path: Path) -> AsyncIterator[Services]:
-    async with built(tmp_path / "data") as s:
+    async with built(tmp_path / "data") as (s, _):
         await install_into(s, tmp_path / "src", "git", GIT)
         await install_into(s, tmp_path / "src", "misc", WEATHER)
         yield s
