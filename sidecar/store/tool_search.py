@@ -53,10 +53,10 @@ class SearchDoc(msgspec.Struct, frozen=True, kw_only=True):
     params: str = ""  # its inputSchema's property names and descriptions
 
 
-class HitRow(msgspec.Struct, frozen=True):
+class HitRow(msgspec.Struct, frozen=True, array_like=True):
     tool_id: str
     tier: int
-    relevance: float  # bm25's, negated and rounded (0: found inside a word only)
+    relevance: int  # bm25's, negated, in millionths (whole numbers tie exactly); 0: found inside a word only
     modified_at: str
     call_count: int
 
@@ -65,7 +65,8 @@ class HitRow(msgspec.Struct, frozen=True):
 
 
 # Where a page ended: (tier, relevance, modified_at, call_count, tool_id).
-Position = tuple[int, float, str, int, str]
+Position = tuple[int, int, str, int, str]
+_HITS = msgspec.json.Decoder(list[HitRow])
 
 
 def words_of(q: str) -> list[str]:
@@ -108,11 +109,11 @@ def match_of(words: list[str], content: list[str] | None = None, terms: list[str
     )
 
 
-_WORDS = "SELECT rowid FROM tool_search_words WHERE tool_search_words MATCH ?"
+_WORDS = "SELECT rowid FROM tool_search_words WHERE tool_search_words MATCH ?"  # (rowid: the doc)
 _TRIGRAMS = "SELECT rowid FROM tool_search_trigrams WHERE tool_search_trigrams MATCH ?"
 _AFTER = ("(tier > ? OR (tier = ? AND (relevance < ? OR (relevance = ? AND (modified_at < ? OR (modified_at = ? "
           "AND (call_count < ? OR (call_count = ? AND tool_id > ?))))))))")
-RELEVANCE_DIGITS = 6  # relevance is rounded so that equal documents tie exactly, and a token says it in full
+RELEVANCE_SCALE = 1_000_000  # relevance is kept in millionths: equal documents tie, a token says it exactly
 
 
 _INDEXED = """
@@ -200,57 +201,54 @@ class ToolSearchRepo:
             await w.executemany("DELETE FROM tool_search_mcp_dirty WHERE toolset_id = ? AND seq = ?", mcp_done)
 
     async def search(self, match: Match | None, *, include_disabled: bool, toolset_ids: list[str] | None,
-                     after: Position | None, limit: int) -> list[HitRow]:
+                     after: Position | None, limit: int, tool_id: str | None = None) -> list[HitRow]:
         """Up to ``limit`` hits in rank order (tier, relevance, recency, usage, id), starting after
-        the position ``after``."""
+        the position ``after``. ``tool_id``: that tool's hit alone (where it ranks now)."""
         where: list[str] = []
         args: list[Any] = []  # in the order their ? appear
         if match is None:
-            sql = ("SELECT d.tool_id, 3 AS tier, 0.0 AS relevance, d.modified_at, d.call_count "
+            sql = (f"SELECT d.tool_id, {RECENT} AS tier, 0 AS relevance, d.modified_at, d.call_count "
                    "FROM tool_search_docs d")
         else:
-            # bm25 over the query's terms, once per document holding one (MATERIALIZED: not again
-            # per look-up).
+            # Each document some condition finds, once, with its best tier and its bm25 relevance
+            # over the query's terms (computed once per document holding one of them).
+            found = [f"SELECT rowid, {PREFIX}, 0.0 FROM ({_WORDS})"]
+            args.append(match.prefix)
             if match.terms is not None:
-                sql = (f"WITH rel(doc, score) AS MATERIALIZED (SELECT rowid, -{_BM25} FROM tool_search_words "
-                       "WHERE tool_search_words MATCH ?) ")
+                found.append(f"SELECT rowid, {FUZZY}, -{_BM25} FROM tool_search_words WHERE tool_search_words MATCH ?")
                 args.append(match.terms)
-            else:
-                sql = "WITH rel(doc, score) AS (SELECT NULL, 0.0 WHERE 0) "
-            tier = f"CASE WHEN d.doc IN ({_WORDS}) THEN {PREFIX} "
-            args.append(match.prefix)
-            if match.every:
-                tier += f"WHEN d.doc IN ({_WORDS}) THEN {WORD} "
-                args.append(match.every)
-            tier += f"ELSE {FUZZY} END"
-            # Only the documents some condition finds are read: those bm25 scored, those whose names
-            # begin with the query, and those holding a query word inside a word.
-            found = ["SELECT doc FROM rel", _WORDS]
-            args.append(match.prefix)
-            for select, expr in ((_TRIGRAMS, match.inside), (_WORDS, match.starts)):
+            for select, tier, expr in ((_WORDS, WORD, match.every), (_TRIGRAMS, FUZZY, match.inside),
+                                       (_WORDS, FUZZY, match.starts)):
                 if expr:
-                    found.append(select)
+                    found.append(f"SELECT rowid, {tier}, 0.0 FROM ({select})")
                     args.append(expr)
-            sql += (f"SELECT d.tool_id, {tier} AS tier, round(COALESCE(rel.score, 0.0), {RELEVANCE_DIGITS}) "
-                    f"AS relevance, d.modified_at, d.call_count FROM ({' UNION '.join(found)}) AS f "
-                    "JOIN tool_search_docs d ON d.doc = f.doc LEFT JOIN rel ON rel.doc = d.doc")
+            sql = (f"SELECT d.tool_id, f.tier, CAST(round(f.score * {RELEVANCE_SCALE}) AS INTEGER) AS relevance, "
+                   "d.modified_at, d.call_count FROM (SELECT doc, min(tier) AS tier, max(score) AS score FROM "
+                   f"(SELECT NULL AS doc, NULL AS tier, NULL AS score WHERE 0 UNION ALL {' UNION ALL '.join(found)}) "
+                   "GROUP BY doc) AS f JOIN tool_search_docs d ON d.doc = f.doc")
         if not include_disabled:
             where.append("d.enabled")
         if toolset_ids is not None:
             where.append(f"d.toolset_id IN ({', '.join('?' * len(toolset_ids))})")
             args += toolset_ids
+        if tool_id is not None:
+            where.append("d.tool_id = ?")
+            args.append(tool_id)
         sql += f" WHERE {' AND '.join(where)}" if where else ""
         outer: list[Any] = []
         if after is not None:
             t, r, m, c, i = after
             outer = [t, t, r, r, m, m, c, c, i]
-        rows = await self.db.fetchall(
+        # The page comes back as one JSON array decoded in one go: a thousand rows handed over one
+        # by one cost milliseconds. (SQLite aggregates a sorted subquery in its order.)
+        row = await self.db.fetchone(
+            "SELECT json_group_array(json_array(tool_id, tier, relevance, modified_at, call_count)) FROM ("
             f"SELECT * FROM ({sql})" + (f" WHERE {_AFTER}" if after is not None else "")
             # (Without a query the tier is one constant: left out, the order is the recency index's.)
             + (" ORDER BY tier, relevance DESC, " if match is not None else " ORDER BY ")
-            + "modified_at DESC, call_count DESC, tool_id LIMIT ?",
+            + "modified_at DESC, call_count DESC, tool_id LIMIT ?)",
             (*args, *outer, limit))
-        return [HitRow(r[0], r[1], r[2], r[3], r[4]) for r in rows]
+        return _HITS.decode(row[0]) if row is not None else []
 
     async def vocabulary(self) -> Vocabulary:
         rows = await self.db.fetchall("SELECT term, doc FROM tool_search_vocab")

@@ -41,15 +41,17 @@ would you your yours yourself yourselves s t d ll m re ve y
 """.split())
 
 
-def fold(word: str) -> str:
-    """A word as the index holds it (unicode61 with remove_diacritics 2): case and accents folded."""
-    decomposed = unicodedata.normalize("NFKD", word)
+def fold(text: str) -> str:
+    """Text as the index holds its words (unicode61 with remove_diacritics 2): case and accents folded."""
+    if text.isascii():
+        return text.casefold()
+    decomposed = unicodedata.normalize("NFKD", text)
     return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
 
 
 def tokens(text: str) -> set[str]:
     """The words of an indexed text, folded."""
-    return {fold(w) for w in words_of(text)}
+    return set(words_of(fold(text)))
 
 
 def _max_edits(word: str) -> int:

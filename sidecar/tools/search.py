@@ -24,7 +24,7 @@ from ..api.search import SearchHit, SearchMatch, SearchTerm, SearchToolsParams, 
 from ..api.toolsets import Tool
 from ..paging import Pages
 from ..store import CATALOG, Database
-from ..store.tool_search import HitRow, Match, SearchDoc, ToolSearchRepo, match_of, words_of
+from ..store.tool_search import RELEVANCE_SCALE, HitRow, Match, SearchDoc, ToolSearchRepo, match_of, words_of
 from . import slugs
 from .catalog import BUILTIN
 from .query import Corrector, any_of, matched, tokens, understand, why
@@ -37,8 +37,12 @@ MATCHES: tuple[SearchMatch, ...] = ("prefix", "word", "fuzzy", "recent")  # by t
 
 # Where a page ended: the snapshot it was read from (0: none), then the hit's place in the ranking
 # (tier, relevance, modified_at, call_count, tool_id).
-Position = tuple[int, int, float, str, int, str]
-SNAPSHOTS = 8  # rankings kept for their next pages (each at most SNAPSHOT_ROWS hits: ~100 bytes a hit)
+Position = tuple[int, int, int, str, int, str]
+SNAPSHOTS = 8  # rankings kept for their next pages
+# A kept ranking holds the first SNAPSHOT_PAGES pages, at most SNAPSHOT_ROWS hits (~100 bytes a hit):
+# reading a whole ranking of 5,000 hits costs the first page several milliseconds, and people
+# rarely page far; pages past it go on by position.
+SNAPSHOT_PAGES = 4
 SNAPSHOT_ROWS = 10_000
 
 
@@ -110,7 +114,8 @@ class ToolSearch:
         self._views_version: int | None = None
         self.mcp_diffs = 0  # how often every MCP tool's view was made and diffed (what refreshing costs)
         self._corrector: tuple[int, Corrector] | None = None  # with the index generation it was read at
-        self._snapshots: OrderedDict[int, tuple[list[HitRow], dict[str, int]]] = OrderedDict()
+        # id -> (the first hits of a ranking, each one's place in it, whether that is all of it)
+        self._snapshots: OrderedDict[int, tuple[list[HitRow], dict[str, int], bool]] = OrderedDict()
         # Snapshot ids start anywhere, so a token from before a restart names none of this run's.
         self._snapshot_id = secrets.randbelow(1 << 40) + 1
 
@@ -161,7 +166,7 @@ class ToolSearch:
         return SearchToolsResult([
             SearchHit(t, MATCHES[rank[t.id].tier],
                       [SearchTerm(q, term) for q, term in matched(words, tokens(texts.get(t.id, "")), inside=True)],
-                      round(rank[t.id].relevance, 4))
+                      round(rank[t.id].relevance / RELEVANCE_SCALE, 4))
             for t in shown], token)
 
     async def _ranked(self, match: Match | None, include_disabled: bool, toolsets: list[str] | None,
@@ -174,16 +179,25 @@ class ToolSearch:
         than a page therefore keeps its whole ranking (a snapshot, the last SNAPSHOTS of them) and
         its next pages are read from it: neither repeated nor skipped whatever changed meanwhile
         (a hit since removed or switched off is left out). A token whose snapshot is gone (older,
-        or from before a restart) goes on from its position in the ranking as it is now."""
+        or from before a restart), or past its end, goes on after the last tool it showed, from
+        where that tool ranks now: exact while the catalog stays as it was."""
         if after is not None:
             snapshot, position = after[0], after[1:]
             kept = self._snapshots.get(snapshot)
             if kept is not None:
                 self._snapshots.move_to_end(snapshot)
-                rows, index = kept
+                rows, index, whole = kept
                 start = index.get(position[-1])
                 if start is not None:
-                    return rows[start + 1:start + 2 + size], snapshot
+                    chunk = rows[start + 1:start + 2 + size]
+                    if whole or len(chunk) > size:
+                        return chunk, snapshot
+            if match is not None:
+                # Go on after the last tool shown, from where it ranks now: tools that score alike
+                # (5,000 described the same) move alike, so none of them is repeated or skipped.
+                now = await self.repo.search(match, include_disabled=include_disabled, toolset_ids=toolsets,
+                                             after=None, limit=1, tool_id=position[-1])
+                position = now[0].position() if now else position
             rows = await self.repo.search(match, include_disabled=include_disabled, toolset_ids=toolsets,
                                           after=position, limit=size + 1)
             return rows, 0
@@ -191,12 +205,14 @@ class ToolSearch:
             rows = await self.repo.search(None, include_disabled=include_disabled, toolset_ids=toolsets,
                                           after=None, limit=size + 1)
             return rows, 0
+        kept = min(SNAPSHOT_ROWS, size * SNAPSHOT_PAGES)
         rows = await self.repo.search(match, include_disabled=include_disabled, toolset_ids=toolsets, after=None,
-                                      limit=SNAPSHOT_ROWS + 1)
-        if len(rows) <= size or len(rows) > SNAPSHOT_ROWS:
-            return rows[:size + 1], 0
+                                      limit=kept + 1)
+        if len(rows) <= size:
+            return rows, 0
         self._snapshot_id += 1
-        self._snapshots[self._snapshot_id] = (rows, {r.tool_id: i for i, r in enumerate(rows)})
+        self._snapshots[self._snapshot_id] = (rows[:kept], {r.tool_id: i for i, r in enumerate(rows[:kept])},
+                                              len(rows) <= kept)
         while len(self._snapshots) > SNAPSHOTS:
             self._snapshots.popitem(last=False)
         return rows[:size + 1], self._snapshot_id

@@ -21,6 +21,7 @@ pytestmark = pytest.mark.anyio
 
 RELISTS = Path(__file__).resolve().parents[1] / "fixtures" / "mcp" / "relists.py"
 ALIKE = "Fetch the latest report"
+OTHER = "Send the weekly invoice"
 
 
 async def page(services: Services, q: str, token: str | None = None, size: int = 500) -> tuple[list[str], str | None]:
@@ -39,36 +40,41 @@ async def every_page(services: Services, q: str, size: int = 500) -> list[str]:
 async def test_five_thousand_tools_described_alike_page_in_a_total_order(tmp_path: Path):
     async with built(tmp_path / "data") as (services, _):
         for k in range(10):  # (a manifest holds at most 50,000 values: ten toolsets of 500)
-            await install_into(services, tmp_path / "src", f"alike{k}", {f"tool_{i:03d}": ALIKE for i in range(500)})
-        whole = await every_page(services, "latest report")
-        assert len(whole) == len(set(whole)) == 5000
-        assert await every_page(services, "latest report", size=137) == whole  # any page size: the same order
+            await install_into(services, tmp_path / "src", f"alike{k}",
+                               {f"tool_{i:03d}": ALIKE if k < 2 else OTHER for i in range(500)})
+        invoices = await every_page(services, "weekly invoice")
+        assert len(invoices) == len(set(invoices)) == 4000
+        assert await every_page(services, "weekly invoice", size=137) == invoices  # any page size: the same order
+        whole = await every_page(services, "latest report", size=100)
+        assert len(whole) == len(set(whole)) == 1000
         assert (await every_page(services, "lates reprt"))[:5] == whole[:5]  # corrected: ranked the same
-        # A tool installed between pages moves every bm25 score: the next pages still go on from
-        # where the first ended (the ranking is kept for them), neither repeating nor skipping.
-        first, token = await page(services, "latest report", size=250)
+        # A tool installed between pages moves every bm25 score (a word's rarity changed): the next
+        # pages still go on from where the first ended, neither repeating nor skipping, both while
+        # the first pages' ranking is kept and past it.
+        first, token = await page(services, "latest report", size=100)
         await install_into(services, tmp_path / "late", "late", {"newest": ALIKE + " " + ALIKE})
         rest: list[str] = []
         while token is not None:
-            more, token = await page(services, "latest report", token, 250)
+            more, token = await page(services, "latest report", token, 100)
             rest += more
         assert first + rest == whole
         assert "late:newest" in await every_page(services, "latest report")
-        # A token whose kept ranking is gone (eight other long queries since) goes on by position.
+        # A token whose kept ranking is gone (eight other long queries since) goes on from its last tool.
         first, token = await page(services, "report", size=100)
         for n in range(9):
             await page(services, f"fetch latest {n}", size=10)
+        await install_into(services, tmp_path / "later", "later", {"newer": ALIKE})
         assert token is not None
         more, _ = await page(services, "report", token, 100)
-        now = await every_page(services, "report")
-        assert first + more == now[:200]
+        assert not set(first) & set(more) and len(more) == 100
         # Everything, by recency (the empty query): every tool once.
         everything = await every_page(services, "")
-        assert len(everything) == len(set(everything)) >= 5001
+        assert len(everything) == len(set(everything)) >= 5002
         # The lexical ranker over the same catalog: bounded by its limit, ties by id.
         ranked = await services.search.lexical("latest report", limit=20)
-        assert ranked[0].tool_id == "late:newest" and len(ranked) == 20
-        assert [r.tool_id for r in ranked[1:]] == sorted(r.tool_id for r in ranked[1:])
+        assert [r.tool_id for r in ranked[:2]] == ["late:newest", "later:newer"] and len(ranked) == 20  # (shorter)
+        assert len({r.score for r in ranked[2:]}) == 1
+        assert [r.tool_id for r in ranked[2:]] == sorted(r.tool_id for r in ranked[2:])
 
 
 HOSTILE = ['"', '""', "*", "report*", '"report', "NEAR(report latest)", "report NEAR latest", "-report",
