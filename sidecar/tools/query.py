@@ -1,8 +1,9 @@
 """What people type, understood against the words the tool catalog holds (tools/search and the
 lexical ranker): each word of a query stands for the index's words it most likely means.
 
-- A word the index has stands for itself.
-- A word it lacks stands for its nearest words in the index's vocabulary (fts5vocab): the fewest
+- A word stands for itself when the index has it, and for the index's words of the same stem
+  (Snowball's English stemmer, PyStemmer): "commits" finds commit and committed.
+- A word with neither stands for its nearest words in the index's vocabulary (fts5vocab): the fewest
   edits away (optimal string alignment, so a swap of two letters is one edit: "qoute" -> "quote"),
   at most one edit for four or five characters and two from six ("weathr" -> "weather", "stck" ->
   "stock"), or the words it begins ("calend" -> "calendar"). Rapidfuzz measures the distance; the
@@ -20,6 +21,7 @@ from __future__ import annotations
 import bisect
 import unicodedata
 from dataclasses import dataclass
+from typing import Any
 
 from ..store.tool_search import TRIGRAM, Vocabulary, quoted, words_of
 
@@ -27,6 +29,9 @@ from ..store.tool_search import TRIGRAM, Vocabulary, quoted, words_of
 # through the vocabulary).
 MAX_WORDS = 32
 CORRECTIONS = 3  # at most, per word: the commonest of the nearest
+FORMS = 4  # other forms of a word, at most (the commonest)
+_STEMMED = 4  # shorter words stand for themselves alone ("git" is no form of "gits")
+_FORMS_READ = 256  # words read beginning like a stem (a short stem starts many)
 _MEMO = 4096  # corrections remembered per vocabulary (the palette asks again at every keystroke)
 
 # Function words and the politeness around a request: they say nothing about which tool is meant.
@@ -69,18 +74,40 @@ class Corrector:
         for term in self.sorted:
             self._by_length.setdefault(len(term), []).append(term)
         self._memo: dict[str, tuple[str, ...]] = {}
+        self._stemmer: Any = None
 
     def nearest(self, word: str) -> tuple[str, ...]:
-        """The index's words ``word`` most likely means (itself when the index has it)."""
-        if word in self.docs:
-            return (word,)
+        """The index's words ``word`` most likely means: its forms the index holds (itself, and
+        the words of the same stem: "commits" -> commit, committed), else its nearest spellings."""
         found = self._memo.get(word)
         if found is None:
-            found = self._nearest(word)
+            found = self._forms(word) or self._nearest(word)
             if len(self._memo) >= _MEMO:
                 self._memo.clear()
             self._memo[word] = found
         return found
+
+    def _forms(self, word: str) -> tuple[str, ...]:
+        held = (word,) if word in self.docs else ()
+        if len(word) < _STEMMED or word.isdigit():
+            return held
+        stemmer = self._stemmer
+        if stemmer is None:
+            import Stemmer  # PyStemmer: the Snowball stemmers
+
+            stemmer = self._stemmer = Stemmer.Stemmer("english")
+        stem = stemmer.stemWord(word)
+        # The words sharing a stem begin with most of it ("studi": study, studies).
+        head = stem[:max(_STEMMED - 1, len(stem) - 1)]
+        start = bisect.bisect_left(self.sorted, head)
+        same: list[str] = []
+        for term in self.sorted[start:start + _FORMS_READ]:
+            if not term.startswith(head):
+                break
+            if term != word and stemmer.stemWord(term) == stem:
+                same.append(term)
+        same.sort(key=lambda t: -self.docs[t])
+        return held + tuple(same[:FORMS])
 
     def _nearest(self, word: str) -> tuple[str, ...]:
         edits = _max_edits(word)
@@ -114,7 +141,8 @@ class QueryWord:
 
     @property
     def corrected(self) -> bool:
-        return self.terms != (self.typed,)
+        """Found only as other words: another form, or a misspelling's nearest."""
+        return self.typed not in self.terms
 
 
 def understand(q: str, corrector: Corrector) -> list[QueryWord]:

@@ -78,3 +78,10 @@ async def test_tool_ids_limit_and_nothing_known(services: Services):
 async def test_disabled_tools_are_not_ranked(services: Services):
     await services.toolsets.set_enabled("git", False)
     assert "git:git_commit" not in await top(services, "commit")
+
+
+async def test_other_forms_of_a_word_count(services: Services):
+    ranked = await services.search.lexical("committed changes", limit=3)
+    assert ranked[0].tool_id == "git:git_commit" and "commit (from 'committed')" in ranked[0].why
+    ranked = await services.search.lexical("show the tree", limit=3)  # the index holds "shows"
+    assert ranked[0].tool_id == "git:git_status" and ranked[0].why == "words: shows (from 'show'), tree"
