@@ -98,8 +98,9 @@ def match_of(words: list[str], content: list[str] | None = None, terms: list[str
     content = content if content is not None else list(dict.fromkeys(w.casefold() for w in words))
     terms = terms if terms is not None else content
     long = [w for w in content if len(w) >= TRIGRAM]
-    # One letter starts too many words to say anything, unless it is all there is (a first keystroke).
-    short = [w for w in content if len(w) < TRIGRAM and (len(w) > 1 or not long)]
+    # One letter starts too many words to say anything (a first keystroke finds the names that begin
+    # with it: the prefix tier).
+    short = [w for w in content if 1 < len(w) < TRIGRAM]
     return Match(
         prefix="{slug tool_id name display} : ^ " + quoted(" ".join(words)) + " *",
         every=" AND ".join(quoted(w) for w in content) if content else None,
