@@ -19,6 +19,8 @@ lexical ranker): each word of a query stands for the index's words it most likel
 from __future__ import annotations
 
 import bisect
+import functools
+import re
 import unicodedata
 from dataclasses import dataclass
 from typing import Any
@@ -52,11 +54,6 @@ def fold(text: str) -> str:
         return text.casefold()
     decomposed = unicodedata.normalize("NFKD", text)
     return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
-
-
-def tokens(text: str) -> set[str]:
-    """The words of an indexed text, folded."""
-    return set(words_of(fold(text)))
 
 
 def _max_edits(word: str) -> int:
@@ -160,24 +157,50 @@ def any_of(words: list[QueryWord]) -> str | None:
     return " OR ".join(quoted(t) for t in terms) if terms else None
 
 
-def matched(words: list[QueryWord], held: set[str], *, inside: bool = False) -> list[tuple[str, str]]:
+class Text:
+    """A document's indexed text, folded, asked which words it holds (a look for each of the
+    query's few words: cheaper than cutting kilobytes of description into words)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = fold(text)
+
+    def holds(self, term: str) -> bool:
+        return term in self.text and _whole(term).search(self.text) is not None
+
+    def containing(self, part: str) -> str | None:
+        """Its first word holding ``part`` (one shorter than a trigram: at its start)."""
+        found = _inside(part, len(part) < TRIGRAM).search(self.text) if part in self.text else None
+        return found.group(0) if found is not None else None
+
+
+@functools.lru_cache(maxsize=1024)
+def _whole(term: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![^\W_]){re.escape(term)}(?![^\W_])")
+
+
+@functools.lru_cache(maxsize=1024)
+def _inside(part: str, at_start: bool) -> re.Pattern[str]:
+    return re.compile((r"(?<![^\W_])" if at_start else r"[^\W_]*") + re.escape(part) + r"[^\W_]*")
+
+
+def matched(words: list[QueryWord], text: Text, *, inside: bool = False) -> list[tuple[str, str]]:
     """Which query words a document holds, as (typed, term) pairs. ``inside``: a word it holds
     only inside one of its words counts too, as tools/search finds it ("arch" in "research"; a
     word shorter than a trigram at the start of one)."""
     pairs: list[tuple[str, str]] = []
     for w in words:
-        found = [t for t in w.terms if t in held]
-        if not found and inside:
-            found = sorted(t for t in held if (w.typed in t if len(w.typed) >= TRIGRAM else t.startswith(w.typed)))[:1]
+        found = [t for t in w.terms if text.holds(t)]
+        if not found and inside and (word := text.containing(w.typed)) is not None:
+            found = [word]
         pairs += [(w.typed, t) for t in found]
     return pairs
 
 
-def why(words: list[QueryWord], held: set[str]) -> str:
+def why(words: list[QueryWord], text: Text) -> str:
     """The words a document holds said for a user: "words: git, commit (from 'comit')"."""
     said: list[str] = []
     for w in words:
-        found = [t for t in w.terms if t in held]
+        found = [t for t in w.terms if text.holds(t)]
         if found:
             said.append(", ".join(found) + (f" (from '{w.typed}')" if w.corrected else ""))
     return ("words: " + ", ".join(said)) if said else "no word of the query"

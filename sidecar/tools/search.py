@@ -27,7 +27,7 @@ from ..store import CATALOG, Database
 from ..store.tool_search import RELEVANCE_SCALE, HitRow, Match, SearchDoc, ToolSearchRepo, match_of, words_of
 from . import slugs
 from .catalog import BUILTIN
-from .query import Corrector, any_of, matched, tokens, understand, why
+from .query import Corrector, Text, any_of, matched, understand, why
 from .ranking import Ranked
 
 if TYPE_CHECKING:
@@ -145,7 +145,7 @@ class ToolSearch:
         texts = await self.repo.texts([r.tool_id for r in rows])
         best = rows[0].score
         return [Ranked(r.tool_id, round(r.score / best, 4) if best > 0 else 1.0,
-                       why(words, tokens(texts.get(r.tool_id, "")))) for r in rows]
+                       why(words, Text(texts.get(r.tool_id, "")))) for r in rows]
 
     async def search(self, p: SearchToolsParams) -> SearchToolsResult:
         typed = words_of(p.q)
@@ -165,7 +165,7 @@ class ToolSearch:
                                        and (t.enabled or p.include_disabled)])
         return SearchToolsResult([
             SearchHit(t, MATCHES[rank[t.id].tier],
-                      [SearchTerm(q, term) for q, term in matched(words, tokens(texts.get(t.id, "")), inside=True)],
+                      [SearchTerm(q, term) for q, term in matched(words, Text(texts.get(t.id, "")), inside=True)],
                       round(rank[t.id].relevance / RELEVANCE_SCALE, 4))
             for t in shown], token)
 
