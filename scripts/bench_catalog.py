@@ -15,7 +15,8 @@ each) added with mcpServers/add. Then the real sidecar (``SidecarClient.spawn``)
 round runs the query mix (prefix, whole word, fuzzy, a short word, several words, empty, no hit)
 through ``tools/search`` and through the reference, a plain Python scan of the same tools (read
 once with ``tools/list``) that ranks them by the same rules in this process (no RPC hop: ``ping``
-is that floor). Both first pages are compared: they must hold the same tools in the same order.
+is that floor). The sidecar's first pages are checked against the rules (``agrees``: tiers, and
+which tools fall in the prefix, word and recent tiers; within a tier it ranks by relevance).
 Change -> searchable: ``tools/setOverride`` renames one tool (or ``toolsets/setEnabled`` turns
 a toolset of 50 off and on), then ``tools/search`` for the new name returns it; the time from
 sending the change to that answer (the index is brought up to date inside that search).
@@ -85,11 +86,31 @@ def docs_of(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
         name = t["id"].rsplit(":", 1)[-1]
         slug = t.get("slug") or re.sub(r"[^\w.-]|_", "-", name).strip("-")
         heads = [_words(f) for f in (slug, t["id"], name, t["name"], t.get("title") or "")]
-        fields = [slug, t["id"], name, t["name"], t.get("title") or "", t["description"], " ".join(t.get("tags", []))]
+        props = (t.get("inputSchema") or {}).get("properties") or {}
+        params = " ".join(f"{k} {v.get('title') or ''} {v.get('description') or ''}" if isinstance(v, dict) else k
+                          for k, v in props.items())
+        fields = [slug, t["id"], name, t["name"], t.get("title") or "", t["description"], " ".join(t.get("tags", [])),
+                  params]
         out.append({"id": t["id"], "enabled": t["enabled"], "heads": heads,
                     "tokens": {w for f in fields for w in _words(f)}, "text": [f.casefold() for f in fields],
                     "modified": t.get("modifiedAt") or "", "calls": t.get("callCount", 0)})
     return out
+
+
+def _tier(d: dict[str, Any], words: list[str]) -> int | None:
+    """A document's tier by seed 002's rules as the index applied them before it ranked by relevance
+    (fuzzy: every word inside some field); None: not found by them."""
+    if not words:
+        return 3
+    if any(len(h) >= len(words) and h[:len(words) - 1] == words[:-1] and h[len(words) - 1].startswith(words[-1])
+           for h in d["heads"]):
+        return 0
+    if all(w in d["tokens"] for w in words):
+        return 1
+    if all(any(w in f for f in d["text"]) if len(w) >= 3 else any(t.startswith(w) for t in d["tokens"])
+           for w in words):
+        return 2
+    return None
 
 
 def scan(docs: list[dict[str, Any]], q: str) -> list[tuple[str, str]]:
@@ -98,21 +119,31 @@ def scan(docs: list[dict[str, Any]], q: str) -> list[tuple[str, str]]:
     for d in docs:
         if not d["enabled"]:
             continue
-        if not words:
-            tier = 3
-        elif any(len(h) >= len(words) and h[:len(words) - 1] == words[:-1] and h[len(words) - 1].startswith(words[-1])
-                 for h in d["heads"]):
-            tier = 0
-        elif all(w in d["tokens"] for w in words):
-            tier = 1
-        elif all(any(w in f for f in d["text"]) if len(w) >= 3 else any(t.startswith(w) for t in d["tokens"])
-                 for w in words):
-            tier = 2
-        else:
-            continue
-        found.append((tier, d["modified"], d["calls"], d["id"]))
+        tier = _tier(d, words)
+        if tier is not None:
+            found.append((tier, d["modified"], d["calls"], d["id"]))
     found.sort(key=lambda r: (r[0], not r[1], _desc(r[1]), -r[2], r[3]))  # modifiedAt newest first, none last
     return [(r[3], ("prefix", "word", "fuzzy", "recent")[r[0]]) for r in found[:PAGE]]
+
+
+def agrees(got: list[tuple[str, str]], docs: list[dict[str, Any]], q: str) -> bool:
+    """The sidecar's first page against the rules: tiers in order; each prefix, word or recent hit in
+    that tier by the rules, and as many of them as the rules find (up to a page). Within a tier the
+    sidecar ranks by relevance (bm25) first, which the scan does not compute, and its fuzzy tier
+    holds more than the rules' (corrected words, some of the words only): a fuzzy hit must only not
+    be one the rules put in another tier."""
+    words = _words(q)
+    rank = {"prefix": 0, "word": 1, "fuzzy": 2, "recent": 3}
+    tiers = [rank[m] for _, m in got]
+    enabled = {d["id"]: d for d in docs if d["enabled"]}
+    exact = sum(1 for d in enabled.values() if _tier(d, words) in (0, 1, 3))
+    if tiers != sorted(tiers) or sum(1 for t in tiers if t != 2) != min(PAGE, exact):
+        return False
+    for tool_id, match in got:
+        tier = _tier(enabled[tool_id], words) if tool_id in enabled else -1
+        if (tier != rank[match]) if match != "fuzzy" else (tier not in (2, None)):
+            return False
+    return True
 
 
 def _desc(s: str) -> tuple[int, ...]:
@@ -154,7 +185,7 @@ async def run(servers: int, rounds: int, changes: int, tmp: Path) -> tuple[dict[
         disagree = []
         for q in QUERIES:
             got = [(h["tool"]["id"], h["match"]) for h in (await sc.request("tools/search", {"q": q}))["hits"]]
-            if got != scan(docs, q):
+            if not agrees(got, docs, q):
                 disagree.append(q)
         info["disagree"] = disagree
         for _ in range(rounds):
@@ -221,7 +252,7 @@ def main() -> int:
                  f"scan {max(times['scan after change']):.2f} ms", "<= 50 ms", max(c) <= 50)
     rows.add("first search after start (index built)", f"{info['first']:.1f} ms", "-", "-", None)
     rows.add("ping p50 (the RPC hop alone)", f"{pct(times['ping'], 50):.2f} ms", "-", "-", None)
-    rows.add("first pages equal to the scan's", f"{len(QUERIES) - len(info['disagree'])}/{len(QUERIES)}",
+    rows.add("first pages agreeing with the rules", f"{len(QUERIES) - len(info['disagree'])}/{len(QUERIES)}",
              ", ".join(repr(q) for q in info["disagree"]) or "-", "all", not info["disagree"])
     print_table(rows)
     print(misses_line(rows))
