@@ -1714,7 +1714,7 @@ export interface RelevantToolsResult {
   /** The most relevant tools, best first, only those above the relevance threshold (a cosine of 0.35 for meaning; for words, sharing a word with the text); empty when nothing fits. */
   tools: RelevantTool[];
   /** How they were ranked: fused (words and meaning) or lexical (words only, when the embedding model is unavailable: fallbackReason says why). */
-  ranking?: "fused" | "lexical";
+  ranking: "fused" | "lexical";
   /** Why the embedding model did not rank (ranking lexical); absent when it did. */
   fallbackReason?: string | null;
 }

@@ -43,7 +43,7 @@ class RelevantToolsResult(Model):
         "for meaning; for words, sharing a word with the text); empty when nothing fits."))]
     ranking: Annotated[Literal["fused", "lexical"], msgspec.Meta(description=(
         "How they were ranked: fused (words and meaning) or lexical (words only, when the embedding model "
-        "is unavailable: fallbackReason says why)."))] = "fused"
+        "is unavailable: fallbackReason says why)."))]
     fallback_reason: Annotated[str | None, msgspec.Meta(description=(
         "Why the embedding model did not rank (ranking lexical); absent when it did."))] = None
 
