@@ -202,7 +202,7 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     # The model loads on a thread a few seconds after start (or at the first ranking): initialize
     # never waits for it, and a missing or corrupt file only makes tools rank by words.
     model = EmbeddingModel.from_settings(settings.embedding_model, settings.embedding_tokenizer)
-    relevance = Relevance(db, catalog, model, getattr(search, "lexical", None))
+    relevance = Relevance(db, catalog, model, search.lexical)
     relevance.bind(tg)
     return Services(settings=settings, started_at=started_at, db=db, secrets=secrets, workspace=workspace, chats=chats,
                     providers=providers, mcp_servers=servers, catalog=catalog, tool_calls=tool_calls,

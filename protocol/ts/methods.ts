@@ -161,7 +161,7 @@ export interface ClientRequests {
   "toolsets/checkUpdate": { params: T.CheckUpdateParams; result: T.UpdateCheck };
   /** Download the bundle at a URL-installed toolset's sourceRef and install it in place of the installed one, with the same checks as toolsets/import; the overrides the user made, the config values its schema still has and the secrets stay. A bundle that is now another toolset (another id) is refused (InvalidBundle) and nothing changes. */
   "toolsets/upgrade": { params: T.UpgradeParams; result: T.UpgradeResult };
-  /** Search every provider's tools (built-in, Python, HTTP, and MCP tools while their server lists them) by slug, id, name, display name, description and tags; each hit says why it matched. Disabled tools only with includeDisabled. */
+  /** Search every provider's tools (built-in, Python, HTTP, and MCP tools while their server lists them) by slug, id, name, display name, description, tags and parameters, tolerating typos; each hit says why it matched. Disabled tools only with includeDisabled. */
   "tools/search": { params: T.SearchToolsParams; result: T.SearchToolsResult };
   /** Rank the tools for a text (seed 004 tool relevance): words shared with each tool's name, title, description, parameters and tags, fused with a local sentence-embedding model's similarity; the tools a turn would offer for that text, best first, each with a score and a reason. */
   "tools/relevant": { params: T.RelevantToolsParams; result: T.RelevantToolsResult };

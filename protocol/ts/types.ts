@@ -1675,7 +1675,7 @@ export interface UpgradeResult {
 }
 
 export interface SearchToolsParams {
-  /** What the user typed. Cut into words (runs of letters and digits; '_', '-', ':' and other marks separate them, and are never query syntax); empty, or without a letter or digit: every tool, most recently modified first. */
+  /** What the user typed. Cut into words (runs of letters and digits; '_', '-', ':' and other marks separate them, and are never query syntax); a misspelt word also finds the words of the catalog nearest to it, and common English words (the, me, what, on) weigh nothing beside the others; empty, or without a letter or digit: every tool, most recently modified first. */
   q: string;
   /** Also disabled tools (switched off, or their toolset disabled). */
   includeDisabled?: boolean;
@@ -1688,7 +1688,7 @@ export interface SearchToolsParams {
 }
 
 export interface SearchToolsResult {
-  /** Ranked: prefix, then word, then fuzzy hits; within each, the most recently modified first (modifiedAt), then the most called (callCount), then by id. */
+  /** Ranked: prefix, then word, then fuzzy hits; within each, the most relevant first (score), then the most recently modified (modifiedAt), then the most called (callCount), then by id. */
   hits: SearchHit[];
   /** Pass it as pageToken for the next page; absent on the last page. */
   nextPageToken?: string | null;
@@ -1697,8 +1697,19 @@ export interface SearchToolsResult {
 export interface SearchHit {
   /** The tool as tools/list shows it. */
   tool: Tool;
-  /** Why it matched, best first: prefix (its slug, id, name or display name begins with the query, the last word possibly unfinished), word (every query word is a whole word of its slug, id, name, display name, description or tags), fuzzy (every query word is found inside them: three or more characters anywhere, shorter ones at the start of a word), recent (an empty query). */
+  /** Why it matched, best first: prefix (its slug, id, name or display name begins with the query, the last word possibly unfinished), word (every query word that counts, common English words aside, is a whole word of its slug, id, name, display name, description, tags or parameters), fuzzy (found otherwise: by some of the query's words only, by a misspelt word's correction, or inside a word: three or more characters anywhere, shorter ones at the start of a word), recent (an empty query). */
   match: "fuzzy" | "prefix" | "recent" | "word";
+  /** Which query words it holds and as which of its words; empty for recent, or when only the query's common words matched. */
+  matched?: SearchTerm[];
+  /** Relevance within its tier (bm25 over the query's words and their corrections: names weigh most, then title, tags, description, parameters; rare words more than common ones); higher is better, comparable within one query only; 0 for recent, or a hit found inside a word only. */
+  score?: number;
+}
+
+export interface SearchTerm {
+  /** A word of the query, case and accents folded. */
+  query: string;
+  /** The word of the tool it matched: the same word, the word it was corrected to (query 'weathr', term 'weather'), or the word it was found inside (query 'arch', term 'search'). */
+  term: string;
 }
 
 export interface RelevantToolsParams {

@@ -1,4 +1,4 @@
-"""The cached sentence embeddings of tools' text (``tool_embeddings``, migration 0016): vectors as
+"""The cached sentence embeddings of tools' text (``tool_embeddings``, migration 0017): vectors as
 float32 blobs, by model and text digest."""
 
 from __future__ import annotations

@@ -2,16 +2,20 @@
 becomes FTS5 match expressions, and the ranked, keyset-paged read.
 
 Tiers (seed 002: prefix > whole word > fuzzy > recency):
-  0 prefix - the slug, id, name or display name begins with the query, word by word, the last
-             word possibly unfinished ("web sea" -> "web-search");
-  1 word   - every query word is a whole word of some field (slug, id, name, display name,
-             description, tags), in any order;
-  2 fuzzy  - every query word is found inside some field: a word of three or more characters
-             anywhere (the trigram table), a shorter one at the start of a word (a trigram index
-             cannot see fewer than three characters);
+  0 prefix - the slug, id, name or display name begins with the query as typed, word by word, the
+             last word possibly unfinished ("web sea" -> "web-search");
+  1 word   - every word of the query that counts (common English words left out) is, as typed, a
+             whole word of some field (slug, id, name, display name, description, tags,
+             parameters), in any order;
+  2 fuzzy  - found otherwise: by some of the query's words only, by a typo's correction (the
+             terms tools/query.py gives), or by a word inside a word (three or more characters
+             anywhere: the trigram table; a shorter one at the start of a word);
   3 recent - an empty query (or one without a letter or digit): every tool.
-Within a tier: most recently modified first, then most called, then by id (a total order, so
-keyset pages neither repeat nor skip).
+Within a tier: the most relevant first (bm25 over the query's terms and their corrections, fields
+weighted by WEIGHTS; a hit found only inside a word has none), then the most recently modified,
+then the most called, then by id: a total order, so keyset pages neither repeat nor skip. Relevance
+leads because within the fuzzy tier it is what tells "the commit tool" from "a tool that mentions
+show"; recency and usage order what relevance cannot tell apart (5,000 tools described alike).
 
 The user's text never reaches FTS5 as syntax: it is cut into words (runs of letters and digits)
 and each word is a double-quoted string, so ``*``, ``"``, ``NEAR``, ``-`` or ``:`` are text.
@@ -46,14 +50,22 @@ class SearchDoc(msgspec.Struct, frozen=True, kw_only=True):
     display: str
     description: str
     tags: str
+    params: str = ""  # its inputSchema's property names and descriptions
+
+
 class HitRow(msgspec.Struct, frozen=True):
     tool_id: str
     tier: int
+    relevance: float  # bm25's, negated and rounded (0: found inside a word only)
     modified_at: str
     call_count: int
 
-    def position(self) -> tuple[int, str, int, str]:
-        return (self.tier, self.modified_at, self.call_count, self.tool_id)
+    def position(self) -> Position:
+        return (self.tier, self.relevance, self.modified_at, self.call_count, self.tool_id)
+
+
+# Where a page ended: (tier, relevance, modified_at, call_count, tool_id).
+Position = tuple[int, float, str, int, str]
 
 
 def words_of(q: str) -> list[str]:
@@ -61,54 +73,86 @@ def words_of(q: str) -> list[str]:
     return _WORD.findall(unicodedata.normalize("NFKC", q))
 
 
-def _quoted(word: str) -> str:
+def quoted(word: str) -> str:
+    """A word as an FTS5 string: never syntax, whatever it holds."""
     return '"' + word.replace('"', '""') + '"'
 
 
 class Match(msgspec.Struct, frozen=True):
-    """The FTS5 expressions of one query (None: the tier's condition does not apply)."""
+    """The FTS5 expressions of one query (None: the condition does not apply)."""
 
-    prefix: str
-    word: str
-    fuzzy_trigrams: str | None
-    fuzzy_words: str | None
+    prefix: str  # tier 0: the names begin with the words as typed
+    every: str | None  # tier 1: every word, as typed, is a whole word
+    terms: str | None  # relevance (bm25), and tier 2: any word the query stands for, corrections included
+    inside: str | None  # tier 2: a word of three or more characters inside a word (trigrams)
+    starts: str | None  # tier 2: a shorter word at the start of a word
 
 
-def match_of(words: list[str]) -> Match | None:
-    """None for a query without words (the recency tier)."""
+def match_of(words: list[str], content: list[str] | None = None, terms: list[str] | None = None) -> Match | None:
+    """``words``: the query's words as typed (None for none: the recency tier). ``content``: those
+    that count for the word and fuzzy tiers (common words left out; default: all, folded);
+    ``terms``: the index's words they stand for, typo corrections included (default: ``content``)."""
     if not words:
         return None
-    distinct = list(dict.fromkeys(w.casefold() for w in words))
-    long = [w for w in distinct if len(w) >= TRIGRAM]
-    short = [w for w in distinct if len(w) < TRIGRAM]
+    content = content if content is not None else list(dict.fromkeys(w.casefold() for w in words))
+    terms = terms if terms is not None else content
+    long = [w for w in content if len(w) >= TRIGRAM]
+    # One letter starts too many words to say anything, unless it is all there is (a first keystroke).
+    short = [w for w in content if len(w) < TRIGRAM and (len(w) > 1 or not long)]
     return Match(
-        prefix="{slug tool_id name display} : ^ " + _quoted(" ".join(words)) + " *",
-        word=" AND ".join(_quoted(w) for w in distinct),
-        fuzzy_trigrams=" AND ".join(_quoted(w) for w in long) if long else None,
-        fuzzy_words=" AND ".join(_quoted(w) + " *" for w in short) if short else None,
+        prefix="{slug tool_id name display} : ^ " + quoted(" ".join(words)) + " *",
+        every=" AND ".join(quoted(w) for w in content) if content else None,
+        terms=" OR ".join(quoted(t) for t in dict.fromkeys(terms)) if terms else None,
+        inside=" OR ".join(quoted(w) for w in long) if long else None,
+        starts=" OR ".join(quoted(w) + " *" for w in short) if short else None,
     )
 
 
-_IN_WORDS = "d.doc IN (SELECT rowid FROM tool_search_words WHERE tool_search_words MATCH ?)"
-_IN_TRIGRAMS = "d.doc IN (SELECT rowid FROM tool_search_trigrams WHERE tool_search_trigrams MATCH ?)"
-_AFTER = ("(tier > ? OR (tier = ? AND (modified_at < ? OR (modified_at = ? AND (call_count < ? OR "
-          "(call_count = ? AND tool_id > ?))))))")
+_WORDS = "SELECT rowid FROM tool_search_words WHERE tool_search_words MATCH ?"
+_TRIGRAMS = "SELECT rowid FROM tool_search_trigrams WHERE tool_search_trigrams MATCH ?"
+_AFTER = ("(tier > ? OR (tier = ? AND (relevance < ? OR (relevance = ? AND (modified_at < ? OR (modified_at = ? "
+          "AND (call_count < ? OR (call_count = ? AND tool_id > ?))))))))")
+RELEVANCE_DIGITS = 6  # relevance is rounded so that equal documents tie exactly, and a token says it in full
 
 
 _INDEXED = """
 SELECT d.tool_id, d.toolset_id, d.enabled, d.modified_at, w.slug, w.name, d.display, d.description,
-       d.tags
+       d.tags, d.params
 FROM tool_search_docs d JOIN tool_search_words w ON w.rowid = d.doc
 """
+
+
 def _doc(r: Any) -> SearchDoc:
     return SearchDoc(tool_id=r["tool_id"], toolset_id=r["toolset_id"], enabled=bool(r["enabled"]),
                      modified_at=r["modified_at"], slug=r["slug"], name=r["name"],
-                     display=r["display"], description=r["description"], tags=r["tags"])
+                     display=r["display"], description=r["description"], tags=r["tags"], params=r["params"])
+
+
+# bm25() column weights, in the tables' column order (slug, tool_id, name, display, description,
+# tags, params): what a tool is called counts most, then its title, its tags, what it says it does,
+# and least what it takes. tool_id holds the toolset's id too (a server's name: "github").
+WEIGHTS = (6.0, 3.0, 6.0, 4.0, 2.0, 3.0, 1.0)
+_BM25 = f"bm25(tool_search_words, {', '.join(map(str, WEIGHTS))})"
+
+
+class Vocabulary(msgspec.Struct, frozen=True):
+    """Every word of the index with the number of documents holding it, and how many there are."""
+
+    docs: dict[str, int]
+    total: int
+
+
+class Scored(msgspec.Struct, frozen=True):
+    tool_id: str
+    score: float  # bm25's, negated: higher is more relevant
 
 
 class ToolSearchRepo:
     def __init__(self, db: Database) -> None:
         self.db = db
+        # Moves on every sync that changed a document: what is derived from the index (its
+        # vocabulary) is kept until it moves.
+        self.generation = 0
 
     async def dirty(self) -> list[tuple[str, int]]:
         """The stored tools changed since they were last indexed, with their mark's ``seq`` (triggers
@@ -128,6 +172,8 @@ class ToolSearchRepo:
         """One transaction: ``reindex`` (new or changed) indexed as given, ``gone`` dropped, and the
         marks ``done`` (stored tools) and ``mcp_done`` (toolsets' MCP tools) cleared unless a write
         marked them again meanwhile (its ``seq`` moved)."""
+        if reindex or gone:
+            self.generation += 1
         async with self.db.write() as w:
             drop = [(t,) for t in (*gone, *(d.tool_id for d in reindex))]
             for table in ("tool_search_words", "tool_search_trigrams"):
@@ -137,48 +183,98 @@ class ToolSearchRepo:
             # Usage comes from tool_usage, here and by its triggers after (migration 0012).
             await w.executemany(
                 "INSERT INTO tool_search_docs (tool_id, toolset_id, enabled, modified_at, call_count, display, "
-                "description, tags) VALUES (?1, ?2, ?3, ?4, COALESCE((SELECT call_count FROM tool_usage "
-                "WHERE tool_id = ?1), 0), ?5, ?6, ?7) ON CONFLICT (tool_id) DO UPDATE SET "
+                "description, tags, params) VALUES (?1, ?2, ?3, ?4, COALESCE((SELECT call_count FROM tool_usage "
+                "WHERE tool_id = ?1), 0), ?5, ?6, ?7, ?8) ON CONFLICT (tool_id) DO UPDATE SET "
                 "toolset_id = excluded.toolset_id, enabled = excluded.enabled, modified_at = excluded.modified_at, "
                 "call_count = excluded.call_count, display = excluded.display, description = excluded.description, "
-                "tags = excluded.tags",
-                [(d.tool_id, d.toolset_id, int(d.enabled), d.modified_at, d.display, d.description, d.tags)
-                 for d in reindex])
+                "tags = excluded.tags, params = excluded.params",
+                [(d.tool_id, d.toolset_id, int(d.enabled), d.modified_at, d.display, d.description, d.tags,
+                  d.params) for d in reindex])
             for table in ("tool_search_words", "tool_search_trigrams"):
                 await w.executemany(
-                    f"INSERT INTO {table} (rowid, slug, tool_id, name, display, description, tags) "
-                    "SELECT doc, ?, ?, ?, ?, ?, ? FROM tool_search_docs WHERE tool_id = ?",
-                    [(d.slug, d.tool_id, d.name, d.display, d.description, d.tags, d.tool_id) for d in reindex])
+                    f"INSERT INTO {table} (rowid, slug, tool_id, name, display, description, tags, params) "
+                    "SELECT doc, ?, ?, ?, ?, ?, ?, ? FROM tool_search_docs WHERE tool_id = ?",
+                    [(d.slug, d.tool_id, d.name, d.display, d.description, d.tags, d.params, d.tool_id)
+                     for d in reindex])
             await w.executemany("DELETE FROM tool_search_dirty WHERE tool_id = ? AND seq = ?", done)
             await w.executemany("DELETE FROM tool_search_mcp_dirty WHERE toolset_id = ? AND seq = ?", mcp_done)
 
     async def search(self, match: Match | None, *, include_disabled: bool, toolset_ids: list[str] | None,
-                     after: tuple[int, str, int, str] | None, limit: int) -> list[HitRow]:
-        """Up to ``limit`` hits in rank order, starting after the position ``after``."""
+                     after: Position | None, limit: int) -> list[HitRow]:
+        """Up to ``limit`` hits in rank order (tier, relevance, recency, usage, id), starting after
+        the position ``after``."""
         where: list[str] = []
-        args: list[Any] = []
+        args: list[Any] = []  # in the order their ? appear
         if match is None:
-            tier = str(RECENT)
+            sql = ("SELECT d.tool_id, 3 AS tier, 0.0 AS relevance, d.modified_at, d.call_count "
+                   "FROM tool_search_docs d")
         else:
-            tier = f"CASE WHEN {_IN_WORDS} THEN {PREFIX} WHEN {_IN_WORDS} THEN {WORD} ELSE {FUZZY} END"
-            args += [match.prefix, match.word]
-            fuzzy = [c for c, e in ((_IN_TRIGRAMS, match.fuzzy_trigrams), (_IN_WORDS, match.fuzzy_words)) if e]
-            where.append(f"({_IN_WORDS} OR {_IN_WORDS} OR ({' AND '.join(fuzzy)}))")
-            args += [match.prefix, match.word, *(e for e in (match.fuzzy_trigrams, match.fuzzy_words) if e)]
+            # bm25 over the query's terms, once per document holding one (MATERIALIZED: not again
+            # per look-up).
+            if match.terms is not None:
+                sql = (f"WITH rel(doc, score) AS MATERIALIZED (SELECT rowid, -{_BM25} FROM tool_search_words "
+                       "WHERE tool_search_words MATCH ?) ")
+                args.append(match.terms)
+            else:
+                sql = "WITH rel(doc, score) AS (SELECT NULL, 0.0 WHERE 0) "
+            tier = f"CASE WHEN d.doc IN ({_WORDS}) THEN {PREFIX} "
+            args.append(match.prefix)
+            if match.every:
+                tier += f"WHEN d.doc IN ({_WORDS}) THEN {WORD} "
+                args.append(match.every)
+            tier += f"ELSE {FUZZY} END"
+            # Only the documents some condition finds are read: those bm25 scored, those whose names
+            # begin with the query, and those holding a query word inside a word.
+            found = ["SELECT doc FROM rel", _WORDS]
+            args.append(match.prefix)
+            for select, expr in ((_TRIGRAMS, match.inside), (_WORDS, match.starts)):
+                if expr:
+                    found.append(select)
+                    args.append(expr)
+            sql += (f"SELECT d.tool_id, {tier} AS tier, round(COALESCE(rel.score, 0.0), {RELEVANCE_DIGITS}) "
+                    f"AS relevance, d.modified_at, d.call_count FROM ({' UNION '.join(found)}) AS f "
+                    "JOIN tool_search_docs d ON d.doc = f.doc LEFT JOIN rel ON rel.doc = d.doc")
         if not include_disabled:
             where.append("d.enabled")
         if toolset_ids is not None:
             where.append(f"d.toolset_id IN ({', '.join('?' * len(toolset_ids))})")
             args += toolset_ids
-        sql = (f"SELECT d.tool_id, {tier} AS tier, d.modified_at, d.call_count FROM tool_search_docs d"
-               + (f" WHERE {' AND '.join(where)}" if where else ""))
+        sql += f" WHERE {' AND '.join(where)}" if where else ""
         outer: list[Any] = []
         if after is not None:
-            t, m, c, i = after
-            outer = [t, t, m, m, c, c, i]
+            t, r, m, c, i = after
+            outer = [t, t, r, r, m, m, c, c, i]
         rows = await self.db.fetchall(
             f"SELECT * FROM ({sql})" + (f" WHERE {_AFTER}" if after is not None else "")
             # (Without a query the tier is one constant: left out, the order is the recency index's.)
-            + f" ORDER BY {'tier, ' if match is not None else ''}modified_at DESC, call_count DESC, tool_id LIMIT ?",
+            + (" ORDER BY tier, relevance DESC, " if match is not None else " ORDER BY ")
+            + "modified_at DESC, call_count DESC, tool_id LIMIT ?",
             (*args, *outer, limit))
-        return [HitRow(r["tool_id"], r["tier"], r["modified_at"], r["call_count"]) for r in rows]
+        return [HitRow(r[0], r[1], r[2], r[3], r[4]) for r in rows]
+
+    async def vocabulary(self) -> Vocabulary:
+        rows = await self.db.fetchall("SELECT term, doc FROM tool_search_vocab")
+        total = await self.db.fetchone("SELECT count(*) FROM tool_search_docs")
+        return Vocabulary({r[0]: r[1] for r in rows}, total[0] if total is not None else 0)
+
+    async def lexical(self, match: str, *, tool_ids: list[str] | None, limit: int) -> list[Scored]:
+        """The enabled tools ``match`` (an FTS5 expression of quoted terms) finds, best bm25 first
+        (ties by id: a total order), at most ``limit``. ``tool_ids``: only these."""
+        where = "tool_search_words MATCH ? AND d.enabled"
+        args: list[Any] = [match]
+        if tool_ids is not None:
+            where += " AND d.tool_id IN (SELECT value FROM json_each(?))"
+            args.append(msgspec.json.encode(tool_ids).decode())
+        rows = await self.db.fetchall(
+            f"SELECT d.tool_id, -{_BM25} AS score FROM tool_search_words JOIN tool_search_docs d "
+            f"ON d.doc = tool_search_words.rowid WHERE {where} ORDER BY score DESC, d.tool_id LIMIT ?",
+            (*args, limit))
+        return [Scored(r[0], r[1]) for r in rows]
+
+    async def texts(self, tool_ids: list[str]) -> dict[str, str]:
+        """The indexed text of these tools, every field in one (to tell which words each holds)."""
+        rows = await self.db.fetchall(
+            "SELECT d.tool_id, w.slug, w.tool_id, w.name, w.display, w.description, w.tags, w.params "
+            "FROM tool_search_docs d JOIN tool_search_words w ON w.rowid = d.doc "
+            "WHERE d.tool_id IN (SELECT value FROM json_each(?))", (msgspec.json.encode(tool_ids).decode(),))
+        return {r[0]: " ".join(r[1:]) for r in rows}

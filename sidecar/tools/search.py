@@ -13,34 +13,74 @@ follows tool_usage by triggers too. No writer has to remember to tell the index.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import secrets
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ..api.search import SearchHit, SearchMatch, SearchToolsParams, SearchToolsResult
+from ..api.search import SearchHit, SearchMatch, SearchTerm, SearchToolsParams, SearchToolsResult
 from ..api.toolsets import Tool
 from ..paging import Pages
 from ..store import CATALOG, Database
-from ..store.tool_search import SearchDoc, ToolSearchRepo, match_of, words_of
+from ..store.tool_search import HitRow, Match, SearchDoc, ToolSearchRepo, match_of, words_of
 from . import slugs
 from .catalog import BUILTIN
+from .query import Corrector, any_of, matched, tokens, understand, why
+from .ranking import Ranked
 
 if TYPE_CHECKING:
     from .catalog import Catalog
 
 MATCHES: tuple[SearchMatch, ...] = ("prefix", "word", "fuzzy", "recent")  # by tier
 
-Position = tuple[int, str, int, str]
+# Where a page ended: the snapshot it was read from (0: none), then the hit's place in the ranking
+# (tier, relevance, modified_at, call_count, tool_id).
+Position = tuple[int, int, float, str, int, str]
+SNAPSHOTS = 8  # rankings kept for their next pages (each at most SNAPSHOT_ROWS hits: ~100 bytes a hit)
+SNAPSHOT_ROWS = 10_000
+
+
+# What is indexed of each field, at most (characters). A tool's text is written by whoever made
+# the tool, an MCP server included: a 1 MB description would cost a megabyte of index, of diffing
+# and of bm25 length for every search, and what decides whether a tool is the one meant is said in
+# its first paragraphs. Names and titles are short in any honest tool.
+NAME_CAP = 256
+TEXT_CAP = 4096  # description, tags, parameters
+PARAMS = 64  # parameters described, at most
+
+
+def _capped(text: str, cap: int) -> str:
+    return text if len(text) <= cap else text[:cap]
+
+
+def params_text(schema: dict[str, Any] | None) -> str:
+    """The names and descriptions of an inputSchema's properties (top level: what a caller says)."""
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(props, dict):
+        return ""
+    parts: list[str] = []
+    for name, prop in list(props.items())[:PARAMS]:
+        parts.append(str(name))
+        if isinstance(prop, dict):
+            for key in ("title", "description"):
+                value = prop.get(key)
+                if isinstance(value, str):
+                    parts.append(value[:TEXT_CAP])
+    return _capped(" ".join(parts), TEXT_CAP)
 
 
 def doc_of(tool: Tool) -> SearchDoc:
-    """A tool's document, from its view as tools/list shows it (overrides and patterns applied)."""
+    """A tool's document, from its view as tools/list shows it (overrides and patterns applied),
+    each field capped (NAME_CAP, TEXT_CAP)."""
     name = tool.id.rsplit(":", 1)[-1]  # (the whole id of a built-in)
     display = tool.name if not tool.title or tool.title == tool.name else f"{tool.name} {tool.title}"
     return SearchDoc(tool_id=tool.id, toolset_id=tool.toolset_id or BUILTIN, enabled=tool.enabled,
-                     modified_at=tool.modified_at or "", slug=tool.slug or slugs.derive(name),
-                     name=name, display=display, description=tool.description, tags=" ".join(tool.tags))
+                     modified_at=tool.modified_at or "", slug=_capped(tool.slug or slugs.derive(name), NAME_CAP),
+                     name=_capped(name, NAME_CAP), display=_capped(display, NAME_CAP),
+                     description=_capped(tool.description, TEXT_CAP),
+                     tags=_capped(" ".join(tool.tags), TEXT_CAP), params=params_text(tool.input_schema))
 
 
 Listings = list[tuple[str, Any]]
@@ -48,8 +88,11 @@ WithUsage = Callable[[list[Tool]], Awaitable[list[Tool]]]
 
 
 def _same(a: Listings, b: Listings) -> bool:
-    # Identity, not equality: a server's list object is replaced whenever its tools are listed again.
-    return len(a) == len(b) and all(ka == kb and la is lb for (ka, la), (kb, lb) in zip(a, b, strict=True))
+    # Identity first: a server's list object is replaced whenever its tools are listed again. A new
+    # list equal to the last one (a server listing the same tools again, even 100 times a second)
+    # costs one comparison of that server's tools: no views made, no diff, no write.
+    return len(a) == len(b) and all(ka == kb and (la is lb or la == lb)
+                                    for (ka, la), (kb, lb) in zip(a, b, strict=True))
 
 
 class ToolSearch:
@@ -65,21 +108,98 @@ class ToolSearch:
         self._mcp: dict[str, Tool] = {}  # their views, to answer with
         self._stored: dict[str, Tool] = {}  # stored tools' views read for hits, while the catalog stays
         self._views_version: int | None = None
+        self.mcp_diffs = 0  # how often every MCP tool's view was made and diffed (what refreshing costs)
+        self._corrector: tuple[int, Corrector] | None = None  # with the index generation it was read at
+        self._snapshots: OrderedDict[int, tuple[list[HitRow], dict[str, int]]] = OrderedDict()
+        # Snapshot ids start anywhere, so a token from before a restart names none of this run's.
+        self._snapshot_id = secrets.randbelow(1 << 40) + 1
+
+    async def corrector(self) -> Corrector:
+        """The index's vocabulary, read again only after the index changed."""
+        generation = self.repo.generation
+        if self._corrector is None or self._corrector[0] != generation:
+            self._corrector = (generation, Corrector(await self.repo.vocabulary()))
+        return self._corrector[1]
+
+    async def lexical(self, text: str, *, limit: int, tool_ids: Collection[str] | None = None) -> list[Ranked]:
+        """The Ranker's lexical mode (tools/ranking.py): bm25 over every enabled tool of every
+        provider (name and slug weigh most, then title, tags, description, parameters), the text's
+        words corrected against the index's vocabulary, common words left out (tools/query.py).
+        Scores are bm25's divided by the best one's: the first is 1."""
+        if limit <= 0 or (tool_ids is not None and not tool_ids):
+            return []
+        await self.refresh()
+        words = understand(text, await self.corrector())
+        match = any_of(words)
+        if match is None:
+            return []
+        rows = await self.repo.lexical(match, tool_ids=sorted(set(tool_ids)) if tool_ids is not None else None,
+                                       limit=limit)
+        if not rows:
+            return []
+        texts = await self.repo.texts([r.tool_id for r in rows])
+        best = rows[0].score
+        return [Ranked(r.tool_id, round(r.score / best, 4) if best > 0 else 1.0,
+                       why(words, tokens(texts.get(r.tool_id, "")))) for r in rows]
 
     async def search(self, p: SearchToolsParams) -> SearchToolsResult:
-        words = words_of(p.q)
+        typed = words_of(p.q)
         toolsets = sorted(set(p.toolset_ids)) if p.toolset_ids is not None else None
-        pages = Pages("tools/search", {"q": [w.casefold() for w in words], "includeDisabled": p.include_disabled,
+        pages = Pages("tools/search", {"q": [w.casefold() for w in typed], "includeDisabled": p.include_disabled,
                                        "toolsetIds": toolsets}, Position)
         after = pages.after(p.page_token)
         await self.refresh()
-        rows = await self.repo.search(match_of(words), include_disabled=p.include_disabled, toolset_ids=toolsets,
-                                      after=after, limit=p.page_size + 1)
-        page, token = pages.page(rows, p.page_size, lambda r: r.position())
+        words = understand(p.q, await self.corrector()) if typed else []
+        match = match_of(typed, [w.typed for w in words], [t for w in words for t in w.terms]) if typed else None
+        rows, snapshot = await self._ranked(match, p.include_disabled, toolsets, after, p.page_size)
+        page, token = pages.page(rows, p.page_size, lambda r: (snapshot, *r.position()))
         tools = await self._views([r.tool_id for r in page])
-        why: dict[str, SearchMatch] = {r.tool_id: MATCHES[r.tier] for r in page}
-        shown = await self.with_usage([tools[r.tool_id] for r in page if r.tool_id in tools])
-        return SearchToolsResult([SearchHit(t, why[t.id]) for t in shown], token)
+        texts = await self.repo.texts([r.tool_id for r in page]) if words else {}
+        rank = {r.tool_id: r for r in page}
+        shown = await self.with_usage([t for r in page if (t := tools.get(r.tool_id)) is not None
+                                       and (t.enabled or p.include_disabled)])
+        return SearchToolsResult([
+            SearchHit(t, MATCHES[rank[t.id].tier],
+                      [SearchTerm(q, term) for q, term in matched(words, tokens(texts.get(t.id, "")), inside=True)],
+                      round(rank[t.id].relevance, 4))
+            for t in shown], token)
+
+    async def _ranked(self, match: Match | None, include_disabled: bool, toolsets: list[str] | None,
+                      after: Position | None, size: int) -> tuple[list[HitRow], int]:
+        """Up to ``size + 1`` hits from ``after`` on, and the snapshot they were read from (0: none).
+
+        Relevance depends on the whole catalog (bm25's rarity of a word, its average length), so a
+        tool installed between two pages moves every score a little, and a position taken on the
+        first page would no longer fall between the same two tools. A query whose hits fill more
+        than a page therefore keeps its whole ranking (a snapshot, the last SNAPSHOTS of them) and
+        its next pages are read from it: neither repeated nor skipped whatever changed meanwhile
+        (a hit since removed or switched off is left out). A token whose snapshot is gone (older,
+        or from before a restart) goes on from its position in the ranking as it is now."""
+        if after is not None:
+            snapshot, position = after[0], after[1:]
+            kept = self._snapshots.get(snapshot)
+            if kept is not None:
+                self._snapshots.move_to_end(snapshot)
+                rows, index = kept
+                start = index.get(position[-1])
+                if start is not None:
+                    return rows[start + 1:start + 2 + size], snapshot
+            rows = await self.repo.search(match, include_disabled=include_disabled, toolset_ids=toolsets,
+                                          after=position, limit=size + 1)
+            return rows, 0
+        if match is None:  # the recency index's order holds still: positions are enough
+            rows = await self.repo.search(None, include_disabled=include_disabled, toolset_ids=toolsets,
+                                          after=None, limit=size + 1)
+            return rows, 0
+        rows = await self.repo.search(match, include_disabled=include_disabled, toolset_ids=toolsets, after=None,
+                                      limit=SNAPSHOT_ROWS + 1)
+        if len(rows) <= size or len(rows) > SNAPSHOT_ROWS:
+            return rows[:size + 1], 0
+        self._snapshot_id += 1
+        self._snapshots[self._snapshot_id] = (rows, {r.tool_id: i for i, r in enumerate(rows)})
+        while len(self._snapshots) > SNAPSHOTS:
+            self._snapshots.popitem(last=False)
+        return rows[:size + 1], self._snapshot_id
 
     async def _views(self, tool_ids: list[str]) -> dict[str, Tool]:
         """The hits' tools as tools/list shows them. A stored tool's view is kept until the catalog
@@ -96,8 +216,13 @@ class ToolSearch:
 
     def _mcp_current(self) -> bool:
         version = self.db.version(CATALOG)
-        return version is not None and version == self._version and _same(self.catalog.host.listings(),
-                                                                           self._listings)
+        if version is None or version != self._version:
+            return False
+        listings = self.catalog.host.listings()
+        if not _same(listings, self._listings):
+            return False
+        self._listings = listings  # (equal lists: compared by identity from now on)
+        return True
 
     async def refresh(self) -> None:
         """Make the index match the catalog, if anything changed since it last did."""
@@ -115,8 +240,9 @@ class ToolSearch:
             if self._mcp_docs is not None and not mcp_done and _same(listings, self._listings):
                 # Nothing an MCP tool's view depends on was written, and no server listed again.
                 await self.repo.sync(reindex, gone, done)
-                self._version = version
+                self._version, self._listings = version, listings
                 return
+            self.mcp_diffs += 1
             live = await self.catalog.mcp_tools()
             was = self._mcp_docs if self._mcp_docs is not None else {d.tool_id: d for d in await self.repo.mcp_docs()}
             now = {t.id: doc_of(t) for t in live}

@@ -111,12 +111,17 @@ async def test_query_syntax_is_text(app: SidecarClient, tmp_path: Path):
     for q in ('"search', 'search"', "search*", "^search", "-search", "{search}:", "(search)", "\x00search",
               "search\u202e", "🔍 search", "Ｓｅａｒｃｈ"):
         assert (await hits(app, q))[0] == first, q
-    # OR, NOT, AND and NEAR are words to find, not operators: every word must be found.
-    assert await hits(app, "search OR nothing") == []
-    assert await hits(app, "NOT search") == [("finder:research_notes", "fuzzy")]  # "not" as in "notes"
-    assert await hits(app, "notes NEAR") == []
+    # OR, NOT, AND and NEAR are words, not operators: common ones weigh nothing beside the others,
+    # and a word no tool has ("near") leaves the others to rank (fuzzy: not every word was found).
+    either = await hits(app, "search OR nothing")
+    assert {m for _, m in either} == {"fuzzy"}
+    assert {"finder:unrelated", "finder:search_web", "finder:web_search"} <= {t for t, _ in either}
+    assert await hits(app, "NOT search") == [("finder:search_web", "word"), ("finder:web_search", "word"),
+                                             ("finder:research_notes", "fuzzy")]
+    assert await hits(app, "notes NEAR") == [("finder:research_notes", "fuzzy")]
+    assert await hits(app, "notes AND") == [("finder:research_notes", "word")]
     assert await hits(app, "notes") == [("finder:research_notes", "word")]
-    assert await hits(app, "'; DROP TABLE tools; --") == []
+    await hits(app, "'; DROP TABLE tools; --")  # answered (words: drop, table, tools), and then:
     assert ("read_file", "prefix") in await hits(app, "read")  # the catalog is still there
 
 
