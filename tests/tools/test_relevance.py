@@ -38,6 +38,10 @@ async def test_tools_rank_by_meaning_with_a_score_and_a_reason(app: SidecarClien
     assert top["tool"]["id"] == "kit:forecast" and top["tool"]["description"] == KIT["forecast"]
     assert 0 < top["score"] <= 1 and "close in meaning" in top["why"]
     assert len(answer["tools"]) <= 3
+    both = (await relevant(app, "stock quote for AAPL"))["tools"][0]  # found by meaning and by words
+    assert both["tool"]["id"] == "kit:stock_quote" and both["score"] == 1.0
+    assert "close in meaning" in both["why"] and "words: stock, quote" in both["why"]
+    assert (await ids(app, "mail my boss"))[0] == "kit:send_email"  # by words alone: 'mail' is near 'email'
     assert (await ids(app, "what is the stock price of Apple"))[0] == "kit:stock_quote"
     assert (await ids(app, "which language is this written in"))[0] == "kit:translate"
     assert (await ids(app, "open the file notes.txt and read it"))[0] == "read_file"  # built-ins too
@@ -78,8 +82,10 @@ async def test_without_a_model_tools_rank_by_words_and_the_reason_is_shown(data_
     broken.write_bytes(b"garbage" * 100)
     async with SidecarClient.in_process(data_dir, secrets_backend="file", embedding_model=str(broken)) as app:
         await install(app, tmp_path, "kit", KIT)
-        answer = await relevant(app, "weather in Paris")
+        answer = await relevant(app, "weathr in Paris")
         assert answer["ranking"] == "lexical" and "cannot be loaded" in answer["fallbackReason"]
+        assert [t["tool"]["id"] for t in answer["tools"]] == ["kit:forecast"]  # by words (a typo corrected)
+        assert "by words only" in answer["tools"][0]["why"]
         info = (await app.request("debug/info"))["relevanceModel"]
         assert info["loaded"] is False and info["state"] == "unavailable"
         assert "cannot be loaded" in info["fallbackReason"]
