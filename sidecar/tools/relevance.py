@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Collection
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -81,6 +82,14 @@ def digest_of(text: str) -> bytes:
 Listings = list[tuple[str, Any]]
 
 
+@dataclass(frozen=True, slots=True)
+class _Rows:
+    ids: list[str]
+    index: dict[str, int]  # tool id -> its row
+    matrix: np.ndarray  # one unit vector a row
+    enabled: np.ndarray  # the rows that rank when no tool ids are given
+
+
 def _same(a: Listings, b: Listings) -> bool:
     # Identity: a server's list object is replaced whenever its tools are listed again.
     return len(a) == len(b) and all(ka == kb and la is lb for (ka, la), (kb, lb) in zip(a, b, strict=True))
@@ -108,7 +117,7 @@ class Relevance:
         self._vectors: dict[bytes, np.ndarray] = {}  # digest -> unit vector, for the tools indexed now
         self._todo: dict[bytes, str] = {}  # digest -> text, waiting to be embedded
         self._drained: anyio.Event | None = None  # set when the background embedder has nothing left
-        self._matrix: tuple[list[str], np.ndarray] | None = None  # (ids, rows) of the embedded tools
+        self._matrix: _Rows | None = None  # the embedded tools as one matrix
         self.embedded = 0  # texts embedded since start (the rest came from the cache)
 
     def bind(self, tg: TaskGroup, warm_after: float | None = WARM_AFTER) -> None:
@@ -215,14 +224,16 @@ class Relevance:
         while (drained := self._drained) is not None:
             await drained.wait()
 
-    def _rows(self) -> tuple[list[str], np.ndarray] | None:
+    def _rows(self) -> _Rows | None:
         if self._matrix is None:
             import numpy as np
 
             ids = [t for t, d in self._digest.items() if d in self._vectors]
             if not ids:
                 return None
-            self._matrix = (ids, np.stack([self._vectors[self._digest[t]] for t in ids]))
+            enabled = np.array([(t := self.tool(i)) is not None and t.enabled for i in ids], dtype=bool)
+            self._matrix = _Rows(ids, {t: n for n, t in enumerate(ids)},
+                                 np.stack([self._vectors[self._digest[t]] for t in ids]), enabled)
         return self._matrix
 
     # -- ranking -----------------------------------------------------------------------------
@@ -241,10 +252,26 @@ class Relevance:
             return tool is not None and tool.enabled
 
         depth = max(limit, DEPTH)
-        meaning = await self._by_meaning(text, depth, candidate) if mode != "lexical" else None
+        meaning: list[Ranked] | None = None
         words: list[Ranked] = []
-        if self.lexical is not None and (mode != "embedding" or meaning is None):
-            words = [r for r in await self.lexical(text, limit=depth, tool_ids=wanted) if candidate(r.tool_id)]
+
+        async def by_meaning() -> None:
+            nonlocal meaning
+            meaning = await self._by_meaning(text, depth, wanted)
+
+        async def by_words() -> None:
+            nonlocal words
+            if self.lexical is not None:
+                words = [r for r in await self.lexical(text, limit=depth, tool_ids=wanted) if candidate(r.tool_id)]
+
+        # Side by side: the model runs on its thread while the words are ranked on the loop.
+        async with anyio.create_task_group() as tg:
+            if mode != "lexical":
+                tg.start_soon(by_meaning)
+            if mode != "embedding" or self.model.status().state == "unavailable":
+                tg.start_soon(by_words)
+        if mode == "embedding" and meaning is None and self.lexical is not None:  # the model failed meanwhile
+            await by_words()
         if meaning is None or mode == "lexical":
             note = "" if mode == "lexical" else f" (by words only: {self.fallback_reason()})"
             return [Ranked(r.tool_id, r.score, r.why + note) for r in words[:limit]]
@@ -256,7 +283,7 @@ class Relevance:
         status = self.model.status()
         return status.reason or ("the embedding model is loading" if status.state != "loaded" else "")
 
-    async def _by_meaning(self, text: str, depth: int, candidate: Any) -> list[Ranked] | None:
+    async def _by_meaning(self, text: str, depth: int, wanted: set[str] | None) -> list[Ranked] | None:
         """The tools at least ``threshold`` close in meaning, best first; None without the model."""
         if self.model.status().state == "unavailable":
             return None
@@ -272,16 +299,24 @@ class Relevance:
             return []
         import numpy as np
 
-        ids, matrix = rows
-        cosines = matrix @ query
-        order = np.argsort(-cosines, kind="stable")
+        if wanted is None:
+            mask = rows.enabled
+        else:
+            mask = np.zeros(len(rows.ids), dtype=bool)
+            mask[[n for t in wanted if (n := rows.index.get(t)) is not None]] = True
+        cosines = np.where(mask, rows.matrix @ query, -2.0)
+        # The best few only: a full sort of 5,000 cosines took as long as embedding the query.
+        keep = min(depth, int(mask.sum()))
+        if keep == 0:
+            return []
+        best = np.argpartition(-cosines, keep - 1)[:keep]
+        order = best[np.argsort(-cosines[best], kind="stable")]
         found: list[Ranked] = []
-        for i in order:
-            cos = float(cosines[i])
-            if cos < self.threshold or len(found) >= depth:
+        for n in order:
+            cos = float(cosines[n])
+            if cos < self.threshold:
                 break
-            if candidate(ids[i]):
-                found.append(Ranked(ids[i], min(cos, 1.0), f"close in meaning ({cos:.2f})"))
+            found.append(Ranked(rows.ids[n], min(cos, 1.0), f"close in meaning ({cos:.2f})"))
         return found
 
 
