@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import logging
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -102,6 +103,27 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def _numpy_one_thread() -> Any:
+    """numpy with one BLAS thread: its products here are small (5,000 x 384 at most), and OpenBLAS's
+    threads spin, taking the event loop's core for 10-40 ms a product on a busy machine. The
+    variables are read when numpy loads; they are put back so tool processes started later get the
+    environment they would have had."""
+    names = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+    before = {n: os.environ.get(n) for n in names}
+    try:
+        for n in names:
+            os.environ.setdefault(n, "1")
+        import numpy
+
+        return numpy
+    finally:
+        for n, v in before.items():
+            if v is None:
+                os.environ.pop(n, None)
+            else:
+                os.environ[n] = v
+
+
 class _Loaded:
     """The tokenizer and the session, used on the model's thread only."""
 
@@ -118,7 +140,7 @@ class _Loaded:
         if files.packaged and digest != PACKAGED_SHA256:
             raise ModelUnavailable(f"the model file {model} is not the one its package pins (sha256 {digest[:16]}…, "
                                    f"expected {PACKAGED_SHA256[:16]}…): corrupt or replaced; reinstall the package")
-        import numpy as np
+        np = _numpy_one_thread()
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
