@@ -79,6 +79,11 @@ def digest_of(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:16]
 
 
+def _text_and_digest(tool: Tool) -> tuple[str, bytes]:
+    text = text_of(tool)
+    return text, digest_of(text)
+
+
 Listings = list[tuple[str, Any]]
 
 
@@ -115,7 +120,9 @@ class Relevance:
         self._mcp: dict[str, Tool] = {}
         self._digest: dict[str, bytes] = {}  # tool id -> digest of its text
         self._vectors: dict[bytes, np.ndarray] = {}  # digest -> unit vector, for the tools indexed now
-        self._todo: dict[bytes, str] = {}  # digest -> text, waiting to be embedded
+        self._stored_texts: dict[str, tuple[str, bytes]] = {}  # stored tool id -> (text, digest)
+        self._unchecked: dict[bytes, str] = {}  # digest -> text, not looked up in the cache yet
+        self._todo: dict[bytes, str] = {}  # digest -> text, not in the cache: waiting to be embedded
         self._drained: anyio.Event | None = None  # set when the background embedder has nothing left
         self._matrix: _Rows | None = None  # the embedded tools as one matrix
         self.embedded = 0  # texts embedded since start (the rest came from the cache)
@@ -129,7 +136,10 @@ class Relevance:
 
     async def _warm(self, after: float) -> None:
         await anyio.sleep(after)  # initialize and the first requests go first
-        await self.refresh()
+        try:
+            await self.refresh()
+        except Exception:  # (a database closing under it at shutdown): the first ranking tries again
+            log.warning("the tool relevance index was not prepared in the background", exc_info=True)
 
     def tool(self, tool_id: str) -> Tool | None:
         """A ranked tool as tools/list showed it when the index last read the catalog."""
@@ -155,33 +165,33 @@ class Relevance:
         if version is None or version != self._version:
             stored = await self.catalog.list_tools(include_disabled=True, live=[])
             self._stored = {t.id: t for t in stored if t.current is not False}
+            self._stored_texts = {t.id: _text_and_digest(t) for t in self._stored.values()}
         # A server that lists again (even 100 times a second) costs a read of the live tools only.
         self._mcp = {t.id: t for t in await self.catalog.mcp_tools() if t.current is not False}
-        digest: dict[str, bytes] = {}
-        texts: dict[bytes, str] = {}
-        for t in (*self._stored.values(), *self._mcp.values()):
-            text = text_of(t)
-            digest[t.id] = d = digest_of(text)
-            if d not in self._vectors:
-                texts[d] = text
-        self._digest = digest
-        keep = set(digest.values())
+        texts = self._stored_texts | {t.id: _text_and_digest(t) for t in self._mcp.values()}
+        self._digest = {tool_id: d for tool_id, (_, d) in texts.items()}
+        keep = set(self._digest.values())
         self._vectors = {d: v for d, v in self._vectors.items() if d in keep}  # memory follows the catalog
-        self._todo = {d: t for d, t in {**self._todo, **texts}.items() if d in keep and d not in self._vectors}
+        self._todo = {d: t for d, t in self._todo.items() if d in keep}
+        self._unchecked = {d: text for text, d in texts.values() if d not in self._vectors and d not in self._todo}
         self._matrix = None
         self._version, self._listings = version, listings
 
     async def _embed_missing(self) -> None:
-        if not self._todo or not await self.model.ready():
+        if not (self._todo or self._unchecked) or not await self.model.ready():
             return
         model_id = self.model.model_id
         assert model_id is not None
         import numpy as np
 
-        cached = await self.repo.get(model_id, list(self._todo))
-        for d, blob in cached.items():
-            self._vectors[d] = np.frombuffer(blob, dtype="<f4")
-            self._todo.pop(d, None)
+        # New texts are looked up in the cache once; what it lacks waits for the embedder.
+        unchecked, self._unchecked = self._unchecked, {}
+        cached = await self.repo.get(model_id, list(unchecked))
+        for d, text in unchecked.items():
+            if (blob := cached.get(d)) is not None:
+                self._vectors[d] = np.frombuffer(blob, dtype="<f4")
+            else:
+                self._todo[d] = text
         if cached:
             self._matrix = None
         if self._todo and self._drained is None:
