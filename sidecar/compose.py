@@ -21,6 +21,7 @@ from .chat.chats import ChatService
 from .chat.offer import InterimWordRanker, SelectionSettings
 from .chat.providers.service import ProviderService
 from .chat.turns import TurnService
+from .embedding import EmbeddingModel
 from .errors import NotFound, StorageError
 from .handlers.authoring import AuthoringHandlers
 from .handlers.bundles import BundleHandlers
@@ -31,6 +32,7 @@ from .handlers.limits import LimitHandlers
 from .handlers.mcp import McpHandlers
 from .handlers.notify import Notifier
 from .handlers.providers import ProviderHandlers
+from .handlers.relevance import RelevanceHandlers
 from .handlers.routes import routes
 from .handlers.schedules import ScheduleHandlers
 from .handlers.search import SearchHandlers
@@ -61,6 +63,7 @@ from .tools.providers.http.runner import HttpTools
 from .tools.providers.mcp_runner import McpRunner
 from .tools.providers.python.runner import PythonRunner
 from .tools.providers.python.workers import WorkerHost
+from .tools.relevance import Relevance
 from .tools.runner import ToolRunner
 from .tools.search import ToolSearch
 from .tools.switch import ToolSwitch
@@ -89,6 +92,7 @@ class Services:
     mcp_servers: McpServers
     catalog: Catalog
     search: ToolSearch
+    relevance: Relevance  # which tools fit a text: words fused with a local embedding model (seed 004)
     tool_calls: ToolCallService
     audit: AuditTrail  # toolCalls/list and export over the records tool_calls writes
     listing: ToolListing  # tools/list pages, and the usage tools/list and tools/get show
@@ -204,13 +208,19 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     tg.start_soon(reaper.run)  # a first pass now, then periodically
     await servers.sync()  # returns at once: the servers connect in the background
     listing = ToolListing(catalog, tool_calls.repo)
+    search = ToolSearch(db, catalog, listing.with_usage)
+    # The model loads on a thread a few seconds after start (or at the first ranking): initialize
+    # never waits for it, and a missing or corrupt file only makes tools rank by words.
+    model = EmbeddingModel.from_settings(settings.embedding_model, settings.embedding_tokenizer)
+    relevance = Relevance(db, catalog, model, search.lexical)
+    relevance.bind(tg)
     return Services(settings=settings, started_at=started_at, db=db, secrets=secrets, workspace=workspace, chats=chats,
                     providers=providers, mcp_servers=servers, catalog=catalog, tool_calls=tool_calls,
                     toolsets=toolsets, user_toolsets=UserToolsets(db, toolsets),
                     turns=turns, config=config, switch=switch, selection=selection,
                     selection_changed=selection_changed, oauth=oauth,
                     audit=AuditTrail(tool_calls.repo, data_dir), schedules=schedules,
-                    listing=listing, search=ToolSearch(db, catalog, listing.with_usage),
+                    listing=listing, search=search, relevance=relevance,
                     bundles=RemoteBundles(toolsets, Downloader(data_dir / "downloads",
                                                                max_bytes=settings.max_bundle_bytes)),
                     sandbox=sandbox)
@@ -245,11 +255,12 @@ def service_routes(s: Services) -> dict[str, Any]:
         BundleHandlers(s.toolsets, s.bundles, s.catalog, s.mcp_servers),
         ChatHandlers(s.chats, s.turns, s.workspace, s.tool_calls.repo),
         ConfigHandlers(s.config),
-        DebugHandlers(s.settings, s.db, s.started_at, s.secrets, s.switch, s.sandbox),
+        DebugHandlers(s.settings, s.db, s.started_at, s.secrets, s.switch, s.sandbox, s.relevance),
         LimitHandlers(s.catalog),
         McpHandlers(s.mcp_servers),
         ProviderHandlers(s.providers),
         ScheduleHandlers(s.schedules),
+        RelevanceHandlers(s.relevance, s.chats, s.catalog, s.listing.with_usage, s.switch),
         SearchHandlers(s.search),
         SecretHandlers(s.secrets, s.mcp_servers, s.providers),
         SettingsHandlers(s.switch, s.selection, s.selection_changed),

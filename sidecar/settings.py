@@ -41,6 +41,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # What confines tool processes (sidecar/sandbox/detect.py): "auto" (bubblewrap, else Landlock, else
     # rlimits only), one of those forced, or "none" (unconfined; status then says so loudly).
     sandbox: Literal["auto", "bubblewrap", "landlock", "none"] = "auto"
+    # The sentence-embedding model that ranks tools by meaning (sidecar/embedding): a model.onnx path,
+    # "none" (rank by words only), or None for the one an installed package ships; its tokenizer.json
+    # likewise (None: the packaged one).
+    embedding_model: str | None = None
+    embedding_tokenizer: str | None = None
 
     @property
     def db_path(self) -> Path:
@@ -130,6 +135,12 @@ def parse(argv: list[str] | None = None, environ: dict[str, str] | None = None) 
     parser.add_argument("--sandbox", choices=SANDBOXES, default=env.get("SIDECAR_SANDBOX", "auto").lower(),
                         help="what confines tool processes: auto (bubblewrap, else Landlock), bubblewrap, landlock "
                              "or none, which runs tools unconfined (env SIDECAR_SANDBOX)")
+    parser.add_argument("--embedding-model", default=env.get("SIDECAR_EMBEDDING_MODEL") or None,
+                        help="the sentence-embedding model (ONNX) that ranks tools by meaning: a model.onnx path, "
+                             "or none to rank by words only (default: the one the installed package ships; "
+                             "env SIDECAR_EMBEDDING_MODEL)")
+    parser.add_argument("--embedding-tokenizer", default=env.get("SIDECAR_EMBEDDING_TOKENIZER") or None,
+                        help="the model's tokenizer.json (default: the packaged one; env SIDECAR_EMBEDDING_TOKENIZER)")
     args = parser.parse_args(argv)
     if args.sandbox not in SANDBOXES:
         parser.error(f"--sandbox must be one of {', '.join(SANDBOXES)}")
@@ -152,4 +163,6 @@ def parse(argv: list[str] | None = None, environ: dict[str, str] | None = None) 
         max_upload_bytes=int(args.max_upload_bytes),
         soft_delete_retention=float(args.soft_delete_retention),
         sandbox=args.sandbox,
+        embedding_model=args.embedding_model,
+        embedding_tokenizer=args.embedding_tokenizer,
     )

@@ -35,7 +35,8 @@ HOUSE: tuple[tuple[str, ...], ...] = (
     ("store",),
     # What the services share, below all of them.
     ("children", "logs"),  # child processes (the sandbox starts its confined ones here); logging
-    ("spawner", "secrets", "net", "frozen", "paging", "process"),  # frozen: which toolsets can change
+    # frozen: which toolsets can change; embedding: a local sentence-embedding model (no domain)
+    ("spawner", "secrets", "net", "frozen", "paging", "process", "embedding"),
     ("settings", "errors"),
     ("api", "cron", "ndjson", "__init__"),  # leaves: api imports only msgspec, the others nothing of sidecar
 )

@@ -165,6 +165,8 @@ export interface ClientRequests {
   "toolsets/upgrade": { params: T.UpgradeParams; result: T.UpgradeResult };
   /** Search every provider's tools (built-in, Python, HTTP, and MCP tools while their server lists them) by slug, id, name, display name, description, tags and parameters, tolerating typos; each hit says why it matched. Disabled tools only with includeDisabled. */
   "tools/search": { params: T.SearchToolsParams; result: T.SearchToolsResult };
+  /** Rank the tools for a text (seed 004 tool relevance): words shared with each tool's name, title, description, parameters and tags, fused with a local sentence-embedding model's similarity; the tools a turn would offer for that text, best first, each with a score and a reason. */
+  "tools/relevant": { params: T.RelevantToolsParams; result: T.RelevantToolsResult };
 }
 
 /** Notifications the client sends, by method name. */

@@ -1518,6 +1518,8 @@ export interface DebugInfo {
   frozenObjects?: number;
   /** Which sandbox confines tool processes, what enforces their limits, and a warning when they run unconfined. */
   sandbox?: SandboxInfo | null;
+  /** The tool relevance model: loaded or not, its file, dimension, and why tools rank by words only when they do. */
+  relevanceModel?: RelevanceModelInfo | null;
 }
 
 export interface SandboxInfo {
@@ -1531,6 +1533,25 @@ export interface SandboxInfo {
   landlockAbi?: number;
   /** What is not confined and why, worded for the user; absent when fully confined. Show it: 'none' means a tool can read and write whatever this user can. */
   warning?: string | null;
+}
+
+export interface RelevanceModelInfo {
+  /** The sentence-embedding model that ranks tools by meaning (tools/relevant): notLoaded (it loads at the first ranking, or a few seconds after start), loading, loaded, or unavailable (tools rank by words only; reason says why). */
+  state: "loaded" | "loading" | "notLoaded" | "unavailable";
+  /** Whether the model is loaded and ranks by meaning. */
+  loaded: boolean;
+  /** The model file (ONNX) used or looked for; absent when switched off or not installed. */
+  path?: string | null;
+  /** Its tokenizer file (tokenizer.json). */
+  tokenizer?: string | null;
+  /** name@digest of the loaded file: what the cached embeddings are keyed by. */
+  modelId?: string | null;
+  /** The length of its vectors, once loaded. */
+  dimension?: number | null;
+  /** Why tools rank by words only (missing or corrupt file, switched off); absent otherwise. */
+  fallbackReason?: string | null;
+  /** Tool texts embedded since start (the others came from the cache in the database). */
+  embedded?: number;
 }
 
 export interface SleepParams {
@@ -1772,4 +1793,31 @@ export interface SearchTerm {
   query: string;
   /** The word of the tool it matched: the same word, the word it was corrected to (query 'weathr', term 'weather'), or the word it was found inside (query 'arch', term 'search'). */
   term: string;
+}
+
+export interface RelevantToolsParams {
+  /** What to find tools for: a message, or the conversation so far (at most 16,384 characters; the embedding model reads its first 256 word pieces). Text without a word (emoji, marks) ranks nothing. */
+  text: string;
+  /** Rank only the tools a turn of this chat could offer: every enabled tool plus what its active branch attached (tools/list with chatId). Absent: every enabled tool of every provider. */
+  chatId?: string | null;
+  /** The most tools answered (1-100). */
+  limit?: number;
+}
+
+export interface RelevantToolsResult {
+  /** The most relevant tools, best first, only those above the relevance threshold (a cosine of 0.35 for meaning; for words, sharing a word with the text); empty when nothing fits. */
+  tools: RelevantTool[];
+  /** How they were ranked: fused (words and meaning) or lexical (words only, when the embedding model is unavailable: fallbackReason says why). */
+  ranking: "fused" | "lexical";
+  /** Why the embedding model did not rank (ranking lexical); absent when it did. */
+  fallbackReason?: string | null;
+}
+
+export interface RelevantTool {
+  /** The tool as tools/list shows it (with chatId: as that chat shows it). */
+  tool: Tool;
+  /** How relevant, in [0, 1], higher first; comparable within one answer only. Fused ranking: reciprocal-rank fusion of the word and the meaning rankings, 1 for a tool first in both; by words only: the lexical score. */
+  score: number;
+  /** Why it ranks, worded for the user: the words it shares with the text, and how close in meaning it is (the cosine of the two embeddings). */
+  why: string;
 }

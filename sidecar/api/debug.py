@@ -31,6 +31,24 @@ class SandboxInfo(Model):
                     "'none' means a tool can read and write whatever this user can.")] = None
 
 
+class RelevanceModelInfo(Model):
+    state: Annotated[Literal["notLoaded", "loading", "loaded", "unavailable"], msgspec.Meta(
+        description="The sentence-embedding model that ranks tools by meaning (tools/relevant): notLoaded (it "
+                    "loads at the first ranking, or a few seconds after start), loading, loaded, or unavailable "
+                    "(tools rank by words only; reason says why).")]
+    loaded: Annotated[bool, msgspec.Meta(description="Whether the model is loaded and ranks by meaning.")]
+    path: Annotated[str | None, msgspec.Meta(
+        description="The model file (ONNX) used or looked for; absent when switched off or not installed.")] = None
+    tokenizer: Annotated[str | None, msgspec.Meta(description="Its tokenizer file (tokenizer.json).")] = None
+    model_id: Annotated[str | None, msgspec.Meta(
+        description="name@digest of the loaded file: what the cached embeddings are keyed by.")] = None
+    dimension: Annotated[int | None, msgspec.Meta(description="The length of its vectors, once loaded.")] = None
+    fallback_reason: Annotated[str | None, msgspec.Meta(
+        description="Why tools rank by words only (missing or corrupt file, switched off); absent otherwise.")] = None
+    embedded: Annotated[int, msgspec.Meta(
+        description="Tool texts embedded since start (the others came from the cache in the database).")] = 0
+
+
 class DebugInfo(Model):
     pid: int
     version: str
@@ -58,6 +76,9 @@ class DebugInfo(Model):
     sandbox: Annotated[SandboxInfo | None, msgspec.Meta(
         description="Which sandbox confines tool processes, what enforces their limits, and a warning when "
                     "they run unconfined.")] = None
+    relevance_model: Annotated[RelevanceModelInfo | None, msgspec.Meta(
+        description="The tool relevance model: loaded or not, its file, dimension, and why tools rank by "
+                    "words only when they do.")] = None
 
 
 class SleepParams(Model):

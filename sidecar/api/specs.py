@@ -16,6 +16,7 @@ from . import (
     limits,
     mcp,
     providers,
+    relevance,
     schedules,
     search,
     secrets,
@@ -29,7 +30,8 @@ from .base import MethodSpec
 SPECS: tuple[MethodSpec, ...] = (*lifecycle.SPECS, *chats.SPECS, *workspace.SPECS, *toolsets.SPECS, *limits.SPECS,
                                    *authoring.SPECS,
                                    *tool_calls.SPECS, *config.SPECS, *mcp.SPECS, *providers.SPECS, *secrets.SPECS,
-                                   *settings.SPECS, *debug.SPECS, *schedules.SPECS, *bundles.SPECS, *search.SPECS)
+                                   *settings.SPECS, *debug.SPECS, *schedules.SPECS, *bundles.SPECS, *search.SPECS,
+                                   *relevance.SPECS)
 
 # The endpoints of seed 000 §7, in its order; protocol/README.md maps each to the method serving it.
 SEED_ENDPOINTS: tuple[str, ...] = (

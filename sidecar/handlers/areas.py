@@ -11,6 +11,7 @@ from .debug import DebugHandlers
 from .limits import LimitHandlers
 from .mcp import McpHandlers
 from .providers import ProviderHandlers
+from .relevance import RelevanceHandlers
 from .schedules import ScheduleHandlers
 from .search import SearchHandlers
 from .secrets import SecretHandlers
@@ -20,6 +21,7 @@ from .toolsets import ToolsetHandlers
 from .workspace import WorkspaceHandlers
 
 AREAS = (AuthoringHandlers, BundleHandlers, ChatHandlers, ConfigHandlers, DebugHandlers, LimitHandlers, McpHandlers,
-         ProviderHandlers, ScheduleHandlers, SearchHandlers, SecretHandlers, SettingsHandlers, ToolCallHandlers,
+         ProviderHandlers, RelevanceHandlers, ScheduleHandlers, SearchHandlers, SecretHandlers, SettingsHandlers,
+         ToolCallHandlers,
          ToolsetHandlers,
          WorkspaceHandlers)

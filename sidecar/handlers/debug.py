@@ -13,6 +13,7 @@ from .. import __version__
 from ..api.debug import (
     DebugInfo,
     RaiseParams,
+    RelevanceModelInfo,
     RoundTripParams,
     RoundTripResult,
     SandboxInfo,
@@ -26,10 +27,12 @@ from ..sandbox.runner import Sandbox
 from ..secrets.store import SecretStore
 from ..settings import Settings
 from ..store import Database
+from ..tools.relevance import Relevance
 from ..tools.switch import ToolSwitch
 from .routes import method
 
-HEAVY_MODULES = ("mcp", "pydantic", "openai", "anthropic", "watchfiles", "httpx", "httpx2", "nh3", "yaml", "keyring")
+HEAVY_MODULES = ("numpy", "onnxruntime", "tokenizers",  # the relevance model's, loaded after start
+                 "mcp", "pydantic", "openai", "anthropic", "watchfiles", "httpx", "httpx2", "nh3", "yaml", "keyring")
 
 
 class DebugRaised(RuntimeError):
@@ -38,7 +41,8 @@ class DebugRaised(RuntimeError):
 
 class DebugHandlers:
     def __init__(self, settings: Settings, db: Database, started_at: float, secrets: SecretStore,
-                 switch: ToolSwitch, sandbox: Sandbox) -> None:
+                 switch: ToolSwitch, sandbox: Sandbox, relevance: Relevance | None = None) -> None:
+        self.relevance = relevance
         self.switch = switch
         self.sandbox = sandbox
         self.settings = settings
@@ -67,7 +71,17 @@ class DebugHandlers:
             sandbox=SandboxInfo(mechanism=sandbox.mechanism, confined=sandbox.confined,
                                 limits=await self.sandbox.limits(), landlock_abi=sandbox.landlock_abi,
                                 warning=sandbox.warning),
+            relevance_model=self._relevance(),
         )
+
+    def _relevance(self) -> RelevanceModelInfo | None:
+        if self.relevance is None:
+            return None
+        s = self.relevance.model.status()
+        return RelevanceModelInfo(state=s.state, loaded=s.state == "loaded", path=s.path, tokenizer=s.tokenizer,
+                                  model_id=s.model_id, dimension=s.dimension,
+                                  fallback_reason=s.reason if s.state == "unavailable" else None,
+                                  embedded=self.relevance.embedded)
 
     @method("debug/sleep")
     async def sleep(self, params: SleepParams, ctx: RequestContext) -> SleepResult:
