@@ -18,7 +18,7 @@ from anyio.abc import TaskGroup
 
 from . import process
 from .chat.chats import ChatService
-from .chat.offer import InterimWordRanker, SelectionSettings
+from .chat.offer import SelectionSettings
 from .chat.providers.service import ProviderService
 from .chat.turns import TurnService
 from .embedding import EmbeddingModel
@@ -188,9 +188,14 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     on_close("tool call records", tool_calls.aclose)
     on_close("MCP servers", servers.aclose)  # closed first: calls still running end before their records
     tool_calls.bind(tg)
-    # INTERIM ranker (word overlap): the real one (Relevance, BM25 + embeddings) replaces it here.
-    turns = TurnService(db, chats, workspace, tool_calls, providers, catalog, switch, InterimWordRanker(catalog),
-                        selection)
+    listing = ToolListing(catalog, tool_calls.repo)
+    search = ToolSearch(db, catalog, listing.with_usage)
+    # The model loads on a thread a few seconds after start (or at the first ranking): initialize
+    # never waits for it, and a missing or corrupt file only makes tools rank by words.
+    model = EmbeddingModel.from_settings(settings.embedding_model, settings.embedding_tokenizer)
+    relevance = Relevance(db, catalog, model, search.lexical)
+    relevance.bind(tg)
+    turns = TurnService(db, chats, workspace, tool_calls, providers, catalog, switch, relevance, selection)
     schedules = Schedules(db, workspace, tool_calls, turns, catalog, providers, fired=notifier.schedule_fired,
                           chat_event=notifier.chat_event, confirm=notifier.confirm_tool_call, clock=clock,
                           tools_enabled=lambda: switch.enabled)
@@ -207,13 +212,6 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     on_close("toolset reaper", reaper.aclose)
     tg.start_soon(reaper.run)  # a first pass now, then periodically
     await servers.sync()  # returns at once: the servers connect in the background
-    listing = ToolListing(catalog, tool_calls.repo)
-    search = ToolSearch(db, catalog, listing.with_usage)
-    # The model loads on a thread a few seconds after start (or at the first ranking): initialize
-    # never waits for it, and a missing or corrupt file only makes tools rank by words.
-    model = EmbeddingModel.from_settings(settings.embedding_model, settings.embedding_tokenizer)
-    relevance = Relevance(db, catalog, model, search.lexical)
-    relevance.bind(tg)
     return Services(settings=settings, started_at=started_at, db=db, secrets=secrets, workspace=workspace, chats=chats,
                     providers=providers, mcp_servers=servers, catalog=catalog, tool_calls=tool_calls,
                     toolsets=toolsets, user_toolsets=UserToolsets(db, toolsets),

@@ -18,20 +18,18 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..store.chats import MessageRow
 from ..store.settings import TOOL_SELECTION_KEYS, SettingsRepo
-from ..tools.ranking import Mode, Ranked, Ranker
+from ..tools.ranking import Ranker
 from .providers.base import ToolLimits, ToolSpec
 from .toolbox import ChatTool, ToolBox
 
 if TYPE_CHECKING:
     from ..store import Database
-    from ..tools.catalog import Catalog
 
 CHARS_PER_TOKEN = 4
 BUDGET_SHARE = 0.10  # of the context window, when no token budget is set
@@ -328,58 +326,3 @@ def _replayed(box: ToolBox, limits: ToolLimits, ranker: Ranker, replay: dict[str
     find = bool(replay.get("findTools")) and left and not deferred
     whole = whole[:max(0, cap - (1 if find or deferred else 0))]
     return Offer(box, limits, ranker, whole, deferred[:max(0, cap - len(whole) - 1)], "replay", find)
-
-
-class InterimWordRanker:
-    """INTERIM, until the real ranker (``Relevance``: BM25 fused with a local embedding model)
-    lands: scores a tool by the query's words found in its name, id and description, each weighed
-    by how rare it is among the tools ranked (idf), a word's prefix of four letters or more counting
-    half. Honest about its limits: no typo tolerance, no meaning, no parameter text."""
-
-    def __init__(self, catalog: Catalog) -> None:
-        self.catalog = catalog
-
-    async def rank(self, text: str, *, limit: int, tool_ids: Collection[str] | None = None,
-                   mode: Mode = "fused") -> list[Ranked]:
-        words = set(_words(text[:MAX_QUERY_CHARS * 4])) - _COMMON
-        if not words or limit <= 0:
-            return []
-        tools = await self.catalog.list_tools(include_disabled=tool_ids is not None)
-        wanted = set(tool_ids) if tool_ids is not None else None
-        docs = {t.id: set(_words(f"{t.name} {t.id} {t.title or ''} {t.description}")) for t in tools
-                if wanted is None or t.id in wanted}
-        if not docs:
-            return []
-        n = len(docs)
-        df = {w: sum(1 for d in docs.values() if any(x == w or (len(w) >= 4 and x.startswith(w)) for x in d))
-              for w in words}
-        scored: list[tuple[float, str, list[str]]] = []
-        for tool_id, doc in docs.items():
-            score, hits = 0.0, []
-            for w in words:
-                if not df[w]:
-                    continue
-                idf = math.log(1 + n / df[w])
-                if w in doc:
-                    score, hits = score + idf, hits + [w]
-                elif len(w) >= 4 and any(x.startswith(w) for x in doc):
-                    score, hits = score + idf / 2, hits + [w + "…"]
-            if score > 0:
-                scored.append((score, tool_id, hits))
-        scored.sort(key=lambda s: (-s[0], s[1]))
-        top = scored[0][0] if scored else 1.0
-        return [Ranked(tool_id, round(score / top, 4), "words: " + ", ".join(sorted(hits)))
-                for score, tool_id, hits in scored[:limit]]
-
-
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_COMMON = frozenset("a an and are as at be by can do for from how i in is it me my of on or please show "
-                    "that the this to use what with you your".split())
-
-
-def _words(text: str) -> list[str]:
-    out: list[str] = []
-    for w in _WORD.findall(text.lower()):
-        if len(w) > 1:
-            out.append(w)
-    return out

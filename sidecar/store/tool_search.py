@@ -258,12 +258,15 @@ class ToolSearchRepo:
 
     async def lexical(self, match: str, *, tool_ids: list[str] | None, limit: int) -> list[Scored]:
         """The enabled tools ``match`` (an FTS5 expression of quoted terms) finds, best bm25 first
-        (ties by id: a total order), at most ``limit``. ``tool_ids``: only these."""
-        where = "tool_search_words MATCH ? AND d.enabled"
+        (ties by id: a total order), at most ``limit``. ``tool_ids``: only these, enabled or not (a
+        chat's box holds the tools its branch attached even where their toolset is off)."""
+        where = "tool_search_words MATCH ?"
         args: list[Any] = [match]
         if tool_ids is not None:
             where += " AND d.tool_id IN (SELECT value FROM json_each(?))"
             args.append(msgspec.json.encode(tool_ids).decode())
+        else:
+            where += " AND d.enabled"
         rows = await self.db.fetchall(
             f"SELECT d.tool_id, -{_BM25} AS score FROM tool_search_words JOIN tool_search_docs d "
             f"ON d.doc = tool_search_words.rowid WHERE {where} ORDER BY score DESC, d.tool_id LIMIT ?",

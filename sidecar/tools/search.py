@@ -128,9 +128,9 @@ class ToolSearch:
 
     async def lexical(self, text: str, *, limit: int, tool_ids: Collection[str] | None = None) -> list[Ranked]:
         """The Ranker's lexical mode (tools/ranking.py): bm25 over every enabled tool of every
-        provider (name and slug weigh most, then title, tags, description, parameters), the text's
-        words corrected against the index's vocabulary, common words left out (tools/query.py).
-        Scores are bm25's divided by the best one's: the first is 1."""
+        provider, or over ``tool_ids`` whatever their switch (name and slug weigh most, then title,
+        tags, description, parameters), the text's words corrected against the index's vocabulary,
+        common words left out (tools/query.py). Scores are bm25's divided by the best one's: the first is 1."""
         if limit <= 0 or (tool_ids is not None and not tool_ids):
             return []
         await self.refresh()
