@@ -49,6 +49,9 @@ DEPTH = 50  # each side contributes its best this many (at least ``limit``) to t
 WAIT = 2.0  # seconds a ranking waits for tools being embedded before it ranks without them
 DRAIN = 256  # texts embedded per step of the background embedder, stored as each step ends
 WARM_AFTER = 5.0  # seconds after start-up the model is loaded and the catalog embedded unasked
+# ... when the catalog holds this many enabled tools: below, a turn offers every tool and nothing
+# ranks unless asked (tools/relevant), so ~200 MB and ~0.6 s of CPU wait for the first ranking.
+WARM_FROM = 30
 
 
 class Lexical(Protocol):
@@ -126,6 +129,7 @@ class Relevance:
         self._drained: anyio.Event | None = None  # set when the background embedder has nothing left
         self._matrix: _Rows | None = None  # the embedded tools as one matrix
         self.embedded = 0  # texts embedded since start (the rest came from the cache)
+        self.warmed = anyio.Event()  # set once the start-up warming has looked (and loaded, or not)
 
     def bind(self, tg: TaskGroup, warm_after: float | None = WARM_AFTER) -> None:
         """Embed in ``tg`` from now on; ``warm_after``: load the model and embed the catalog that many
@@ -137,9 +141,16 @@ class Relevance:
     async def _warm(self, after: float) -> None:
         await anyio.sleep(after)  # initialize and the first requests go first
         try:
-            await self.refresh()
+            if not self._current():
+                async with self._lock:
+                    await self._reread()
+            enabled = sum(t.enabled for t in (*self._stored.values(), *self._mcp.values()))
+            if enabled >= WARM_FROM:
+                await self.refresh()
         except Exception:  # (a database closing under it at shutdown): the first ranking tries again
             log.warning("the tool relevance index was not prepared in the background", exc_info=True)
+        finally:
+            self.warmed.set()
 
     def tool(self, tool_id: str) -> Tool | None:
         """A ranked tool as tools/list showed it when the index last read the catalog."""

@@ -13,6 +13,8 @@ import pytest
 
 from sidecar.api.mcp import AddParams
 from sidecar.compose import Services
+from sidecar.embedding.model import EmbeddingModel
+from sidecar.tools.relevance import WARM_FROM, Relevance
 from tests.tools.search_helpers import Peer, built, install_into
 
 pytestmark = pytest.mark.anyio
@@ -75,3 +77,22 @@ async def test_many_tools_are_embedded_in_batches_and_identical_text_once(tmp_pa
         assert len(found) == 5 and all(t.startswith("conv") for t in found)
         only = await top(services, "convert degrees celsius", tool_ids=["conv2:tool_007", "read_file"])
         assert only == ["conv2:tool_007"]
+
+
+async def test_the_model_is_loaded_unasked_only_for_a_catalog_a_turn_would_rank(tmp_path: Path):
+    """Under WARM_FROM enabled tools a turn offers them all and nothing ranks: a sidecar that never
+    needs the model does not pay its ~200 MB. From there on it is warm before the first turn."""
+    async with built(tmp_path / "data") as (services, _):
+        async def warmed() -> EmbeddingModel:
+            model = EmbeddingModel.from_settings(None, None)
+            relevance = Relevance(services.db, services.catalog, model, services.search.lexical)
+            async with anyio.create_task_group() as tg:
+                relevance.bind(tg, warm_after=0)
+                await relevance.warmed.wait()
+                tg.cancel_scope.cancel()  # (the embedding it started, if any: the model's state is known)
+            return model
+
+        assert (await warmed()).status().state != "loaded"  # the five built-ins only
+        await install_into(services, tmp_path / "src", "many",
+                           {f"tool_{i:02d}": f"Tool number {i} of a big kit" for i in range(WARM_FROM)})
+        assert (await warmed()).status().state == "loaded"
