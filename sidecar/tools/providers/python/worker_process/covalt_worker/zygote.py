@@ -103,6 +103,12 @@ class Worker:
             # (``kill_descendants``): it came to us with the child's exit.
             kill_descendants(self.keep())
 
+    def members(self) -> set[int] | None:
+        """The processes in the calls' cgroup but answered children still exiting: each was
+        looked at for what it left when it answered (and what it left is in the group)."""
+        held = self.cgroup.members() if self.cgroup is not None else None
+        return held - set(self.dying) if held is not None else None
+
     def keep(self) -> int:
         return self.spare.pid if self.spare is not None else 0
 
@@ -152,7 +158,7 @@ class Worker:
         try:
             status, data, stopped = self.wait(child, bytes(raw), watch)
             dying = child.pid if child.answered and child.status is None else 0
-            kill_descendants(self.keep(), dying, self.cgroup.members if self.cgroup is not None else None)
+            kill_descendants(self.keep(), dying, self.members if self.cgroup is not None else None)
             if dying:
                 self.dying.append(dying)
             data += read_rest(child.result_r)  # no writer is left: all of it is there
