@@ -103,13 +103,27 @@ class Versions:
         return ws
 
     @asynccontextmanager
-    async def locked(self, chat_id: str) -> AsyncGenerator[tuple[ChatWorkspace, ChatRow], None]:
-        """The chat's lock, with its workspace brought in line with the database."""
+    async def locked(
+        self, chat_id: str, first: Callable[[str | None], Work] | None = None,
+    ) -> AsyncGenerator[tuple[ChatWorkspace, ChatRow], None]:
+        """The chat's lock, with its workspace brought in line with the database. ``first``:
+        statements for the transaction that reads the chat under the lock (one trip to the
+        database's thread for both), given the version the folder holds; they run only when the
+        folder needs nothing done first (in sync, at the chat's version), which they can record."""
         if chat_id not in self._open:  # (an open one's id was found in the database already)
             await self.require_chat(chat_id)  # an unknown id never names a folder
         ws = self._workspace(chat_id)
         async with ws.lock:
-            chat = await self.require_chat(chat_id)  # it may have been deleted while we waited
+            # It may have been deleted while we waited.
+            if first is not None and ws.loaded and ws.in_sync:
+                held = ws.active_manifest_id
+                found = await self.chats.get_then(
+                    chat_id, lambda row: first(held) if row.active_manifest_id == held else None)
+                if found is None:
+                    raise NotFound("chat", chat_id)
+                chat = found
+            else:
+                chat = await self.require_chat(chat_id)
             if not ws.loaded or ws.active_manifest_id != chat.active_manifest_id:
                 await self._load_active(ws, chat)
                 await self._finish_switch(ws, chat)
