@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from typing import Any, Literal, cast, get_args
 
 import aiosqlite
 import msgspec
 
-from .db import Database
+from .db import Database, Work
 from .rows import named, new_id, now
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -98,6 +99,18 @@ class ChatRepo:
     async def get(self, chat_id: str) -> ChatRow | None:
         row = await self.db.fetchone(f"SELECT {_CHAT_COLS} FROM chats WHERE id = ?", (chat_id,))
         return named(ChatRow, row) if row else None
+
+    async def get_then(self, chat_id: str, then: Callable[[ChatRow], Work | None]) -> ChatRow | None:
+        """``get``, and in the same transaction (one trip to the database's thread) what ``then``
+        makes of the chat as read, if anything."""
+        def work(conn: sqlite3.Connection) -> ChatRow | None:
+            row = conn.execute(f"SELECT {_CHAT_COLS} FROM chats WHERE id = ?", (chat_id,)).fetchone()
+            chat = named(ChatRow, row) if row else None
+            if chat is not None and (more := then(chat)) is not None:
+                more(conn)
+            return chat
+
+        return await self.db.write_whole(work)
 
     async def all_chats(self) -> list[ChatRow]:
         """Every chat, the most recently active first."""

@@ -218,8 +218,17 @@ class ToolCallRepo:
         tg.start_soon(self._drain)
 
     async def start(self, call: ToolCallRow) -> None:
+        await self.db.write_whole(self.starting(call))
+
+    def starting(self, call: ToolCallRow) -> Work:
+        """``start`` as a statement for a transaction of someone else's (the read of the call's
+        chat under its lock: one trip to the database's thread for both)."""
         values = _values(call)
-        await self.db.write_whole(lambda conn: conn.execute(_INSERT, values))
+
+        def insert(conn: sqlite3.Connection) -> None:
+            conn.execute(_INSERT, values)
+
+        return insert
 
     async def finish(self, call: ToolCallRow, *, inserted: bool = True, later: bool = False) -> None:
         """Record how the call ended (``inserted``: ``start`` wrote its row; else the whole row;

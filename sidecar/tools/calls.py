@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import sqlite3
 import tempfile
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
@@ -121,7 +122,7 @@ class ToolCallService:
         ending = _Ending(self, target, runner, record)
         try:
             async with self._folder(chat_id, record, runner.scratch, ending) as call.workspace:
-                if durable:
+                if durable and not ending.inserted:
                     await self.repo.start(record)
                 ending.started = True
                 if on_started is not None:
@@ -209,7 +210,7 @@ class ToolCallService:
             finally:
                 await anyio.to_thread.run_sync(shutil.rmtree, folder, True)
             return
-        async with self._workspace.locked(chat_id) as (ws, chat):
+        async with self._workspace.locked(chat_id, ending.start_with) as (ws, chat):
             if not ws.in_sync:
                 await self._workspace.capture(ws, chat)  # outside edits become a version of their own
             record.pre_manifest_id = ws.active_manifest_id
@@ -315,8 +316,22 @@ class _Ending:
     def __init__(self, service: ToolCallService, target: Resolved, runner: ToolRunner, record: ToolCallRow) -> None:
         self._service, self._target, self._runner, self._record = service, target, runner, record
         self._began = time.perf_counter()
+        self.inserted = False  # its start was written with the read of its chat (``start_with``)
         self.started = False  # the call is recorded as started: its end is to be written
         self.written = False  # its end went with the snapshot's version
+
+    def start_with(self, version: str | None) -> Work:
+        """The record's start, for the transaction that reads its chat under the workspace's
+        lock, when the folder holds ``version`` and needs nothing done first."""
+        record = self._record
+        record.pre_manifest_id = version
+        insert = self._service.repo.starting(record)
+
+        def work(conn: sqlite3.Connection) -> None:
+            insert(conn)
+            self.inserted = True  # (a failed COMMIT raises out of the lock: the call never starts)
+
+        return work
 
     def duration_ms(self) -> float:
         return round((time.perf_counter() - self._began) * 1000, 3)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -46,6 +47,10 @@ class _Watch:
     ws: Watchable  # its journal is set while it is watched
     follower: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     activity: anyio.Event = field(default_factory=anyio.Event)
+    # Written on the watcher's thread: when activity was last seen, and whether the follower has
+    # been woken for activity it has not saved yet (then later activity only moves ``last``).
+    last: float = 0.0
+    armed: bool = False
 
     def poke(self) -> None:
         self.activity.set()
@@ -81,6 +86,13 @@ class OutsideEdits:
         watch = _Watch(ws)
 
         def on_activity() -> None:  # on the watcher's thread
+            watch.last = time.monotonic()  # the clock of asyncio's loop, so of anyio.current_time()
+            if watch.armed:
+                # The follower is waiting for the folder to settle and reads ``last`` when its
+                # wait is up: a tool call in a row (each writes, and is snapshotted under the
+                # chat's lock anyway) does not wake the loop once per event.
+                return
+            watch.armed = True
             try:
                 loop.call_soon_threadsafe(watch.poke)
             except RuntimeError:
@@ -125,10 +137,14 @@ class OutsideEdits:
 
 
 async def _settled(watch: _Watch) -> None:
-    """Return once the folder has had no activity for ``EDIT_DEBOUNCE`` seconds."""
+    """Return once the folder has had no activity for ``EDIT_DEBOUNCE`` seconds, ready to be told
+    of the next. Activity that comes after the last look at ``last`` and before ``armed`` is
+    cleared wakes nobody, but it changed the folder before it was reported, so the save that
+    follows (under the chat's lock, after this returns) sees it."""
     while True:
-        watch.activity = anyio.Event()
-        with anyio.move_on_after(EDIT_DEBOUNCE) as quiet:
-            await watch.activity.wait()
-        if quiet.cancelled_caught:
-            return
+        left = watch.last + EDIT_DEBOUNCE - anyio.current_time()
+        if left <= 0:
+            break
+        await anyio.sleep(left)  # an Event per activity is the wake-up this saves
+    watch.activity = anyio.Event()
+    watch.armed = False

@@ -1,8 +1,9 @@
 """The materialised working directory of one chat, and the stat cache that makes it cheap.
 
-Everything here is blocking file-system work: the service runs it on a worker thread, under the
-chat's lock. ``scan`` turns the directory into ``{path: sha256}`` (storing new content as blobs);
-``materialize`` turns it from one files map into another by touching only what differs.
+Everything here is blocking file-system work: the service runs it on a worker thread (a small
+tree's snapshot, within a ``Budget``, on the event loop), under the chat's lock. ``scan`` turns the
+directory into ``{path: sha256}`` (storing new content as blobs); ``materialize`` turns it from one
+files map into another by touching only what differs.
 """
 
 from __future__ import annotations
@@ -46,6 +47,19 @@ _encode_cache = msgspec.msgpack.Encoder().encode
 _decode_cache = msgspec.msgpack.Decoder(dict[str, tuple[int, int, int, int, str]]).decode
 
 
+class OverBudget(Exception):
+    """A scan met more than its ``Budget`` allows (it is then done again on a worker thread)."""
+
+
+@dataclass
+class Budget:
+    """What a scan run on the event loop may do: a small tree's snapshot costs less than the hop
+    to a worker thread, as long as it lists few entries and hashes little."""
+
+    entries: int  # directory entries it may look at
+    bytes: int  # bytes of changed files it may hash
+
+
 @dataclass
 class ScanResult:
     files: Files
@@ -72,6 +86,7 @@ class Tree:
         self._cache: dict[str, StatEntry] | None = None
         self._cache_changed = False
         self.unsaved_bytes = 0  # hashed since the cache was last saved: what a restart would read again
+        self._budget: Budget | None = None  # set during ``scan_within``
 
     # -- the stat cache ------------------------------------------------------------------------
 
@@ -131,6 +146,28 @@ class Tree:
         self._cache = fresh
         self._cache_changed = True
         return result
+
+    def scan_within(
+        self, budget: Budget, journal: Journal | None = None, last: Files | None = None,
+    ) -> ScanResult | None:
+        """``scan``, or None as soon as it would look at more entries or hash more bytes than
+        ``budget`` allows. What it did by then is harmless to redo: blobs are stored by content,
+        and the stat cache is replaced only by a scan that finishes."""
+        self._budget = budget
+        try:
+            return self.scan(journal, last)
+        except OverBudget:
+            return None
+        finally:
+            self._budget = None
+
+    def _spend(self, entries: int, size: int = 0) -> None:
+        budget = self._budget
+        if budget is not None:
+            budget.entries -= entries
+            budget.bytes -= size
+            if budget.entries < 0 or budget.bytes < 0:
+                raise OverBudget
 
     def _rescan(self, last: Files, dirty: set[str]) -> ScanResult:
         result = ScanResult(files=dict(last))
@@ -253,6 +290,7 @@ class Tree:
             return subfolders
         with entries:
             for entry in entries:
+                self._spend(1)
                 name = entry.name
                 rel = prefix + name
                 if not (name.isascii() or is_utf8(name)):
@@ -309,6 +347,7 @@ class Tree:
         """Store the open file's content. A file written to while we read it is read again (a
         blob is then a state the file really had); one that never holds still is recorded as read
         but left out of the stat cache, so the next snapshot reads it again."""
+        self._spend(0, st.st_size)
         sha = ""
         for _ in range(RETRIES):
             sha = self.blobs.put_fd(fd)

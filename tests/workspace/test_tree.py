@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sidecar.workspace.blobs import BlobStore, MissingBlob
-from sidecar.workspace.tree import Tree, diff
+from sidecar.workspace.tree import Budget, Tree, diff
 from sidecar.workspace.watcher import Journal
 
 
@@ -52,6 +52,27 @@ def test_scan_stores_content_and_skips_links_and_reuses_hashes(tree: Tree, tmp_p
     tree.save_cache()
     reloaded = Tree(root, tree.blobs, tmp_path / "statcache")
     assert reloaded.scan().hashed == 0  # and it survives a restart
+
+
+def test_a_scan_within_its_budget_is_a_scan_and_one_beyond_it_changes_nothing(tree: Tree):
+    root = tree.root
+    for i in range(5):
+        write(root, f"src/f{i}.txt", f"file {i}\n")
+    last = tree.scan().files
+    write(root, "src/f0.txt", "changed\n")
+    write(root, "big.bin", b"x" * 5000)
+    # Beyond it by bytes, then by entries: None, and the stat cache is the last full scan's.
+    cached = dict(tree.cache)
+    assert tree.scan_within(Budget(entries=100, bytes=4999), None, last) is None
+    assert tree.scan_within(Budget(entries=3, bytes=1 << 20), None, last) is None
+    assert tree.cache == cached
+    inside = tree.scan_within(Budget(entries=100, bytes=5000 + len("changed\n")), None, last)
+    assert inside is not None
+    assert inside.files == {**last, "src/f0.txt": inside.files["src/f0.txt"], "big.bin": inside.files["big.bin"]}
+    assert inside.files["src/f0.txt"] != last["src/f0.txt"]
+    assert tree.blobs.path(inside.files["big.bin"]).read_bytes() == b"x" * 5000
+    again = tree.scan()
+    assert again.files == inside.files and again.hashed == 0  # what the budgeted scan hashed is cached
 
 
 def test_materialize_round_trips_every_byte_and_touches_only_what_differs(tree: Tree):

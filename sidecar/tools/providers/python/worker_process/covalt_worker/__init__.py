@@ -25,8 +25,9 @@ It speaks NDJSON JSON-RPC 2.0 on stdin/stdout. Methods:
 
 A zygote: this process imports the toolset's modules (so calls start warm) but never runs a tool
 function. Each call runs in a child forked from it ahead of time (the *spare*), so no call waits
-for a fork: the next call's spare is forked while a call runs, on another core, and it rehearses a
-made-up call while it waits (the pages a call touches are copied then, not during the call).
+for a fork: the next call's spare is forked as soon as a call is answered, while the host works
+on the answer, and it rehearses a made-up call while it waits (the pages a call touches are
+copied then, not during the call).
 The child's only way back is its own result pipe; the protocol pipes are closed in it, and this
 process is not dumpable, so the child cannot reopen them through ``/proc/<worker>/fd``. This
 process is a child subreaper: whatever the tool starts, daemons that ``setsid`` and fork twice
@@ -34,6 +35,8 @@ included, stays its descendant, and when the call ends (answer, error, limit, ca
 descendant but the spare is stopped, killed and reaped before the answer goes out. A child that
 closes its result pipe after a whole answer is killed then and reaped after the answer: it runs
 nothing more, and the call does not wait for its memory to be torn down (about a millisecond).
+What it may have left is read from its /proc entry, or where that is hidden (Landlock) from the
+worker's cgroup, which holds every process of the calls; without either, its exit is waited for.
 So nothing of a call outlives it, and a call that is killed costs only its child, not the warm
 worker.
 

@@ -39,6 +39,17 @@ class Cgroup:
         for path in self.procs:
             self._write(path, str(pid))
 
+    def members(self) -> set[int] | None:
+        """The processes in the group: every process of the calls and the spare (each is moved in
+        as it is forked, before its call; what it starts stays in). None when that is not known."""
+        if self.failed or not self.procs:
+            return None
+        try:
+            with open(self.procs[0], "rb") as f:
+                return {int(pid) for pid in f.read().split()}
+        except (OSError, ValueError):
+            return None
+
     def set_limits(self, limits: CallLimits) -> None:
         if limits == self.limits or self.fixed or not self.limited:
             return

@@ -7,9 +7,11 @@ import contextlib
 import fcntl
 import functools
 import os
+import select
 import signal
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 if sys.platform.startswith("linux"):
@@ -19,8 +21,10 @@ if sys.platform.startswith("linux"):
 else:
     _LIBC = None
 
+Members = Callable[[], "set[int] | None"]  # the pids in the worker's cgroup, None when unknown
 _children_fd: int | None = None  # /proc/<me>/task/<me>/children, opened at first use (-1: none)
 _KILL_ROUNDS = 200  # tree walks while stopping a call's processes (a fork bomb keeps adding)
+_EXIT_WAIT = 1.0  # seconds a killed call's child gets to exit before its processes are walked
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
@@ -77,12 +81,14 @@ def pass_interrupt(pid: int) -> None:
             os.kill(pid, signal.SIGINT)
 
 
-def kill_descendants(keep: int = 0, dying: int = 0) -> None:
+def kill_descendants(keep: int = 0, dying: int = 0, members: Members | None = None) -> None:
     """Stop, kill and reap every process below this one but ``keep`` (the next call's spare, a
     child of this one that no call's process started). ``dying`` is a call's child killed after
-    it answered: its exit is not waited for unless it left processes. A process this one is
-    subreaper of is either its child or below one: with no other child left there is nothing to walk."""
-    if not _others(keep, dying):
+    it answered: its exit is not waited for unless it left processes. ``members``: the processes
+    of the worker's cgroup, which holds every process of the calls (None: no such group). A
+    process this one is subreaper of is either its child or below one: with no other child left
+    there is nothing to walk."""
+    if not _others(keep, dying, members):
         return
     me, stopped = os.getpid(), {keep}
     deadline = time.monotonic() + 5.0  # a process in uninterruptible sleep dies when it wakes
@@ -110,7 +116,7 @@ def kill_descendants(keep: int = 0, dying: int = 0) -> None:
         time.sleep(0.001)
 
 
-def _others(keep: int, dying: int = 0) -> bool:
+def _others(keep: int, dying: int = 0, members: Members | None = None) -> bool:
     """Reap the children that have exited; whether a process is left below this one other than
     ``keep`` and ``dying`` (with nothing of its own)."""
     while True:
@@ -124,12 +130,46 @@ def _others(keep: int, dying: int = 0) -> bool:
         return True
     # The dying child's own children first: one it leaves is moved to this process's list as it
     # exits, so read in this order, no process can be missed between the two reads.
-    if dying and _children(dying) != set():
-        return True
+    if dying:
+        below = _children(dying)
+        if below is None:
+            # Its list cannot be read (Landlock shows only our own /proc entry). The cgroup of
+            # the calls holds whatever it started, wherever in the tree; a process it is forking
+            # this instant may not be in it yet, and is found once the child's exit is reaped
+            # (``left_behind``). Without a group: once it has exited, what it left is ours (moved
+            # before its exit is reported) and our own list tells. Either costs far less than the
+            # walk below, which stops, kills and polls in 1 ms sleeps.
+            held = members() if members is not None else None
+            if held is not None:
+                return bool(held - {keep, dying})
+            if _exited(dying, _EXIT_WAIT):
+                return _others(keep)
+        if below != set():
+            return True
     children = _children()
     if children is None:  # no /proc/<pid>/task/<tid>/children here: walk the whole table
         return bool(_descendants(os.getpid()) - {keep, dying})
     return bool(children - {keep, dying})
+
+
+def left_behind(keep: int) -> bool:
+    """Whether a child of this process other than ``keep`` is left (cheap: one read)."""
+    children = _children()
+    return children is None or bool(children - {keep})
+
+
+def _exited(pid: int, timeout: float) -> bool:
+    """Wait up to ``timeout`` seconds for the child ``pid`` (killed) to exit; whether it did."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True  # reaped already
+    except (AttributeError, OSError):  # no pidfd (Linux < 5.3, another OS): the walk decides
+        return False
+    try:
+        return bool(select.select([fd], [], [], timeout)[0])
+    finally:
+        os.close(fd)
 
 
 def held_fds() -> tuple[int, ...]:

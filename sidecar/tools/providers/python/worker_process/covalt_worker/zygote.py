@@ -20,7 +20,7 @@ from .child import Child
 from .limits import POLL, Cgroup, Watch
 from .messages import signal_name, size_text
 from .pipes import drain, read_rest, read_some, request_lines, write_all
-from .procs import Spare, held_fds, ignore_signal, kill_descendants, pass_interrupt, thread_count
+from .procs import Spare, held_fds, ignore_signal, kill_descendants, left_behind, pass_interrupt, thread_count
 from .protocol import (
     KINDS,
     METHOD_NOT_FOUND,
@@ -77,8 +77,8 @@ class Worker:
             self.interrupted = True
 
     def prepare(self) -> None:
-        """Have the next call's child ready: forked while a call runs (see ``wait``), else here,
-        between requests. A spare forked before the last import lacks the module: it is replaced."""
+        """Have the next call's child ready: forked here, between requests (after an answer is
+        sent, see ``wait``). A spare forked before the last import lacks the module: it is replaced."""
         self.reap()
         if self.spare is not None and (self.spare.imported != self.tools.imported or not self.spare.alive()):
             self.spare.discard()
@@ -89,6 +89,7 @@ class Worker:
 
     def reap(self) -> None:
         """Collect the answered children once their exit is done (it ends them in the cgroup's count)."""
+        reaped = False
         for pid in list(self.dying):
             try:
                 done = os.waitpid(pid, os.WNOHANG)[0] != 0
@@ -96,6 +97,17 @@ class Worker:
                 done = True
             if done:
                 self.dying.remove(pid)
+                reaped = True
+        if reaped and not self.dying and self.running is None and left_behind(self.keep()):
+            # A process an answered child was forking as it was killed, after the cgroup was read
+            # (``kill_descendants``): it came to us with the child's exit.
+            kill_descendants(self.keep())
+
+    def members(self) -> set[int] | None:
+        """The processes in the calls' cgroup but answered children still exiting: each was
+        looked at for what it left when it answered (and what it left is in the group)."""
+        held = self.cgroup.members() if self.cgroup is not None else None
+        return held - set(self.dying) if held is not None else None
 
     def keep(self) -> int:
         return self.spare.pid if self.spare is not None else 0
@@ -146,7 +158,7 @@ class Worker:
         try:
             status, data, stopped = self.wait(child, bytes(raw), watch)
             dying = child.pid if child.answered and child.status is None else 0
-            kill_descendants(self.keep(), dying)
+            kill_descendants(self.keep(), dying, self.members if self.cgroup is not None else None)
             if dying:
                 self.dying.append(dying)
             data += read_rest(child.result_r)  # no writer is left: all of it is there
@@ -164,12 +176,12 @@ class Worker:
         """Hand the call to ``child`` and collect its answer until it exits, a limit is passed or
         the host's SIGINT has had its grace: (wait status or None, answer bytes, why it was stopped)."""
         hand_over(child, params)
-        # The next call's child is forked now, on this core, while the call runs on another: a
-        # call that follows at once (a model's tool calls in a row) does not wait for the fork.
-        # It holds this call's parameters, as any spare holds what the last call left in freed
-        # memory: it serves the same toolset, chat and confinement, and no process of a call can
-        # write on the host's pipe, so nothing crosses a boundary.
-        self.prepare()
+        # The next call's child is forked once this call is answered (``prepare``, before the
+        # worker waits for the next request), not while it runs: the fork and moving the spare
+        # into the cgroup (a write that waits for the kernel's RCU, often a millisecond or more)
+        # would hold the answer back whenever the call is quicker than they are, and on a busy
+        # machine they compete with the call for a core. The host's own work on the answer (the
+        # workspace's snapshot, the record) leaves them the time before a next call comes.
         data = bytearray()
         cap = self.config.output_bytes + (1 << 20)
         reading = True
