@@ -5,6 +5,7 @@ how many definitions does a turn send, and what does it cost, on real tool defin
     .venv/bin/python scripts/bench_tool_selection.py            full run
     .venv/bin/python scripts/bench_tool_selection.py --quick    smoke run (fewer requests and rounds)
     .venv/bin/python scripts/bench_tool_selection.py --reference REF   start-up reference (default main)
+    .venv/bin/python scripts/bench_tool_selection.py --code DIR        measure the sidecar tree in DIR
 
 The corpus (scripts/data/tool_selection/, README there): the 59 tools of the seven MCP servers people
 install first and the built-ins, a 500 and a 3,000-tool catalog of real definitions from public MCP
@@ -94,6 +95,12 @@ BUDGET_AUTO_TOKENS = 2000
 BUDGET_SEARCH_P50_MS, BUDGET_RELEVANT_P50_MS = 5.0, 30.0
 BUDGET_INIT_MS = 5.0
 METHOD_NOT_FOUND, INVALID_PARAMS = -32601, -32602
+
+
+def spawn(code: Path, data: Path, *, initialize: bool = True) -> Any:
+    """``python -m sidecar`` of the tree ``code`` (this one, REF's export, or --code), on ``data``."""
+    return SidecarClient.spawn(data, command=[sys.executable, "-m", "sidecar", "--data-dir", str(data)],
+                               env={"PYTHONPATH": str(code)}, initialize=initialize, client_name="bench_tool_selection")
 
 
 # -- the data folder: stored catalogs, the seven servers as MCP servers -----------------------------
@@ -390,8 +397,7 @@ def export_reference(ref: str, into: Path) -> Path:
 
 
 async def prepare_data(code: Path, data: Path, servers: list[dict[str, Any]]) -> None:
-    async with SidecarClient.spawn(data, command=[sys.executable, "-m", "sidecar", "--data-dir", str(data)],
-                                   env={"PYTHONPATH": str(code)}):
+    async with spawn(code, data):
         pass  # the code's own migrations make the schema
     fill(data / "sidecar.db", servers)
     select_size(data / "sidecar.db", servers, 500)
@@ -399,8 +405,7 @@ async def prepare_data(code: Path, data: Path, servers: list[dict[str, Any]]) ->
 
 async def startup_once(code: Path, data: Path, load_model: bool) -> dict[str, float | None]:
     t0 = time.perf_counter()
-    async with SidecarClient.spawn(data, command=[sys.executable, "-m", "sidecar", "--data-dir", str(data)],
-                                   env={"PYTHONPATH": str(code)}, initialize=False) as sc:
+    async with spawn(code, data, initialize=False) as sc:
         await sc.request("initialize", {"clientInfo": {"name": "bench_tool_selection", "version": "0"}})
         init_ms = (time.perf_counter() - t0) * 1000
         await sc.request("tools/search", {"q": "file"})  # the services are up, the index built
@@ -418,9 +423,9 @@ async def startup_once(code: Path, data: Path, load_model: bool) -> dict[str, fl
     return {"init": init_ms, "idle": idle, "loaded": loaded}
 
 
-async def startup(ref: str, tmp: Path, servers: list[dict[str, Any]], n: int) -> dict[str, Any]:
+async def startup(code: Path, ref: str, tmp: Path, servers: list[dict[str, Any]], n: int) -> dict[str, Any]:
     ref_code = export_reference(ref, tmp / "ref-code")
-    sides = {"sidecar": ROOT, "reference": ref_code}
+    sides = {"sidecar": code, "reference": ref_code}
     for side, code in sides.items():
         await prepare_data(code, tmp / f"start-{side}", servers)
     runs: dict[str, list[dict[str, float | None]]] = {s: [] for s in sides}
@@ -440,7 +445,7 @@ async def run(args: argparse.Namespace, tmp: Path) -> tuple[Rows, list[str]]:
     notes: list[str] = []
     data = tmp / "data"
     servers = stored_servers()
-    async with SidecarClient.spawn(data) as sc:
+    async with spawn(args.code, data) as sc:
         for s in servers59():
             if s["server"] != "builtin":
                 await add_stub(sc, TOOLS59, s["server"])
@@ -451,7 +456,7 @@ async def run(args: argparse.Namespace, tmp: Path) -> tuple[Rows, list[str]]:
     sizes = (*SIZES, BIG)
     for size in sizes:
         stored = select_size(data / "sidecar.db", servers, size)
-        async with SidecarClient.spawn(data, client_name="bench_tool_selection") as sc:
+        async with spawn(args.code, data) as sc:
             await wait_connected(sc)
             listed = len(await enabled_tools(sc))
             if listed != 59 + stored:
@@ -475,7 +480,7 @@ async def run(args: argparse.Namespace, tmp: Path) -> tuple[Rows, list[str]]:
                 add_new_server(sections[4], await new_server(rk))
 
     add_quality(sections[1], quality)
-    runs = await startup(args.reference, tmp, servers, 3 if args.quick else 15)
+    runs = await startup(args.code, args.reference, tmp, servers, 3 if args.quick else 15)
     add_startup(sections[5], runs, args.reference)
     print_quality(quality)
     print_misses(quality)
@@ -604,6 +609,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="a smoke run: a sixth of the requests, fewer rounds")
     parser.add_argument("--reference", default="main", help="the git revision start-up is compared with")
+    parser.add_argument("--code", type=Path, default=ROOT,
+                        help="the sidecar tree measured (default: this one), e.g. an export of a branch with its deps "
+                             "in the running interpreter's environment")
     args = parser.parse_args()
     print_header(sys.executable)
     print(f"corpus   {TOOLS59.name}, {CATALOG.name}: 59 / 500 / 3,000 tools; {len(phrasings('59'))} hand-written "
