@@ -82,7 +82,7 @@ from tool_selection_corpus import (  # noqa: E402  (scripts/ is on sys.path when
 )
 
 from sidecar.api.search import MAX_QUERY  # noqa: E402  (after the sys.path insert above)
-from sidecar.client import RemoteError, SidecarClient  # noqa: E402  (after the sys.path insert above)
+from sidecar.client import ProcessExited, RemoteError, SidecarClient  # noqa: E402  (after the sys.path insert above)
 
 MIB = 1 << 20
 LIMIT = 10
@@ -426,7 +426,11 @@ async def startup_once(code: Path, data: Path, load_model: bool) -> dict[str, fl
     async with spawn(code, data, initialize=False) as sc:
         await sc.request("initialize", {"clientInfo": {"name": "bench_tool_selection", "version": "0"}})
         init_ms = (time.perf_counter() - t0) * 1000
-        await sc.request("tools/search", {"q": "file"})  # the services are up, the index built
+        try:
+            await sc.request("tools/search", {"q": "file"})  # the services are up, the index built
+        except RemoteError as e:
+            tail = sc.stderr_path.read_text(errors="replace").strip().splitlines()[-3:]
+            raise RuntimeError(f"{code}: {e}: {' / '.join(tail)}") from e
         await anyio.sleep(0.5)
         idle = tree_rss_bytes(sc.proc.pid)
         loaded = None
@@ -498,10 +502,16 @@ async def run(args: argparse.Namespace, tmp: Path) -> tuple[Rows, list[str]]:
                 add_new_server(sections[4], await new_server(rk))
 
     add_quality(sections[1], quality)
-    runs = await startup(args.code, args.reference, tmp, servers, 3 if args.quick else 15)
-    add_startup(sections[5], runs, args.reference)
     print_quality(quality)
     print_misses(quality)
+    try:
+        runs = await startup(args.code, args.reference, tmp, servers, 3 if args.quick else 15)
+    except (RemoteError, RuntimeError, ProcessExited, subprocess.CalledProcessError) as e:
+        # e.g. REF's code needs a package this interpreter's environment lacks (--code with a branch's venv)
+        n_a(sections[5], "5. spawn -> initialize, idle memory", "+-5 ms", f"failed: {str(e)[:60]}")
+        notes.append(f"start-up section failed: {e}")
+    else:
+        add_startup(sections[5], runs, args.reference)
     return Rows(r for k in sorted(sections) for r in sections[k]), notes
 
 
