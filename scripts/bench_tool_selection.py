@@ -242,18 +242,19 @@ async def wait_catalog_embedded(rk: Rankers, size: int, timeout: float) -> str:
         how = "the embedding ranker finds 20 probe tools by their descriptions"
     elif rk.available["fused"] is None and await model_info(rk.sc) is not None:
         await rk.sc.request("tools/relevant", {"text": "warm up", "limit": 1})  # loads the model if it waits for one
-        seen: list[tuple[float, int]] = []
+        seen: list[tuple[float, int]] = [(time.perf_counter(), -1)]
 
         def settled(info: dict[str, Any]) -> bool:
-            """Loaded (or unavailable), and the count of texts embedded since start still for 3 s after it
-            grew, or for 15 s if it never did (every text came from the cache, or none is new). The
-            count moves once per batch, and a batch of a few hundred takes seconds on a busy machine."""
+            """Loaded (or unavailable), and the count of texts embedded since start still for 2.5 times
+            the longest wait between two of its moves (at least 3 s; 15 s if it never moved: every
+            text came from the cache). The count moves once per batch (a few hundred texts), and a
+            batch takes seconds on a busy machine: a fixed quiet time would stop between batches."""
             now, n = time.perf_counter(), int(info.get("embedded") or 0)
-            if not seen or seen[-1][1] != n:
+            if seen[-1][1] != n:
                 seen.append((now, n))
-            quiet = now - seen[-1][0]
-            return info.get("state") == "unavailable" or (
-                info.get("state") == "loaded" and quiet >= (3 if n else 15))
+            gaps = [b[0] - a[0] for a, b in zip(seen[1:], seen[2:], strict=False)]
+            need = min(60.0, max(3.0, 2.5 * max(gaps, default=0))) if n else 15.0
+            return info.get("state") == "unavailable" or (info.get("state") == "loaded" and now - seen[-1][0] >= need)
 
         took = await wait_counter(rk.sc, settled, timeout)
         how = f"debug/info relevanceModel settled: {await model_info(rk.sc)}"
