@@ -246,14 +246,17 @@ async def wait_catalog_embedded(rk: Rankers, size: int, timeout: float) -> str:
 
         def settled(info: dict[str, Any]) -> bool:
             """Loaded (or unavailable), and the count of texts embedded since start still for 2.5 times
-            the longest wait between two of its moves (at least 3 s; 15 s if it never moved: every
-            text came from the cache). The count moves once per batch (a few hundred texts), and a
-            batch takes seconds on a busy machine: a fixed quiet time would stop between batches."""
+            the longest wait between two of its moves (at least 3 s; 60 s if it never moved: every
+            text came from the cache, or the first batch is slow). The count moves once per batch (a
+            few hundred texts), and a batch takes seconds on a busy machine: a fixed quiet time would
+            stop between batches. A ``pending`` count, when debug/info has one, answers exactly."""
+            if "pending" in info:  # a count of texts waiting for the model, if the ranker gives one
+                return info.get("state") == "unavailable" or (info.get("state") == "loaded" and not info["pending"])
             now, n = time.perf_counter(), int(info.get("embedded") or 0)
             if seen[-1][1] != n:
                 seen.append((now, n))
             gaps = [b[0] - a[0] for a, b in zip(seen[1:], seen[2:], strict=False)]
-            need = min(60.0, max(3.0, 2.5 * max(gaps, default=0))) if n else 15.0
+            need = min(60.0, max(3.0, 2.5 * max(gaps, default=0))) if n else 60.0
             return info.get("state") == "unavailable" or (info.get("state") == "loaded" and now - seen[-1][0] >= need)
 
         took = await wait_counter(rk.sc, settled, timeout)
