@@ -1802,14 +1802,16 @@ export interface RelevantToolsParams {
   chatId?: string | null;
   /** The most tools answered (1-100). */
   limit?: number;
+  /** Which ranking: fused (the default, what a turn uses), lexical (words only) or embedding (meaning only); the two halves let a UI or a benchmark see what each contributes. embedding without a usable model ranks by words, as fused does (ranking and fallbackReason say so). */
+  mode?: "embedding" | "fused" | "lexical";
 }
 
 export interface RelevantToolsResult {
   /** The most relevant tools, best first, only those above the relevance threshold (a cosine of 0.35 for meaning; for words, sharing a word with the text); empty when nothing fits. */
   tools: RelevantTool[];
-  /** How they were ranked: fused (words and meaning) or lexical (words only, when the embedding model is unavailable: fallbackReason says why). */
-  ranking: "fused" | "lexical";
-  /** Why the embedding model did not rank (ranking lexical); absent when it did. */
+  /** How they were ranked: as mode asked, or lexical (words only) when the embedding model is unavailable (fallbackReason says why). */
+  ranking: "embedding" | "fused" | "lexical";
+  /** Why the embedding model did not rank (ranking lexical though mode asked for it); absent otherwise. */
   fallbackReason?: string | null;
 }
 

@@ -23,6 +23,10 @@ class RelevantToolsParams(Model):
         "attached (tools/list with chatId). Absent: every enabled tool of every provider."))] = None
     limit: Annotated[int, msgspec.Meta(ge=1, le=MAX_RELEVANT, description=(
         "The most tools answered (1-100)."))] = 10
+    mode: Annotated[Literal["fused", "lexical", "embedding"], msgspec.Meta(description=(
+        "Which ranking: fused (the default, what a turn uses), lexical (words only) or embedding (meaning "
+        "only); the two halves let a UI or a benchmark see what each contributes. embedding without a usable "
+        "model ranks by words, as fused does (ranking and fallbackReason say so)."))] = "fused"
 
 
 class RelevantTool(Model):
@@ -41,11 +45,11 @@ class RelevantToolsResult(Model):
     tools: Annotated[list[RelevantTool], msgspec.Meta(description=(
         "The most relevant tools, best first, only those above the relevance threshold (a cosine of 0.35 "
         "for meaning; for words, sharing a word with the text); empty when nothing fits."))]
-    ranking: Annotated[Literal["fused", "lexical"], msgspec.Meta(description=(
-        "How they were ranked: fused (words and meaning) or lexical (words only, when the embedding model "
-        "is unavailable: fallbackReason says why)."))]
+    ranking: Annotated[Literal["fused", "lexical", "embedding"], msgspec.Meta(description=(
+        "How they were ranked: as mode asked, or lexical (words only) when the embedding model is "
+        "unavailable (fallbackReason says why)."))]
     fallback_reason: Annotated[str | None, msgspec.Meta(description=(
-        "Why the embedding model did not rank (ranking lexical); absent when it did."))] = None
+        "Why the embedding model did not rank (ranking lexical though mode asked for it); absent otherwise."))] = None
 
 
 SPECS = (

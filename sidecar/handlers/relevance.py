@@ -32,19 +32,19 @@ class RelevanceHandlers:
         if p.chat_id is not None:
             if not self.switch.enabled:
                 await self.chats.require(p.chat_id)  # an unknown chat is still NotFound
-                return RelevantToolsResult([], self._ranking(), fallback_reason=self._reason())
+                return RelevantToolsResult([], self._ranking(p), fallback_reason=self._reason(p))
             shown = {t.id: t for t in (await toolbox.for_chat(self.chats, self.catalog, p.chat_id)).shown()}
             ids = list(shown)
-        ranked = await self.relevance.rank(p.text, limit=p.limit, tool_ids=ids)
+        ranked = await self.relevance.rank(p.text, limit=p.limit, tool_ids=ids, mode=p.mode)
         tools = [t for r in ranked if (t := shown.get(r.tool_id) or self.relevance.tool(r.tool_id)) is not None]
         by_id = {t.id: t for t in await self.with_usage(tools)}
         return RelevantToolsResult([RelevantTool(by_id[r.tool_id], r.score, r.why) for r in ranked
-                                    if r.tool_id in by_id], self._ranking(), fallback_reason=self._reason())
+                                    if r.tool_id in by_id], self._ranking(p), fallback_reason=self._reason(p))
 
-    def _ranking(self) -> Literal["fused", "lexical"]:
-        return "fused" if self.relevance.model.status().state == "loaded" else "lexical"
+    def _ranking(self, p: RelevantToolsParams) -> Literal["fused", "lexical", "embedding"]:
+        return p.mode if p.mode == "lexical" or self.relevance.model.status().state == "loaded" else "lexical"
 
-    def _reason(self) -> str | None:
-        return None if self._ranking() == "fused" else self.relevance.fallback_reason()
+    def _reason(self, p: RelevantToolsParams) -> str | None:
+        return None if self._ranking(p) == p.mode else self.relevance.fallback_reason()
 
 
