@@ -4,8 +4,9 @@ Lifecycle, ping, a chat whose files branch, the App Builder toolset, a card, an 
 a remote MCP server signed in with OAuth (a local authorization server), HTTP tools against a
 local server, then a chat turn on the
 offline scripted model (streamed text printed as it arrives, tool calls with their render plans, a
-``ui/confirmToolCall`` answered ``allowChat``), a retry on a new branch and a switch back, and the
-kill switch stopping a running tool.
+``ui/confirmToolCall`` answered ``allowChat``), a retry on a new branch and a switch back, the
+kill switch stopping a running tool, and the right tools chosen among the real definitions of the
+seven MCP servers people install first (typo-tolerant search, ranking by meaning, a turn's offer).
 
 Runs offline on a temporary data directory (pass --data-dir to keep it, -v to see the raw traffic).
 """
@@ -13,6 +14,7 @@ Runs offline on a temporary data directory (pass --data-dir to keep it, -v to se
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import sys
@@ -267,6 +269,8 @@ async def run(data_dir: Path, verbose: bool) -> int:
         await audit_trail(sc, data_dir)
 
         await catalog_pages(sc)
+
+        await tool_selection(sc, data_dir)
 
         step("secrets are masked by meaning (a careless MCP server prints what it was given)")
         careless = "import os, sys; print(*sys.argv[1:], os.environ['API_TOKEN'], file=sys.stderr); sys.exit(2)"
@@ -823,6 +827,64 @@ async def catalog_pages(sc: SidecarClient) -> None:
     show("tools/list {toolsetIds}", f"{len(mine)} tools of app-builder")
     wrong = await sc.request_raw("tools/list", {"pageToken": first["nextPageToken"], "toolsetIds": ["x"]})
     show("  token of other filters", f"{wrong['error']['code']} {wrong['error']['message'][:70]}")
+
+
+CORPUS = ROOT / "scripts" / "data" / "tool_selection" / "tools59.json.gz"
+
+
+async def tool_selection(sc: SidecarClient, data_dir: Path) -> None:
+    step("the right tools at any scale: the 59 tools of the seven MCP servers people install first")
+    # Their real definitions (listed from the servers themselves), installed as HTTP toolsets:
+    # nothing here is called, only searched, ranked and offered.
+    servers = json.loads(gzip.decompress(CORPUS.read_bytes()))["servers"]
+    for server in servers:
+        if server["server"] == "builtin":
+            continue
+        folder = data_dir.parent / "corpus" / server["server"]
+        folder.mkdir(parents=True, exist_ok=True)
+        tools = [{"id": t["name"], "description": t.get("description") or t["name"],
+                  "input_schema": t.get("inputSchema") or {"type": "object"},
+                  "http": {"urlTemplate": "https://api.example.com/x", "allowedHosts": ["api.example.com"]}}
+                 for t in server["tools"]]
+        (folder / "toolset.yaml").write_text(json.dumps({  # JSON is YAML
+            "manifest_version": "1", "id": server["server"], "name": server["server"], "version": "1.0.0",
+            "description": f"the tools {server['source']} lists", "tools": tools}))
+        await sc.request("toolsets/import", {"path": str(folder)})
+    total = len((await sc.request("tools/list", {"pageSize": 500}))["tools"])
+    show("installed", f"{total} enabled tools: the seven servers' and the built-ins")
+    for q in ("comit my chnages", "what time is it in tokyo"):
+        hits = (await sc.request("tools/search", {"q": q, "pageSize": 3}))["hits"]
+        show(f"tools/search {q!r}", "; ".join(
+            f"{h['tool']['id']} ({h['match']}"
+            + "".join(f", {m['query']}→{m['term']}" for m in h.get("matched", []) if m["query"] != m["term"])
+            + ")" for h in hits))
+    ranked = await sc.request("tools/relevant", {"text": "what did I change in my repo since yesterday?",
+                                                  "limit": 3})
+    show("tools/relevant", f"ranked by {ranked['ranking']}" + (f" ({ranked['fallbackReason']})"
+                                                                if ranked.get("fallbackReason") else ""))
+    for t in ranked["tools"]:
+        show(f"  {t['score']:.2f}", f"{t['tool']['id']}: {t['why']}")
+    offered: list[dict[str, Any]] = []
+
+    def on_event(message: dict[str, Any]) -> None:
+        event = (message.get("params") or {}).get("event") or {}
+        if message.get("method") == "chat/event" and event.get("kind") == "toolsOffered":
+            offered.append(event)
+
+    sc.on_notification = on_event
+    try:
+        cid = (await sc.request("chats/create", {"title": "tool selection"}))["chat"]["id"]
+        for selection in ("all", "auto"):
+            await sc.request("chats/update", {"id": cid, "toolSettings": {"toolSelection": selection}})
+            await sc.request("chat/send", {"chatId": cid, "content": "what time is it in Tokyo right now?"})
+            event = offered[-1]
+            show(f"a turn in {selection!r}", f"{len(event['toolIds'])} tools offered ({event['reason']}), "
+                                             f"~{event.get('tokens', 0):,} tokens of definitions, "
+                                             f"{event['deferred']} deferred" + (", + find_tools" if event.get(
+                                                 "findTools") else ""))
+        show("  offered", ", ".join(offered[-1]["toolIds"][:8]) + ", …")
+    finally:
+        sc.on_notification = None
 
 
 def _print_tree(messages: list[dict[str, Any]], active_leaf: str | None) -> None:
