@@ -98,7 +98,7 @@ export interface ChatToolSettings {
   toolBudgetTokens?: number | null;
   /** 'auto' offers every tool while there are at most this many (default 40); above, it selects. 0: always select. Absent or null: the user's setting (settings/get). */
   toolBudgetCount?: number | null;
-  /** How many of the best-ranked tools a selecting turn offers besides the kept ones (K, default 8). Absent or null: the user's setting (settings/get). */
+  /** How many of the best-ranked tools a selecting turn offers besides the kept ones, at most (K, default 8): they join best first while the offer's definitions stay within 2,000 tokens (or toolBudgetTokens when smaller), the best-ranked one always. Absent or null: the user's setting (settings/get). */
   relevantTools?: number | null;
   /** Tool ids always offered when a turn selects (up to the provider's cap). A pinned id that names no tool, or a disabled one, is not offered (and no error): it may come back later. Absent or null: the user's setting (settings/get). */
   pinnedTools?: string[] | null;
@@ -1469,7 +1469,7 @@ export interface UserSettings {
   toolBudgetTokens?: number | null;
   /** 'auto' offers every tool while there are at most this many (default 40); above, it selects. 0: always select. */
   toolBudgetCount?: number;
-  /** How many of the best-ranked tools a selecting turn offers besides the kept ones (K, default 8). */
+  /** How many of the best-ranked tools a selecting turn offers besides the kept ones, at most (K, default 8): they join best first while the offer's definitions stay within 2,000 tokens (or toolBudgetTokens when smaller), the best-ranked one always. */
   relevantTools?: number;
   /** Tool ids always offered when a turn selects (up to the provider's cap). A pinned id that names no tool, or a disabled one, is not offered (and no error): it may come back later. */
   pinnedTools?: string[];

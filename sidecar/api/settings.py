@@ -37,7 +37,9 @@ TOOL_BUDGET_TOKENS = (
     "(default): 10% of the model's context window (the provider's config.contextWindow). 0: always select.")
 TOOL_BUDGET_COUNT = ("'auto' offers every tool while there are at most this many (default 40); above, it "
                      "selects. 0: always select.")
-RELEVANT_TOOLS = "How many of the best-ranked tools a selecting turn offers besides the kept ones (K, default 8)."
+RELEVANT_TOOLS = ("How many of the best-ranked tools a selecting turn offers besides the kept ones, at most (K, "
+                  "default 8): they join best first while the offer's definitions stay within 2,000 tokens (or "
+                  "toolBudgetTokens when smaller), the best-ranked one always.")
 PINNED_TOOLS = ("Tool ids always offered when a turn selects (up to the provider's cap). A pinned id that "
                 "names no tool, or a disabled one, is not offered (and no error): it may come back later.")
 KEEP_BUILTINS = "Whether a selecting turn always offers the built-in tools (files, shell). Default true."

@@ -33,6 +33,10 @@ if TYPE_CHECKING:
 
 CHARS_PER_TOKEN = 4
 BUDGET_SHARE = 0.10  # of the context window, when no token budget is set
+# What a selected offer's definitions may cost, find_tools included (or the token budget, when
+# smaller): the ranked tools join best first while they fit, the best one always. Past ~2k tokens
+# the tools a turn does not use cost more than a find_tools step that loads them when needed.
+SELECTED_TOKENS = 2000
 FIND_TOOLS = "find_tools"  # kept from every catalog tool's alias (toolbox.RESERVED_ALIASES)
 MAX_FIND_CALLS = 5  # find_tools answers per turn; then it says to go on with what is loaded
 FIND_LIMIT = 10  # definitions one find_tools answer loads at most
@@ -283,7 +287,8 @@ async def choose(box: ToolBox, selection: Selection, limits: ToolLimits, ranker:
         if sum(spec_tokens(spec_of(t)) for t in tools) <= budget_of(selection, limits):
             return Offer(box, limits, ranker, list(tools), [], "all", False)
     reason = "relevant" if selection.mode == "relevant" else "budget" if len(tools) <= cap else "cap"
-    chosen = await _selected(box, selection, ranker, text, kept)
+    allowance = min(SELECTED_TOKENS, budget_of(selection, limits))
+    chosen = await _selected(box, selection, ranker, text, kept, allowance)
     left = [t for t in tools if t.tool.id not in {c.tool.id for c in chosen}]
     native = limits.tool_search is not None and bool(left)
     # One place for find_tools (or the provider's search tool) when anything is left out.
@@ -296,8 +301,9 @@ async def choose(box: ToolBox, selection: Selection, limits: ToolLimits, ranker:
 
 
 async def _selected(box: ToolBox, selection: Selection, ranker: Ranker, text: str,
-                    kept: Collection[str]) -> list[ChatTool]:
-    """The kept tools (pinned, attached, built-ins, loaded before), then the best-ranked K."""
+                    kept: Collection[str], allowance: int) -> list[ChatTool]:
+    """The kept tools (pinned, attached, built-ins, loaded before), then the best-ranked K while
+    the whole offer's definitions fit ``allowance`` tokens (the best-ranked one always)."""
     tools = box.tools
     by_id = {t.tool.id: t for t in tools}
     first: dict[str, ChatTool] = {}
@@ -312,9 +318,15 @@ async def _selected(box: ToolBox, selection: Selection, ranker: Ranker, text: st
             first.setdefault(tool_id, by_id[tool_id])
     rest = [t.tool.id for t in tools if t.tool.id not in first]
     if rest and selection.k > 0 and text.strip():
-        for r in await ranker.rank(text, limit=selection.k, tool_ids=rest):
-            if r.tool_id in by_id:
-                first.setdefault(r.tool_id, by_id[r.tool_id])
+        tokens = spec_tokens(FIND_TOOLS_SPEC) + sum(spec_tokens(spec_of(t)) for t in first.values())
+        ranked = [by_id[r.tool_id] for r in await ranker.rank(text, limit=selection.k, tool_ids=rest)
+                  if r.tool_id in by_id]
+        for n, t in enumerate(ranked):
+            cost = spec_tokens(spec_of(t))
+            if n and tokens + cost > allowance:
+                break
+            first.setdefault(t.tool.id, t)
+            tokens += cost
     return list(first.values())
 
 

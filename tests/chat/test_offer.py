@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from sidecar.chat.offer import FIND_LIMIT, FIND_TOOLS, MAX_FIND_CALLS
+from sidecar.chat.offer import FIND_LIMIT, FIND_TOOLS, MAX_FIND_CALLS, SELECTED_TOKENS
 from sidecar.client import RemoteError, SidecarClient
 
 pytestmark = pytest.mark.anyio
@@ -287,3 +287,24 @@ async def test_what_the_branch_attached_is_kept_even_switched_off_globally(app: 
     _, evs = await turn(app, chat, "weather please", attachments=[{"kind": "toolset", "id": "few"}])
     (offered,) = offers(evs)
     assert offered["reason"] == "budget" and set(few) <= set(offered["toolIds"])
+
+
+async def test_ranked_tools_join_while_the_offer_fits_its_token_allowance(app: SidecarClient):
+    """Long real-world descriptions: eight ranked tools of ~300 tokens each would more than double
+    the offer; the best ones join while the whole fits SELECTED_TOKENS, the best one always."""
+    await app.request("toolsets/create", {"id": "wordy", "name": "Wordy"})
+    for i in range(60):
+        definition = {"description": f"Weather forecast for a city, variant {i}. " + "Details of the forecast. " * 48,
+                      "http": {"urlTemplate": "http://127.0.0.1:9/x", "allowedHosts": ["127.0.0.1"]}}
+        await app.request("tools/put", {"toolsetId": "wordy", "slug": f"forecast-{i}", "version": "1",
+                                        "definition": definition})
+    await scripted(app, {"text": "ok"})
+    _, evs = await turn(app, await new_chat(app), "what's the weather forecast for Lisbon?")
+    (offered,) = offers(evs)
+    ranked = [t for t in offered["toolIds"] if t.startswith("wordy:")]
+    assert offered["reason"] == "budget" and offered["findTools"] and 1 <= len(ranked) < 8
+    assert offered["tokens"] <= SELECTED_TOKENS
+    await app.request("settings/set", {"toolBudgetTokens": 10})  # a budget smaller than any tool: the best still joins
+    _, evs = await turn(app, await new_chat(app), "what's the weather forecast for Lisbon?")
+    (offered,) = offers(evs)
+    assert len([t for t in offered["toolIds"] if t.startswith("wordy:")]) == 1
