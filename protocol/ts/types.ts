@@ -1807,7 +1807,7 @@ export interface RelevantToolsParams {
 }
 
 export interface RelevantToolsResult {
-  /** The most relevant tools, best first, only those above the relevance threshold (a cosine of 0.35 for meaning; for words, sharing a word with the text); empty when nothing fits. */
+  /** The most relevant tools, best first, only those above the relevance threshold (a cosine of 0.2 for meaning; for words, sharing a word with the text); empty when nothing fits. */
   tools: RelevantTool[];
   /** How they were ranked: as mode asked, or lexical (words only) when the embedding model is unavailable (fallbackReason says why). */
   ranking: "embedding" | "fused" | "lexical";

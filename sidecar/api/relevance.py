@@ -43,7 +43,7 @@ class RelevantTool(Model):
 
 class RelevantToolsResult(Model):
     tools: Annotated[list[RelevantTool], msgspec.Meta(description=(
-        "The most relevant tools, best first, only those above the relevance threshold (a cosine of 0.35 "
+        "The most relevant tools, best first, only those above the relevance threshold (a cosine of 0.2 "
         "for meaning; for words, sharing a word with the text); empty when nothing fits."))]
     ranking: Annotated[Literal["fused", "lexical", "embedding"], msgspec.Meta(description=(
         "How they were ranked: as mode asked, or lexical (words only) when the embedding model is "
