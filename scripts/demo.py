@@ -851,7 +851,8 @@ async def tool_selection(sc: SidecarClient, data_dir: Path) -> None:
             "description": f"the tools {server['source']} lists", "tools": tools}))
         await sc.request("toolsets/import", {"path": str(folder)})
     total = len((await sc.request("tools/list", {"pageSize": 500}))["tools"])
-    show("installed", f"{total} enabled tools: the seven servers' and the built-ins")
+    show("installed", f"{sum(len(x['tools']) for x in servers if x['server'] != 'builtin')} tools of "
+                      f"the seven servers: {total} enabled tools in all with the built-ins and the demo's")
     for q in ("comit my chnages", "what time is it in tokyo"):
         hits = (await sc.request("tools/search", {"q": q, "pageSize": 3}))["hits"]
         show(f"tools/search {q!r}", "; ".join(
