@@ -39,6 +39,7 @@ from ..embedding.model import MAX_CHARS
 from ..store import CATALOG, Database
 from ..store.tool_embeddings import ToolEmbeddingsRepo
 from .ranking import Mode, Ranked
+from .search import Listings, same_listings
 
 if TYPE_CHECKING:
     import numpy as np
@@ -91,20 +92,12 @@ def _text_and_digest(tool: Tool) -> tuple[str, bytes]:
     return text, digest_of(text)
 
 
-Listings = list[tuple[str, Any]]
-
-
 @dataclass(frozen=True, slots=True)
 class _Rows:
     ids: list[str]
     index: dict[str, int]  # tool id -> its row
     matrix: np.ndarray  # one unit vector a row
     enabled: np.ndarray  # the rows that rank when no tool ids are given
-
-
-def _same(a: Listings, b: Listings) -> bool:
-    # Identity: a server's list object is replaced whenever its tools are listed again.
-    return len(a) == len(b) and all(ka == kb and la is lb for (ka, la), (kb, lb) in zip(a, b, strict=True))
 
 
 class Relevance:
@@ -164,7 +157,7 @@ class Relevance:
 
     def _current(self) -> bool:
         version = self.db.version(CATALOG)
-        return version is not None and version == self._version and _same(self.catalog.host.listings(),
+        return version is not None and version == self._version and same_listings(self.catalog.host.listings(),
                                                                            self._listings)
 
     async def refresh(self) -> None:

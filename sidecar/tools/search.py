@@ -91,7 +91,7 @@ Listings = list[tuple[str, Any]]
 WithUsage = Callable[[list[Tool]], Awaitable[list[Tool]]]
 
 
-def _same(a: Listings, b: Listings) -> bool:
+def same_listings(a: Listings, b: Listings) -> bool:
     # Identity first: a server's list object is replaced whenever its tools are listed again. A new
     # list equal to the last one (a server listing the same tools again, even 100 times a second)
     # costs one comparison of that server's tools: no views made, no diff, no write.
@@ -235,7 +235,7 @@ class ToolSearch:
         if version is None or version != self._version:
             return False
         listings = self.catalog.host.listings()
-        if not _same(listings, self._listings):
+        if not same_listings(listings, self._listings):
             return False
         self._listings = listings  # (equal lists: compared by identity from now on)
         return True
@@ -253,7 +253,7 @@ class ToolSearch:
             reindex = [doc_of(t) for t in shown]
             gone = sorted({t for t, _ in done} - {t.id for t in shown})
             mcp_done = await self.repo.mcp_dirty()
-            if self._mcp_docs is not None and not mcp_done and _same(listings, self._listings):
+            if self._mcp_docs is not None and not mcp_done and same_listings(listings, self._listings):
                 # Nothing an MCP tool's view depends on was written, and no server listed again.
                 await self.repo.sync(reindex, gone, done)
                 self._version, self._listings = version, listings
