@@ -152,6 +152,8 @@ async def test_switching_off_mid_turn_stops_the_tool_and_the_turn_goes_on_withou
     turn_id = app.new_id()
     await app.send({"jsonrpc": "2.0", "id": turn_id, "method": "chat/send",
                     "params": {"chatId": chat_id, "content": "go", "provider": pid}})
+    # Its question counts as running too (the switch withdraws it): wait for the tool itself.
+    await app.wait_notification("chat/event", lambda p: p["event"]["kind"] == "toolCallStarted")
     await running(app, 1)
     await switch(app, False)
     with anyio.fail_after(scaled(10)):
