@@ -50,29 +50,37 @@ class RelevanceModelInfo(Model):
 
 
 class DebugInfo(Model):
-    pid: int
-    version: str
-    python: str
-    data_dir: str
-    uptime_ms: int
-    rss_bytes: int
-    inflight_requests: int
-    # Heavy optional modules already imported: start-up must not pay for them.
-    heavy_modules_loaded: list[str]
-    # The kill switch (settings toolsEnabled) and how many tool runs it would stop now.
-    tools_enabled: bool
-    tools_running: int
-    # Database write transactions committed since start (benchmarks count what a turn costs).
-    db_transactions: int = 0
-    # Where secrets are kept ("keystore" | "file"); absent while none was ever stored in this data
-    # directory (the choice is made with the first one).
-    secrets_backend: str | None = None
-    # Why the keystore cannot be used right now, when it cannot.
-    secrets_error: str | None = None
-    # Objects the garbage collector no longer walks: what was alive once the services started and
-    # once the MCP SDK loaded (they live as long as the process), so a full collection never holds
-    # the event loop for the whole heap. 0 when the app runs inside another program (tests).
-    frozen_objects: int = 0
+    pid: Annotated[int, msgspec.Meta(description="The sidecar's process id.")]
+    version: Annotated[str, msgspec.Meta(description="The sidecar's version (as initialize serverInfo.version).")]
+    python: Annotated[str, msgspec.Meta(description="The Python version running it, e.g. '3.12.7'.")]
+    data_dir: Annotated[str, msgspec.Meta(description="The absolute path of the data directory.")]
+    uptime_ms: Annotated[int, msgspec.Meta(description="Milliseconds since the sidecar started.")]
+    rss_bytes: Annotated[int, msgspec.Meta(
+        description="Resident memory in bytes (current on Linux; the peak where /proc is missing, e.g. macOS).")]
+    inflight_requests: Annotated[int, msgspec.Meta(
+        description="Client requests being handled now, this debug/info included.")]
+    # Start-up must not pay for them: benchmarks and tests assert this list stays short.
+    heavy_modules_loaded: Annotated[list[str], msgspec.Meta(
+        description="Which heavy optional Python modules are imported already (numpy, onnxruntime, mcp, "
+                    "openai, anthropic, httpx, ...).")]
+    tools_enabled: Annotated[bool, msgspec.Meta(
+        description="The kill switch (settings toolsEnabled): false while every tool is switched off.")]
+    tools_running: Annotated[int, msgspec.Meta(
+        description="Tool runs under way now: what switching tools off would stop.")]
+    db_transactions: Annotated[int, msgspec.Meta(
+        description="Database write transactions committed since start (benchmarks count what a turn "
+                    "costs).")] = 0
+    secrets_backend: Annotated[str | None, msgspec.Meta(
+        description="Where secrets are kept: 'keystore' or 'file'; absent while the choice is not made (no "
+                    "secret was ever stored in this data directory and none is forced).")] = None
+    secrets_error: Annotated[str | None, msgspec.Meta(
+        description="Why the last use of the operating system's keystore (or reading the secrets record) "
+                    "failed, until one succeeds; absent otherwise.")] = None
+    # Frozen: what was alive once the services started and once the MCP SDK loaded (they live as
+    # long as the process), so a full collection never holds the event loop for the whole heap.
+    frozen_objects: Annotated[int, msgspec.Meta(
+        description="Objects the garbage collector no longer walks (frozen after start-up); 0 when the "
+                    "sidecar runs inside another program (tests).")] = 0
     sandbox: Annotated[SandboxInfo | None, msgspec.Meta(
         description="Which sandbox confines tool processes, what enforces their limits, and a warning when "
                     "they run unconfined.")] = None
@@ -82,25 +90,30 @@ class DebugInfo(Model):
 
 
 class SleepParams(Model):
-    ms: int
-    work_done_token: int | str | None = None
+    ms: Annotated[int, msgspec.Meta(
+        description="How long to wait, in milliseconds: 0 to 3600000 (else InvalidParams).")]
+    work_done_token: Annotated[int | str | None, msgspec.Meta(
+        description="When given, $/progress under this token: 'begin', ten 'report's (10% steps), 'end'.")] = None
 
 
 class SleepResult(Model):
-    slept_ms: int
+    slept_ms: Annotated[int, msgspec.Meta(description="How long it actually waited, in milliseconds.")]
 
 
 class RaiseParams(Model):
-    message: str = "debug/raise was called"
+    message: Annotated[str, msgspec.Meta(
+        description="The exception's message (it goes to the log, not into the InternalError answer).")] = (
+        "debug/raise was called")
 
 
 class RoundTripParams(Model):
-    method: str
-    params: dict[str, Any] = {}
+    method: Annotated[str, msgspec.Meta(
+        description="The server-to-client method to send; must start with 'ui/' (else InvalidParams).")]
+    params: Annotated[dict[str, Any], msgspec.Meta(description="Its params, sent as given.")] = {}
 
 
 class RoundTripResult(Model):
-    result: Any
+    result: Annotated[Any, msgspec.Meta(description="The client's answer (its result), as received.")]
 
 
 SPECS = (

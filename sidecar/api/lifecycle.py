@@ -13,33 +13,43 @@ PROTOCOL_VERSION = "2026-11-22"
 
 
 class ClientInfo(Model):
-    name: str
-    version: str = ""
+    name: Annotated[str, msgspec.Meta(description="The client application's name, for logs.")]
+    version: Annotated[str, msgspec.Meta(description="Its version; empty when not given.")] = ""
 
 
 class InitializeParams(Model):
-    client_info: ClientInfo | None = None
-    # The client's pid: when given, the sidecar shuts down once that process is gone, as with
-    # --parent-pid.
-    process_id: Annotated[int, msgspec.Meta(ge=1, le=2**31 - 1)] | None = None
-    # What the client can do; free-form so new UIs can announce features old sidecars ignore.
-    capabilities: dict[str, Any] = {}
+    client_info: Annotated[ClientInfo | None, msgspec.Meta(
+        description="Who the client is; absent: unnamed.")] = None
+    process_id: Annotated[Annotated[int, msgspec.Meta(ge=1, le=2**31 - 1)] | None, msgspec.Meta(
+        description="The client's process id (1 to 2^31-1): the sidecar exits (code 0) once that process is "
+                    "gone, as with --parent-pid. Absent, null or the sidecar's own pid: not watched.")] = None
+    # Free-form so new UIs can announce features old sidecars ignore.
+    capabilities: Annotated[dict[str, Any], msgspec.Meta(
+        description="What the client can do, free-form; the sidecar reads none of it today.")] = {}
 
 
 class ServerInfo(Model):
-    name: str
-    version: str
+    name: Annotated[str, msgspec.Meta(description="Always 'covalt-sidecar'.")]
+    version: Annotated[str, msgspec.Meta(description="The sidecar's version (as debug/info version).")]
 
 
 class ServerCapabilities(Model):
-    max_line_bytes: int
-    cancellation: list[str]
+    max_line_bytes: Annotated[int, msgspec.Meta(
+        description="The longest message line the sidecar reads, in bytes (--max-line-bytes; 64 MiB by "
+                    "default); a longer one is skipped and answered with InvalidRequest (id null).")]
+    cancellation: Annotated[list[str], msgspec.Meta(
+        description="How requests are cancelled: always ['$/cancelRequest'].")]
     tools_enabled: Annotated[bool, msgspec.Meta(
         description="The user's kill switch as stored (settings/get toolsEnabled): false while every tool is "
                     "switched off. Changes later come as settings/changed.")]
-    progress: bool = True
-    server_requests: list[str] = []
-    experimental: dict[str, Any] = {}
+    progress: Annotated[bool, msgspec.Meta(
+        description="Whether requests given a workDoneToken report $/progress. Always true, so never on the "
+                    "wire (defaults are left out): absent means true.")] = True
+    server_requests: Annotated[list[str], msgspec.Meta(
+        description="The server-to-client requests the client must answer: ui/confirmToolCall, ui/elicit, "
+                    "ui/openUrl.")] = []
+    experimental: Annotated[dict[str, Any], msgspec.Meta(
+        description="Features not in the contract yet, free-form; empty (so absent) today.")] = {}
     secrets_backend: Annotated[Literal["keystore", "file"] | None, msgspec.Meta(
         description="Where this data directory keeps secrets (see secrets/list): 'keystore' or 'file'; "
                     "absent while the choice is not made yet (no secret was ever stored here and no backend "
@@ -66,26 +76,35 @@ class SandboxChangedParams(Model):
 
 
 class InitializeResult(Model):
-    protocol_version: str
-    server_info: ServerInfo
-    capabilities: ServerCapabilities
-    data_dir: str
+    protocol_version: Annotated[str, msgspec.Meta(
+        description="The contract's version, a date (YYYY-MM-DD): PROTOCOL_VERSION in protocol/ts.")]
+    server_info: Annotated[ServerInfo, msgspec.Meta(description="The sidecar's name and version.")]
+    capabilities: Annotated[ServerCapabilities, msgspec.Meta(description="What this sidecar offers.")]
+    data_dir: Annotated[str, msgspec.Meta(
+        description="The absolute path of the data directory this sidecar holds (--data-dir).")]
 
 
 class CancelParams(Model):
-    id: int | str
+    id: Annotated[int | str, msgspec.Meta(
+        description="The id of the request to cancel, as it was sent; an unknown or finished one is ignored.")]
 
 
 class ProgressValue(Model):
-    kind: Literal["begin", "report", "end"]
-    message: str | None = None
-    percentage: int | None = None
-    title: str | None = None
+    kind: Annotated[Literal["begin", "report", "end"], msgspec.Meta(
+        description="'begin' (first, with title), 'report' (any number) or 'end' (last). A tool's own "
+                    "progress (tools/invoke) and a bundle download come as 'report' only.")]
+    message: Annotated[str | None, msgspec.Meta(
+        description="What is being done now, for the user; absent when there is nothing to add.")] = None
+    percentage: Annotated[int | None, msgspec.Meta(
+        description="How far the work is, 0 to 100; absent when the total is unknown, and on 'end'.")] = None
+    title: Annotated[str | None, msgspec.Meta(
+        description="'begin' only: what the work is, e.g. 'uploading'.")] = None
 
 
 class ProgressParams(Model):
-    token: int | str
-    value: ProgressValue
+    token: Annotated[int | str, msgspec.Meta(
+        description="The workDoneToken the client gave with the request this progress is for.")]
+    value: Annotated[ProgressValue, msgspec.Meta(description="The progress itself.")]
 
 
 # The server-to-client requests of the whole contract, which ``initialize`` lists. Written out so
