@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from sidecar import __version__  # noqa: E402 (after the sys.path set-up above)
-from sidecar.api.base import MethodSpec  # noqa: E402 (after the sys.path set-up above)
+from sidecar.api.base import MethodSpec, Model  # noqa: E402 (after the sys.path set-up above)
 from sidecar.api.errors import ERROR_TABLE  # noqa: E402 (after the sys.path set-up above)
 from sidecar.api.lifecycle import PROTOCOL_VERSION  # noqa: E402 (after the sys.path set-up above)
 from sidecar.api.specs import SEED_ENDPOINTS, SPECS  # noqa: E402 (after the sys.path set-up above)
@@ -40,7 +40,28 @@ def _types() -> list[Any]:
 def _components(ref_template: str) -> tuple[dict[Any, Any], dict[str, Any]]:
     types = _types()
     schemas, components = msgspec.json.schema_components(types, ref_template=ref_template)
+    _describe_tags(components)
     return dict(zip(types, schemas, strict=True)), components
+
+
+def _models(base: type = Model) -> list[type]:
+    found = []
+    for sub in base.__subclasses__():
+        found += [sub, *_models(sub)]
+    return found
+
+
+def _describe_tags(components: dict[str, Any]) -> None:
+    """Describe the tag field of each tagged Struct: msgspec adds that property itself, so no
+    msgspec.Meta can carry its description, and every field of the contract has one."""
+    for model in _models():
+        config = model.__struct_config__
+        schema = components.get(model.__name__)
+        if config.tag is None or schema is None or config.tag_field is None:
+            continue
+        prop = schema["properties"][config.tag_field]
+        prop.setdefault("description", f"Always {json.dumps(config.tag)}: the {config.tag_field} that tells "
+                                       f"this {model.__name__} apart from the other types it may come with.")
 
 
 def _error_components() -> dict[str, Any]:

@@ -204,6 +204,7 @@ export interface ToolCall {
 
 /** Show a workspace file or content as code. */
 export interface CodePlan {
+  /** Always "code": the renderer that tells this CodePlan apart from the other types it may come with. */
   renderer: "code";
   /** The renderer config with $-expressions filled. */
   config: Record<string, unknown>;
@@ -213,6 +214,7 @@ export interface CodePlan {
 
 /** Show a workspace file or content as a document (markdown). */
 export interface DocumentPlan {
+  /** Always "document": the renderer that tells this DocumentPlan apart from the other types it may come with. */
   renderer: "document";
   /** The renderer config with $-expressions filled. */
   config: Record<string, unknown>;
@@ -222,6 +224,7 @@ export interface DocumentPlan {
 
 /** Show the toolset's HTML artifact (tools/htmlPage) in a sandboxed frame. */
 export interface HtmlPlan {
+  /** Always "html": the renderer that tells this HtmlPlan apart from the other types it may come with. */
   renderer: "html";
   /** The renderer config with $-expressions filled. */
   config: Record<string, unknown>;
@@ -231,6 +234,7 @@ export interface HtmlPlan {
 
 /** Show a page a local server serves, in a frame. */
 export interface FramePlan {
+  /** Always "frame": the renderer that tells this FramePlan apart from the other types it may come with. */
   renderer: "frame";
   /** The renderer config with $-expressions filled. */
   config: Record<string, unknown>;
@@ -242,6 +246,7 @@ export interface FramePlan {
  *     of the call's MCP result by position (images: [{index, mimeType}], an MCP result's default plan;
  *     caption: the result's text). */
 export interface ImagePlan {
+  /** Always "image": the renderer that tells this ImagePlan apart from the other types it may come with. */
   renderer: "image";
   /** The renderer config with $-expressions filled. */
   config: Record<string, unknown>;
@@ -251,7 +256,9 @@ export interface ImagePlan {
 
 /** Show the tool's card: the tool declared output.card and returned {text?, html?, title?}. */
 export interface CardPlan {
+  /** Always "card": the renderer that tells this CardPlan apart from the other types it may come with. */
   renderer: "card";
+  /** The card to show: title, sanitised HTML, colours. */
   config: CardConfig;
   /** {{arg}} holes of the title template whose argument was not given (left empty). */
   missing?: string[];
@@ -372,6 +379,7 @@ export interface ChatEventParams {
 }
 
 export interface MessageStartedEvent {
+  /** Always "messageStarted": the kind that tells this MessageStartedEvent apart from the other types it may come with. */
   kind: "messageStarted";
   userMessageId: string;
   provider: string;
@@ -380,22 +388,26 @@ export interface MessageStartedEvent {
 }
 
 export interface TextDeltaEvent {
+  /** Always "textDelta": the kind that tells this TextDeltaEvent apart from the other types it may come with. */
   kind: "textDelta";
   text: string;
 }
 
 export interface ToolCallStartedEvent {
+  /** Always "toolCallStarted": the kind that tells this ToolCallStartedEvent apart from the other types it may come with. */
   kind: "toolCallStarted";
   toolCall: ToolCall;
   toolName: string;
 }
 
 export interface ToolCallFinishedEvent {
+  /** Always "toolCallFinished": the kind that tells this ToolCallFinishedEvent apart from the other types it may come with. */
   kind: "toolCallFinished";
   toolCall: ToolCall;
 }
 
 export interface MessageCompletedEvent {
+  /** Always "messageCompleted": the kind that tells this MessageCompletedEvent apart from the other types it may come with. */
   kind: "messageCompleted";
   stopReason: "cancelled" | "endTurn" | "error" | "maxTurns";
   content: string;
@@ -404,6 +416,7 @@ export interface MessageCompletedEvent {
 }
 
 export interface ErrorEvent {
+  /** Always "error": the kind that tells this ErrorEvent apart from the other types it may come with. */
   kind: "error";
   message: string;
   code?: number | null;
@@ -412,6 +425,7 @@ export interface ErrorEvent {
 
 /** Before each model call: the tools it is offered, and why. */
 export interface ToolsOfferedEvent {
+  /** Always "toolsOffered": the kind that tells this ToolsOfferedEvent apart from the other types it may come with. */
   kind: "toolsOffered";
   /** As OfferedTools.toolIds. */
   toolIds: string[];
@@ -956,6 +970,7 @@ export interface ToolsetLimitsParams {
 }
 
 export interface ToolsetLimits {
+  /** The toolset. */
   toolsetId: string;
   /** What its toolset.yaml sets for the whole toolset; absent: nothing. */
   manifest?: LimitLayer | null;
@@ -967,7 +982,9 @@ export interface ToolsetLimits {
 
 /** One layer of settings as stored: only what it sets (sizes in bytes). */
 export interface LimitLayer {
+  /** The constraints this layer sets; absent: none. */
   constraints?: ConstraintsSettings | null;
+  /** The sandbox settings this layer sets (memory and disk in bytes); absent: none. */
   sandbox?: SandboxSettings | null;
 }
 
@@ -1007,6 +1024,7 @@ export interface PutToolParams {
   slug: string;
   /** An opaque label: Unicode letters, digits, '-' and '.', at most 64 characters. */
   version: string;
+  /** The HTTP tool this version is. */
   definition: ToolDefinition;
 }
 

@@ -64,7 +64,7 @@ class PutToolParams(Model):
     toolset_id: Annotated[str, msgspec.Meta(description="A toolset made with toolsets/create.")]
     slug: _SlugText
     version: _VersionText
-    definition: ToolDefinition
+    definition: Annotated[ToolDefinition, msgspec.Meta(description="The HTTP tool this version is.")]
 
 
 class ToolVersionParams(Model):

@@ -48,8 +48,10 @@ class SandboxSettings(Model):
 class LimitLayer(Model):
     """One layer of settings as stored: only what it sets (sizes in bytes)."""
 
-    constraints: ConstraintsSettings | None = None
-    sandbox: SandboxSettings | None = None
+    constraints: Annotated[ConstraintsSettings | None, msgspec.Meta(
+        description="The constraints this layer sets; absent: none.")] = None
+    sandbox: Annotated[SandboxSettings | None, msgspec.Meta(
+        description="The sandbox settings this layer sets (memory and disk in bytes); absent: none.")] = None
 
 
 class LimitWarning(Model):
@@ -100,7 +102,7 @@ class SetToolsetLimitsParams(Model):
 
 
 class ToolsetLimits(Model):
-    toolset_id: str
+    toolset_id: Annotated[str, msgspec.Meta(description="The toolset.")]
     manifest: Annotated[LimitLayer | None, msgspec.Meta(description=(
         "What its toolset.yaml sets for the whole toolset; absent: nothing."))] = None
     user: Annotated[LimitLayer | None, msgspec.Meta(description=(

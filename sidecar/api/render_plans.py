@@ -78,7 +78,7 @@ class CardConfig(Model):
 class CardPlan(Model, tag="card", tag_field="renderer"):
     """Show the tool's card: the tool declared output.card and returned {text?, html?, title?}."""
 
-    config: CardConfig
+    config: Annotated[CardConfig, msgspec.Meta(description="The card to show: title, sanitised HTML, colours.")]
     missing: Annotated[list[str], msgspec.Meta(description=(
         "{{arg}} holes of the title template whose argument was not given (left empty)."))] = []
 
