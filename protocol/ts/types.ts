@@ -1132,34 +1132,48 @@ export interface ExportToolCallsResult {
 }
 
 export interface ConfigScopeParams {
+  /** The toolset (NotFound if unknown or deleted). */
   toolsetId: string;
+  /** A tool of the toolset, by its id inside it or canonical toolset:tool, for that tool's own fields (only Python tools have any; NotFound otherwise); absent: the fields shared by the whole toolset. */
   toolId?: string | null;
 }
 
 export interface ConfigGetResult {
+  /** The scope's fields in declaration order, each with its value (secret ones as '****'). */
   fields: ConfigField[];
+  /** With toolId, the tool's status as tools/get gives it; else the toolset's: 'unavailable' while it is disabled, 'available' while a required field has no value, else 'connected'. */
   status: "available" | "connected" | "system" | "unavailable";
 }
 
 export interface ConfigSetParams {
+  /** The toolset (NotFound if unknown or deleted). */
   toolsetId: string;
+  /** Field key -> a value of the field's type (a string at most 16384 characters); null removes that value. Keys left out are unchanged. A secret sent back as '****' (what config/get shows) keeps the stored one; a secret's surrounding whitespace is dropped and an empty one is refused. */
   values: Record<string, unknown>;
+  /** A tool of the toolset, by its id inside it or canonical toolset:tool, for that tool's own fields (only Python tools have any; NotFound otherwise); absent: the fields shared by the whole toolset. */
   toolId?: string | null;
 }
 
 export interface ConfigStatusResult {
+  /** With toolId, the tool's status as tools/get gives it; else the toolset's: 'unavailable' while it is disabled, 'available' while a required field has no value, else 'connected'. After the change. */
   status: "available" | "connected" | "system" | "unavailable";
 }
 
 export interface ConfigDeleteParams {
+  /** The toolset (NotFound if unknown or deleted). */
   toolsetId: string;
+  /** The field whose value to remove; must be a field of the scope (InvalidParams); a field without a value is no error. */
   key: string;
+  /** A tool of the toolset, by its id inside it or canonical toolset:tool, for that tool's own fields (only Python tools have any; NotFound otherwise); absent: the fields shared by the whole toolset. */
   toolId?: string | null;
 }
 
 export interface ConfigTestResult {
+  /** Whether every required field the scope needs has a value (or a default). */
   ok: boolean;
+  /** 'Configuration looks complete', or which keys are missing and how to set them, for the user. */
   message: string;
+  /** Required keys without a value (with toolId, the toolset-level ones the tool needs too), and secret keys set before whose value the secret store no longer holds; empty when ok. */
   missing: string[];
 }
 
@@ -1429,37 +1443,57 @@ export interface SkippedServer {
 }
 
 export interface ProvidersResult {
+  /** Every provider: the built-in scripted one first, then the others by id. */
   providers: Provider[];
+  /** The id of the default provider ('scripted' until another is made the default). */
   defaultId: string;
 }
 
 export interface Provider {
+  /** The provider's id, as chat/send provider names it. */
   id: string;
+  /** 'openai' (OpenAI or an OpenAI-compatible server), 'anthropic' (Anthropic or a compatible server) or 'scripted' (no API: canned replies, for demos and tests). */
   kind: "anthropic" | "openai" | "scripted";
+  /** Whether a key is set (a literal one in the secret store, or a ${VAR} reference). */
   hasApiKey: boolean;
+  /** Its settings as providers/set took them (see SetProviderParams.config); a header value that looks secret shows as '****' (a ${VAR} reference as is: a literal secret given was stored and replaced by one). Empty when none. */
   config: Record<string, unknown>;
+  /** Whether it answers turns that name no provider (providers/setDefault). */
   isDefault: boolean;
+  /** True only for the built-in scripted provider (id 'scripted'): always there, never removed. */
   builtIn: boolean;
+  /** The server it calls, with any secret in the URL (password, token parameter) masked; absent: the kind's official API. */
   baseUrl?: string | null;
+  /** The key masked: its first 3 and last 4 characters ('sk-…abcd'; '****' when shorter than 16 characters or when the keystore holding it cannot be read now); a ${VAR} reference as is. Absent: no key. */
   apiKey?: string | null;
+  /** The model asked when a turn names none; absent: a turn must name one (else its error says to set this). */
   defaultModel?: string | null;
+  /** When it was last set with providers/set, ISO 8601 UTC ('2026-01-02T03:04:05.678901Z'); absent: the built-in provider was never configured. */
   updatedAt?: string | null;
 }
 
 export interface SetProviderParams {
+  /** 1-64 letters, digits, '.', '_' and '-', starting with a letter or digit; an existing provider of that id is replaced whole (but for apiKey, see there). */
   id: string;
+  /** 'openai' (OpenAI or an OpenAI-compatible server), 'anthropic' (Anthropic or a compatible server) or 'scripted' (no API: canned replies, for demos and tests). The built-in provider 'scripted' can only be 'scripted'. */
   kind: "anthropic" | "openai" | "scripted";
+  /** An http(s) URL of an OpenAI- or Anthropic-compatible server; may hold ${VAR} references, and a literal secret in it goes to the secret store. Absent: the kind's official API. Not for kind scripted. */
   baseUrl?: string | null;
+  /** Absent: keep the stored key (as does the masked form responses show); null: remove it. A literal key goes to the secret store (the OS keystore, or the 0600 file), surrounding whitespace stripped; a ${VAR} reference is resolved when the provider connects (the secrets, then the environment). Not for kind scripted. */
   apiKey?: string | null;
+  /** The model asked when a turn names none; absent, null or empty: none. */
   defaultModel?: string | null;
+  /** Optional settings: timeout (seconds > 0), maxRetries (0-10, default 2), headers (values may hold ${VAR}; a literal secret value goes to the secret store), vision (whether the model takes images from tool results; default true for anthropic and for openai without a baseUrl, false for other OpenAI-compatible servers), audio (whether the model takes wav/mp3 sound from tool results, given to openai as input_audio; default false), contextWindow (the model's context in tokens, 1000 or more: 200000 for anthropic, 128000 for openai and scripted by default; 10% of it is the default budget of tool definitions, see settings toolBudgetTokens), maxTools (tools per request at most, 1-10000: openai 128 by default, as its API documents; anthropic none), toolSearch (the API's own search loading deferred tools: anthropic 'bm25' or 'regex', default 'bm25' without a baseUrl; openai 'hosted', the default with api 'responses'; false: none, and a turn over its budget offers find_tools instead), api (openai only: 'chat', chat completions, the default, or 'responses', the Responses API, which has tool search). Kind scripted: script (a list of reply objects), contextWindow, maxTools. For openai and anthropic an unknown key is InvalidParams. */
   config?: Record<string, unknown>;
 }
 
 export interface ProviderResult {
+  /** The provider, as providers/list shows it. */
   provider: Provider;
 }
 
 export interface ProviderIdParams {
+  /** The provider (NotFound if unknown). */
   id: string;
 }
 

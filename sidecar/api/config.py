@@ -4,51 +4,63 @@ ever shown masked), and whether a tool has what it needs to run."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
+
+import msgspec
 
 from .base import MethodSpec, Model
 from .errors import ErrorCode
 from .toolsets import ConfigField, ToolStatus
 
+_TOOLSET = "The toolset (NotFound if unknown or deleted)."
+_TOOL = ("A tool of the toolset, by its id inside it or canonical toolset:tool, for that tool's own fields "
+         "(only Python tools have any; NotFound otherwise); absent: the fields shared by the whole toolset.")
+_STATUS = ("With toolId, the tool's status as tools/get gives it; else the toolset's: 'unavailable' while it is "
+           "disabled, 'available' while a required field has no value, else 'connected'.")
+
 
 class ConfigScopeParams(Model):
-    toolset_id: str
-    # A tool of the toolset (its id inside it, or canonical toolset:tool) for that tool's own
-    # fields; absent: the fields shared by the whole toolset.
-    tool_id: str | None = None
+    toolset_id: Annotated[str, msgspec.Meta(description=_TOOLSET)]
+    tool_id: Annotated[str | None, msgspec.Meta(description=_TOOL)] = None
 
 
 class ConfigGetResult(Model):
-    fields: list[ConfigField]
-    # The tool's status (with toolId) or the toolset-level one: available while a required field
-    # of the scope has no value, unavailable while the toolset is disabled, else connected.
-    status: ToolStatus
+    fields: Annotated[list[ConfigField], msgspec.Meta(
+        description="The scope's fields in declaration order, each with its value (secret ones as '****').")]
+    status: Annotated[ToolStatus, msgspec.Meta(description=_STATUS)]
 
 
 class ConfigSetParams(Model):
-    toolset_id: str
-    # Field name -> value of the field's type; null removes that value. A secret that comes back
-    # as "****" (what config/get showed) keeps the stored one; a secret's surrounding whitespace
-    # (a pasted newline) is dropped.
-    values: dict[str, Any]
-    tool_id: str | None = None  # as in config/get
+    toolset_id: Annotated[str, msgspec.Meta(description=_TOOLSET)]
+    values: Annotated[dict[str, Any], msgspec.Meta(
+        description="Field key -> a value of the field's type (a string at most 16384 characters); null removes "
+                    "that value. Keys left out are unchanged. A secret sent back as '****' (what config/get "
+                    "shows) keeps the stored one; a secret's surrounding whitespace is dropped and an empty one "
+                    "is refused.")]
+    tool_id: Annotated[str | None, msgspec.Meta(description=_TOOL)] = None
 
 
 class ConfigDeleteParams(Model):
-    toolset_id: str
-    key: str
-    tool_id: str | None = None  # as in config/get
+    toolset_id: Annotated[str, msgspec.Meta(description=_TOOLSET)]
+    key: Annotated[str, msgspec.Meta(
+        description="The field whose value to remove; must be a field of the scope (InvalidParams); a field "
+                    "without a value is no error.")]
+    tool_id: Annotated[str | None, msgspec.Meta(description=_TOOL)] = None
 
 
 class ConfigStatusResult(Model):
-    status: ToolStatus  # as config/get says it, after the change
+    status: Annotated[ToolStatus, msgspec.Meta(description=_STATUS + " After the change.")]
 
 
 class ConfigTestResult(Model):
-    ok: bool  # every required field the scope needs has a value (or a default)
-    message: str  # "Configuration looks complete", or what is missing and how to set it
-    # Required keys without a value; with toolId, the toolset-level ones the tool needs too.
-    missing: list[str]
+    ok: Annotated[bool, msgspec.Meta(
+        description="Whether every required field the scope needs has a value (or a default).")]
+    message: Annotated[str, msgspec.Meta(
+        description="'Configuration looks complete', or which keys are missing and how to set them, for the "
+                    "user.")]
+    missing: Annotated[list[str], msgspec.Meta(
+        description="Required keys without a value (with toolId, the toolset-level ones the tool needs too), "
+                    "and secret keys set before whose value the secret store no longer holds; empty when ok.")]
 
 
 _NF, _IP, _CF, _ST = ErrorCode.NOT_FOUND, ErrorCode.INVALID_PARAMS, ErrorCode.CONFLICT, ErrorCode.STORAGE_ERROR
