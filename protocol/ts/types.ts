@@ -470,48 +470,70 @@ export interface InvokeToolResult {
 }
 
 export interface FilesParams {
+  /** The chat (NotFound if unknown). */
   chatId: string;
+  /** A workspace version (manifest id) of this chat (NotFound otherwise); absent or null: the current workspace, with outside edits saved as a new version first. */
   manifestId?: string | null;
 }
 
 export interface FilesResult {
+  /** Every file of that version, sorted by path. */
   files: FileEntry[];
+  /** The version listed; absent while the workspace has never held a file. */
   manifestId?: string | null;
 }
 
 export interface FileEntry {
+  /** The file's path, relative to the workspace root, '/'-separated (no '..', '.', empty or absolute parts, no backslash or control character; a trailing '/' is dropped). */
   path: string;
+  /** Its size in bytes. */
   size: number;
+  /** SHA-256 of the content, 64 lowercase hex digits. */
   sha256: string;
 }
 
 export interface ReadFileParams {
+  /** The chat (NotFound if unknown). */
   chatId: string;
+  /** The file, relative to the workspace root, '/'-separated (no '..', '.', empty or absolute parts, no backslash or control character; a trailing '/' is dropped); a folder is InvalidParams. */
   path: string;
+  /** A workspace version (manifest id) of this chat (NotFound otherwise); absent or null: the current workspace, with outside edits saved as a new version first. */
   manifestId?: string | null;
+  /** The largest file to return, in bytes: 1 to 50331648 (48 MiB), default 8388608 (8 MiB); a larger file is InvalidParams (open it from the chat's workspacePath instead). */
   maxBytes?: number;
 }
 
 export interface ReadFileResult {
+  /** The file's path, normalised. */
   path: string;
+  /** Its size in bytes. */
   size: number;
+  /** SHA-256 of the content, 64 lowercase hex digits. */
   sha256: string;
+  /** The content, when it is UTF-8 without NUL bytes; absent otherwise (then base64). */
   text?: string | null;
+  /** The content in standard base64, when it is not text; absent when text is given. */
   base64?: string | null;
 }
 
 export interface WriteFileParams {
+  /** The chat (NotFound if unknown). */
   chatId: string;
+  /** The file to create or replace, relative to the workspace root, '/'-separated (no '..', '.', empty or absolute parts, no backslash or control character; a trailing '/' is dropped); folders are made as needed; a path that is, or passes through, a symbolic link, a folder or a special file is InvalidParams. */
   path: string;
+  /** The content as text, written as UTF-8; give exactly one of text and base64. */
   text?: string | null;
+  /** The content in standard base64 (strict: InvalidParams if malformed); give exactly one of text and base64. */
   base64?: string | null;
 }
 
 export interface ManifestIdResult {
+  /** The workspace version after the write (the current one, unchanged, when the file already held that content). */
   manifestId: string;
 }
 
 export interface UploadParams {
+  /** The chat (NotFound if unknown). */
   chatId: string;
   /** Absolute paths of regular files or folders on this machine. Links inside folders are skipped; FIFOs, sockets, devices and kernel pseudo files (/proc, /sys) are refused (InvalidParams naming the path), as is an upload over the size limit (--max-upload-bytes, counted while copying). */
   paths: string[];
@@ -522,54 +544,79 @@ export interface UploadParams {
 }
 
 export interface UploadResult {
+  /** The new user_upload version; absent when nothing changed (every file was there already, with the same content). */
   manifestId?: string | null;
+  /** Paths the upload added, sorted. */
   added?: string[];
+  /** Paths whose content the upload replaced, sorted. */
   modified?: string[];
 }
 
 export interface ManifestParams {
+  /** The chat (NotFound if unknown). */
   chatId: string;
+  /** A message of the chat: the version in effect after it (NotFound if unknown). Not with manifestId. */
   messageId?: string | null;
+  /** A version by id (NotFound if not the chat's). Neither this nor messageId: the current version, outside edits saved first. */
   manifestId?: string | null;
 }
 
 export interface ManifestResult {
+  /** The version; absent: that point of the chat has no files (no version yet). */
   manifest?: Manifest | null;
 }
 
 export interface Manifest {
+  /** The version's id (a UUIDv7). */
   id: string;
+  /** Every file of the version: path -> SHA-256 of its content (64 lowercase hex digits). */
   files: Record<string, string>;
+  /** What made it: 'user_upload' (workspace/upload), 'tool_run' (a tool call; sourceRef names it) or 'edit' (workspace/writeFile, or edits from outside the sidecar). 'branch' is reserved: no version is made with it today. */
   source: "branch" | "edit" | "tool_run" | "user_upload";
+  /** When it was made, ISO 8601 UTC ('2026-01-02T03:04:05.678901Z'). */
   createdAt: string;
+  /** The version that was current when it was made; absent for the chat's first. */
   parentId?: string | null;
+  /** For source tool_run: the id of the tool call that made it; absent otherwise. */
   sourceRef?: string | null;
 }
 
 export interface DiffParams {
+  /** The chat (NotFound if unknown). */
   chatId: string;
+  /** The older version (manifest id of this chat; NotFound otherwise). */
   from: string;
+  /** The newer version (manifest id of this chat). */
   to: string;
 }
 
 export interface Changes {
+  /** Paths only in the newer version, sorted. */
   added: string[];
+  /** Paths only in the older version, sorted. */
   removed: string[];
+  /** Paths in both whose content differs, sorted. */
   modified: string[];
 }
 
 export interface GcParams {
+  /** The chat (NotFound if unknown). */
   chatId: string;
 }
 
 export interface GcResult {
+  /** Stored file contents deleted: those no version of the chat refers to. */
   removedBlobs: number;
+  /** The disk space they took, in bytes. */
   freedBytes: number;
 }
 
 export interface ChangedParams {
+  /** The chat whose workspace changed. */
   chatId: string;
+  /** The new edit version holding the outside edits (with only unversioned paths: the current version). */
   manifestId: string;
+  /** What changed against the version before; all empty when only unversioned is news. */
   changed: Changes;
   /** Paths a snapshot found but left out of every version, each announced once: names that are not valid UTF-8 (each bad byte shown as \xNN; a folder stands for all under it) and entries it could not read. They stay in the folder untouched; rename them to have them versioned. */
   unversioned?: string[];

@@ -11,52 +11,70 @@ from .errors import ErrorCode
 
 _NF, _ST, _IP = ErrorCode.NOT_FOUND, ErrorCode.STORAGE_ERROR, ErrorCode.INVALID_PARAMS
 
+_CHAT = "The chat (NotFound if unknown)."
+_PATH = ("relative to the workspace root, '/'-separated (no '..', '.', empty or absolute parts, no backslash "
+         "or control character; a trailing '/' is dropped)")
+_SHA = "SHA-256 of the content, 64 lowercase hex digits."
+_VERSION = ("A workspace version (manifest id) of this chat (NotFound otherwise); absent or null: the current "
+            "workspace, with outside edits saved as a new version first.")
+
 
 class FileEntry(Model):
-    path: str
-    size: int
-    sha256: str
+    path: Annotated[str, msgspec.Meta(description="The file's path, " + _PATH + ".")]
+    size: Annotated[int, msgspec.Meta(description="Its size in bytes.")]
+    sha256: Annotated[str, msgspec.Meta(description=_SHA)]
 
 
 class FilesParams(Model):
-    chat_id: str
-    # Default: the current workspace (outside edits are saved as a new version first).
-    manifest_id: str | None = None
+    chat_id: Annotated[str, msgspec.Meta(description=_CHAT)]
+    manifest_id: Annotated[str | None, msgspec.Meta(description=_VERSION)] = None
 
 
 class FilesResult(Model):
-    files: list[FileEntry]
-    manifest_id: str | None = None  # absent while the workspace has never held a file
+    files: Annotated[list[FileEntry], msgspec.Meta(description="Every file of that version, sorted by path.")]
+    manifest_id: Annotated[str | None, msgspec.Meta(
+        description="The version listed; absent while the workspace has never held a file.")] = None
 
 
 class ReadFileParams(Model):
-    chat_id: str
-    path: str
-    manifest_id: str | None = None
-    max_bytes: int = 8 << 20
+    chat_id: Annotated[str, msgspec.Meta(description=_CHAT)]
+    path: Annotated[str, msgspec.Meta(description="The file, " + _PATH + "; a folder is InvalidParams.")]
+    manifest_id: Annotated[str | None, msgspec.Meta(description=_VERSION)] = None
+    max_bytes: Annotated[int, msgspec.Meta(
+        description="The largest file to return, in bytes: 1 to 50331648 (48 MiB), default 8388608 (8 MiB); a "
+                    "larger file is InvalidParams (open it from the chat's workspacePath instead).")] = 8 << 20
 
 
 class ReadFileResult(Model):
-    path: str
-    size: int
-    sha256: str
-    text: str | None = None  # UTF-8 content without NUL bytes
-    base64: str | None = None  # anything else
+    path: Annotated[str, msgspec.Meta(description="The file's path, normalised.")]
+    size: Annotated[int, msgspec.Meta(description="Its size in bytes.")]
+    sha256: Annotated[str, msgspec.Meta(description=_SHA)]
+    text: Annotated[str | None, msgspec.Meta(
+        description="The content, when it is UTF-8 without NUL bytes; absent otherwise (then base64).")] = None
+    base64: Annotated[str | None, msgspec.Meta(
+        description="The content in standard base64, when it is not text; absent when text is given.")] = None
 
 
 class WriteFileParams(Model):
-    chat_id: str
-    path: str
-    text: str | None = None
-    base64: str | None = None
+    chat_id: Annotated[str, msgspec.Meta(description=_CHAT)]
+    path: Annotated[str, msgspec.Meta(
+        description="The file to create or replace, " + _PATH + "; folders are made as needed; a path that is, or "
+                    "passes through, a symbolic link, a folder or a special file is InvalidParams.")]
+    text: Annotated[str | None, msgspec.Meta(
+        description="The content as text, written as UTF-8; give exactly one of text and base64.")] = None
+    base64: Annotated[str | None, msgspec.Meta(
+        description="The content in standard base64 (strict: InvalidParams if malformed); give exactly one of "
+                    "text and base64.")] = None
 
 
 class ManifestIdResult(Model):
-    manifest_id: str
+    manifest_id: Annotated[str, msgspec.Meta(
+        description="The workspace version after the write (the current one, unchanged, when the file already "
+                    "held that content).")]
 
 
 class UploadParams(Model):
-    chat_id: str
+    chat_id: Annotated[str, msgspec.Meta(description=_CHAT)]
     paths: Annotated[list[str], msgspec.Meta(description=(
         "Absolute paths of regular files or folders on this machine. Links inside folders are skipped; "
         "FIFOs, sockets, devices and kernel pseudo files (/proc, /sys) are refused (InvalidParams naming "
@@ -71,55 +89,77 @@ class UploadParams(Model):
 
 
 class UploadResult(Model):
-    manifest_id: str | None = None  # absent when nothing changed
-    added: list[str] = []
-    modified: list[str] = []
+    manifest_id: Annotated[str | None, msgspec.Meta(
+        description="The new user_upload version; absent when nothing changed (every file was there already, "
+                    "with the same content).")] = None
+    added: Annotated[list[str], msgspec.Meta(description="Paths the upload added, sorted.")] = []
+    modified: Annotated[list[str], msgspec.Meta(
+        description="Paths whose content the upload replaced, sorted.")] = []
 
 
 class ManifestParams(Model):
-    chat_id: str
-    message_id: str | None = None
-    manifest_id: str | None = None
+    chat_id: Annotated[str, msgspec.Meta(description=_CHAT)]
+    message_id: Annotated[str | None, msgspec.Meta(
+        description="A message of the chat: the version in effect after it (NotFound if unknown). Not with "
+                    "manifestId.")] = None
+    manifest_id: Annotated[str | None, msgspec.Meta(
+        description="A version by id (NotFound if not the chat's). Neither this nor messageId: the current "
+                    "version, outside edits saved first.")] = None
 
 
 class Manifest(Model):
-    id: str
-    files: dict[str, str]
-    source: Literal["user_upload", "tool_run", "branch", "edit"]
-    created_at: str
-    parent_id: str | None = None
-    source_ref: str | None = None
+    id: Annotated[str, msgspec.Meta(description="The version's id (a UUIDv7).")]
+    files: Annotated[dict[str, str], msgspec.Meta(
+        description="Every file of the version: path -> SHA-256 of its content (64 lowercase hex digits).")]
+    source: Annotated[Literal["user_upload", "tool_run", "branch", "edit"], msgspec.Meta(
+        description="What made it: 'user_upload' (workspace/upload), 'tool_run' (a tool call; sourceRef names "
+                    "it) or 'edit' (workspace/writeFile, or edits from outside the sidecar). 'branch' is "
+                    "reserved: no version is made with it today.")]
+    created_at: Annotated[str, msgspec.Meta(
+        description="When it was made, ISO 8601 UTC ('2026-01-02T03:04:05.678901Z').")]
+    parent_id: Annotated[str | None, msgspec.Meta(
+        description="The version that was current when it was made; absent for the chat's first.")] = None
+    source_ref: Annotated[str | None, msgspec.Meta(
+        description="For source tool_run: the id of the tool call that made it; absent otherwise.")] = None
 
 
 class ManifestResult(Model):
-    manifest: Manifest | None = None  # absent: that point of the chat has no files
+    manifest: Annotated[Manifest | None, msgspec.Meta(
+        description="The version; absent: that point of the chat has no files (no version yet).")] = None
 
 
 class DiffParams(Model):
-    chat_id: str
-    from_: str = msgspec.field(name="from")
-    to: str
+    chat_id: Annotated[str, msgspec.Meta(description=_CHAT)]
+    from_: Annotated[str, msgspec.Meta(
+        description="The older version (manifest id of this chat; NotFound otherwise).")] = msgspec.field(
+        name="from")
+    to: Annotated[str, msgspec.Meta(description="The newer version (manifest id of this chat).")]
 
 
 class Changes(Model):
-    added: list[str]
-    removed: list[str]
-    modified: list[str]
+    added: Annotated[list[str], msgspec.Meta(description="Paths only in the newer version, sorted.")]
+    removed: Annotated[list[str], msgspec.Meta(description="Paths only in the older version, sorted.")]
+    modified: Annotated[list[str], msgspec.Meta(
+        description="Paths in both whose content differs, sorted.")]
 
 
 class GcParams(Model):
-    chat_id: str
+    chat_id: Annotated[str, msgspec.Meta(description=_CHAT)]
 
 
 class GcResult(Model):
-    removed_blobs: int
-    freed_bytes: int
+    removed_blobs: Annotated[int, msgspec.Meta(
+        description="Stored file contents deleted: those no version of the chat refers to.")]
+    freed_bytes: Annotated[int, msgspec.Meta(description="The disk space they took, in bytes.")]
 
 
 class ChangedParams(Model):
-    chat_id: str
-    manifest_id: str
-    changed: Changes
+    chat_id: Annotated[str, msgspec.Meta(description="The chat whose workspace changed.")]
+    manifest_id: Annotated[str, msgspec.Meta(
+        description="The new edit version holding the outside edits (with only unversioned paths: the current "
+                    "version).")]
+    changed: Annotated[Changes, msgspec.Meta(
+        description="What changed against the version before; all empty when only unversioned is news.")]
     unversioned: Annotated[list[str], msgspec.Meta(description=(
         "Paths a snapshot found but left out of every version, each announced once: names that are "
         "not valid UTF-8 (each bad byte shown as \\xNN; a folder stands for all under it) and entries "
