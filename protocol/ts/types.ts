@@ -94,20 +94,29 @@ export interface SandboxChangedParams {
 }
 
 export interface CreateChatParams {
+  /** The chat's title; default empty. */
   title?: string;
 }
 
 export interface ChatResult {
+  /** The chat as it is now. */
   chat: Chat;
 }
 
 export interface Chat {
+  /** The chat's id (a UUIDv7). */
   id: string;
+  /** The title as chats/create or chats/update set it; empty when none was given (the sidecar never makes one up). */
   title: string;
+  /** When it was created, ISO 8601 UTC ('2026-01-02T03:04:05.678901Z'). */
   createdAt: string;
+  /** Its last activity (a message added, a branch switch, a new workspace version), ISO 8601 UTC ('2026-01-02T03:04:05.678901Z'); what chats/list orders by. Title and settings changes do not move it. */
   updatedAt: string;
+  /** The absolute path of the folder holding the active branch's files. */
   workspacePath: string;
+  /** The message at the end of the active branch; absent while the chat has no message. */
   activeLeafId?: string | null;
+  /** The workspace version the folder holds now; absent while it never held a file. */
   activeManifestId?: string | null;
   /** The chat's own tool-selection settings (chats/update); a field left out follows the user's settings (settings/get). Absent: the chat follows them all. */
   toolSettings?: ChatToolSettings | null;
@@ -145,27 +154,43 @@ export interface ChatsResult {
 }
 
 export interface ChatIdParams {
+  /** The chat (NotFound if unknown). chats/delete is Conflict while a turn or palette run is under way in it. */
   id: string;
 }
 
 export interface ChatWithMessages {
+  /** The chat. */
   chat: Chat;
+  /** Every message of every branch, oldest first; parentId links them into a tree. */
   messages: Message[];
 }
 
 export interface Message {
+  /** The message's id (a UUIDv7: ids sort by creation). */
   id: string;
+  /** 'user', 'assistant' (a model's reply), 'system' (only from chats/addMessage) or 'tool' (a run from the "+" palette, chat/invokeTool). */
   role: "assistant" | "system" | "tool" | "user";
+  /** The text: an assistant's whole reply text (so far, while streaming); a tool message's 'Ran <tool name>: done' or '...: failed'. */
   content: string;
+  /** When it was added, ISO 8601 UTC ('2026-01-02T03:04:05.678901Z'). */
   createdAt: string;
+  /** 'complete', 'streaming' (a turn or palette run is still writing it), 'cancelled' or 'error'. A message a previous sidecar left streaming becomes 'error' at the next start. */
   status: string;
+  /** The tool calls made while producing it (a turn's, in order, or the palette run's one); empty for user and system messages. */
   toolCalls: ToolCall[];
+  /** The message it follows in its branch; absent: a first message. */
   parentId?: string | null;
+  /** The workspace version after this message, when its files differ from its parent's (a tool call or an outside edit changed them); absent: the same as the nearest ancestor's. */
   manifestId?: string | null;
+  /** Assistant messages: the provider that answered (a providers/list id). */
   provider?: string | null;
+  /** Assistant messages: the model chat/send named, else the one the provider reported using; absent when neither is known. */
   model?: string | null;
+  /** Assistant messages once finished: why the turn stopped, as SendResult.stopReason ('endTurn', 'maxTurns', 'cancelled', 'error'; 'error' too for a turn cut off by a crash). Absent while streaming and on other messages. */
   stopReason?: string | null;
+  /** Assistant messages: tokens of the turn's model calls together, as the provider reported them ({} when it reported none). Absent on other messages. */
   usage?: TokenUsage | null;
+  /** User messages: the toolsets and MCP servers it brought into the chat (their tools join the turns of its branch from here on), by canonical id. */
   attachments?: Attachment[];
   /** Assistant messages: what each model call of the turn was offered, in order (empty for a message stored before tool selection existed). */
   toolsOffered?: OfferedTools[];
@@ -288,13 +313,17 @@ export interface SentRequest {
 }
 
 export interface TokenUsage {
+  /** Input (prompt) tokens, summed over the model calls; absent: 0. */
   inputTokens?: number;
+  /** Output (completion) tokens, summed over the model calls; absent: 0. */
   outputTokens?: number;
 }
 
 /** Something a user message mentions; its tools join the chat's turns from that message on. */
 export interface Attachment {
+  /** 'toolset' (the tools of a toolset, even while the toolset is disabled; a tool the user switched off stays off) or 'mcpServer' (the enabled tools of one MCP server). */
   kind: "mcpServer" | "toolset";
+  /** A toolset id, or an MCP server's key (toolset~server) or unambiguous server id; stored messages give the canonical form (toolset id, server key). NotFound if it names nothing, Conflict if its toolset is deleted. */
   id: string;
 }
 
@@ -320,31 +349,48 @@ export interface UpdateChatParams {
 }
 
 export interface SwitchBranchParams {
+  /** The chat (NotFound if unknown). Conflict while a turn or palette run is under way in it. */
   chatId: string;
+  /** Any message of the branch to make active (NotFound if not the chat's); the chat moves to the newest leaf below it. */
   messageId: string;
 }
 
 export interface AddMessageParams {
+  /** The chat (NotFound if unknown). Conflict while a turn or palette run is under way in it. */
   chatId: string;
+  /** 'system', 'user' or 'assistant'. */
   role: "assistant" | "system" | "user";
+  /** The message's text. */
   content: string;
+  /** The message to add it under (NotFound if not the chat's); an earlier one starts a new branch, with that point's files. Absent or null: the active leaf (unlike chat/send, null does not start a new first message). */
   parentId?: string | null;
 }
 
 export interface MessageResult {
+  /** The message added, status 'complete'. */
   message: Message;
+  /** The chat after it: the message is its active leaf. */
   chat: Chat;
 }
 
 export interface SendParams {
+  /** The chat (NotFound if unknown). Conflict while another turn or palette run is under way in it. */
   chatId: string;
+  /** The user message's text. */
   content: string;
+  /** Where the user message goes (NotFound if not the chat's). Absent: under the active leaf. An earlier message starts a new branch from it, with that point's files (edit a question: the old question's parent; retry an answer: the question); null starts a new first message (edit the chat's first question). */
   parentId?: string | null;
+  /** A providers/list id (NotFound if unknown); absent: the default provider. */
   provider?: string | null;
+  /** The model to ask; absent: the provider's defaultModel (the turn ends with an error if it has none). */
   model?: string | null;
+  /** Toolsets and MCP servers this message brings into the chat: their tools join this turn and the later ones of its branch (see Attachment.kind). */
   attachments?: Attachment[];
+  /** Model calls in this turn at most, 1-100 (InvalidParams otherwise), default 10: each answer with tool calls leads to one more; past it the turn stops with maxTurns. */
   maxTurns?: number;
+  /** A system prompt for this turn only (not stored); absent: none. */
   system?: string | null;
+  /** The user's time, place and language: what this turn's Python tools read as telemetry. Absent: as if every field were left out (see ClientContext). */
   clientContext?: ClientContext | null;
   /** An assistant message of this chat whose first model call's tools this turn offers again (a retry or replay on another branch sees what the original saw; tools gone or disabled since are left out). Absent: chosen anew (the chat's tool settings). */
   toolsFrom?: string | null;
@@ -364,62 +410,86 @@ export interface ClientContext {
 }
 
 export interface SendResult {
+  /** The assistant message the turn wrote. */
   messageId: string;
+  /** The user message the turn added. */
   userMessageId: string;
+  /** Why the turn stopped: 'endTurn' (the model answered without tool calls), 'maxTurns' (maxTurns model calls made), 'cancelled' ($/cancelRequest; what was produced is kept) or 'error' (see error). */
   stopReason: "cancelled" | "endTurn" | "error" | "maxTurns";
+  /** With stopReason error: what went wrong, for the user (secrets scrubbed); absent otherwise. */
   error?: string | null;
+  /** Tokens of the turn's model calls together; absent when the provider reported none. */
   usage?: TokenUsage | null;
 }
 
 export interface ChatEventParams {
+  /** The chat of the turn. */
   chatId: string;
+  /** The assistant message the turn writes (SendResult.messageId). */
   messageId: string;
+  /** The event's number within the message: from 1, without gaps (a gap means a lost notification). */
   seq: number;
+  /** What happened, told apart by kind: messageStarted first, messageCompleted last. */
   event: MessageStartedEvent | TextDeltaEvent | ToolCallStartedEvent | ToolCallFinishedEvent | MessageCompletedEvent | ErrorEvent | ToolsOfferedEvent;
 }
 
 export interface MessageStartedEvent {
   /** Always "messageStarted": the kind that tells this MessageStartedEvent apart from the other types it may come with. */
   kind: "messageStarted";
+  /** The user message the turn added. */
   userMessageId: string;
+  /** The provider answering (its providers/list id). */
   provider: string;
+  /** The user message's parent; absent: it is a first message. */
   parentId?: string | null;
+  /** The model chat/send named; absent when it named none (the provider's defaultModel is asked; the stored Message.model says which once the provider reports it). */
   model?: string | null;
 }
 
 export interface TextDeltaEvent {
   /** Always "textDelta": the kind that tells this TextDeltaEvent apart from the other types it may come with. */
   kind: "textDelta";
+  /** More of the reply's text, to append; pieces are gathered for about 30 ms or 2 KB per event, and always sent before the event that follows them. */
   text: string;
 }
 
 export interface ToolCallStartedEvent {
   /** Always "toolCallStarted": the kind that tells this ToolCallStartedEvent apart from the other types it may come with. */
   kind: "toolCallStarted";
+  /** The call as it starts (status running). A call refused before it ran (unknown tool, bad arguments, denied, tools switched off) comes started and finished back to back, already with status error. */
   toolCall: ToolCall;
+  /** The name to show: the tool's name, '<source>.<tool>' for a tool an attachment brought, or the name the model used for a tool that does not exist. */
   toolName: string;
 }
 
 export interface ToolCallFinishedEvent {
   /** Always "toolCallFinished": the kind that tells this ToolCallFinishedEvent apart from the other types it may come with. */
   kind: "toolCallFinished";
+  /** The call as it ended: with its result or error, and its render plan. */
   toolCall: ToolCall;
 }
 
 export interface MessageCompletedEvent {
   /** Always "messageCompleted": the kind that tells this MessageCompletedEvent apart from the other types it may come with. */
   kind: "messageCompleted";
+  /** Why the turn stopped: 'endTurn' (the model answered without tool calls), 'maxTurns' (maxTurns model calls made), 'cancelled' ($/cancelRequest; what was produced is kept) or 'error' (see error). */
   stopReason: "cancelled" | "endTurn" | "error" | "maxTurns";
+  /** The whole text of the message (every textDelta joined). */
   content: string;
+  /** The workspace version the turn's tool calls left; absent when they changed no file. */
   manifestId?: string | null;
+  /** Tokens of the turn's model calls together; absent when the provider reported none. */
   usage?: TokenUsage | null;
 }
 
 export interface ErrorEvent {
   /** Always "error": the kind that tells this ErrorEvent apart from the other types it may come with. */
   kind: "error";
+  /** What ended the turn, for the user (secrets scrubbed); messageCompleted (stopReason error) follows. */
   message: string;
+  /** The JSON-RPC error code it maps to: UpstreamError for the provider's failures, else the error's own (InternalError for a bug). Always sent today. */
   code?: number | null;
+  /** Whether trying again may work (a provider's timeout, rate limit, overload or cut connection); false for every other error. */
   retryable?: boolean;
 }
 
@@ -440,32 +510,48 @@ export interface ToolsOfferedEvent {
 }
 
 export interface ConfirmToolCallParams {
+  /** The chat whose turn wants to run the tool. */
   chatId: string;
+  /** The id the call will have (ToolCall.id), also when it is refused. */
   toolCallId: string;
+  /** The tool's canonical id. */
   toolId: string;
+  /** The name to show, as ToolCallStartedEvent.toolName. */
   toolName: string;
+  /** The arguments the model gave, already checked against the tool's input schema. */
   args: Record<string, unknown>;
+  /** The assistant message of the turn (always given by chat turns). */
   messageId?: string | null;
+  /** The tool's description, to help the user decide. */
   description?: string | null;
 }
 
 export interface ConfirmToolCallResult {
+  /** 'allowOnce' (this call), 'allowChat' (this tool in this chat from now on), 'allowAlways' (this tool everywhere until its definition changes) or 'deny' (the call fails with errorKind denied and the model is told). An error answer counts as deny. */
   decision: "allowAlways" | "allowChat" | "allowOnce" | "deny";
+  /** Edited arguments to run with instead; checked against the input schema (the call fails with errorKind arguments if they do not fit). Absent or null: the model's. */
   args?: Record<string, unknown> | null;
 }
 
 export interface InvokeToolParams {
+  /** The chat (NotFound if unknown). Conflict while a turn or another palette run is under way in it. */
   chatId: string;
   /** The tool's canonical id, or what the "+" palette gives: +slug (the current version of the slug) or +slug@version. A slug that names tools in several toolsets is InvalidParams listing them. */
   toolId: string;
+  /** The tool's arguments, checked against its input schema (InvalidParams naming the field). */
   args: Record<string, unknown>;
+  /** Where the tool message goes, as chat/send parentId: absent, the active leaf; null, a new first message. */
   parentId?: string | null;
+  /** As chat/send clientContext. */
   clientContext?: ClientContext | null;
 }
 
 export interface InvokeToolResult {
+  /** The new 'tool' message (the active leaf), with this call in toolCalls. */
   message: Message;
+  /** The call as it ended, with its result or error and render plan. */
   toolCall: ToolCall;
+  /** The chat after the run. */
   chat: Chat;
 }
 
