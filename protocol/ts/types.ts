@@ -709,38 +709,60 @@ export interface ChangedParams {
 }
 
 export interface InspectParams {
+  /** Absolute path of a bundle .zip file or of a folder holding toolset.yaml. */
   path: string;
 }
 
 export interface InspectResult {
+  /** What toolset.yaml says the toolset is. */
   manifest: ManifestInfo;
+  /** 'zip' (a .zip file) or 'local' (a folder: installed, it follows edits of that folder). */
   sourceType: "local" | "zip";
+  /** The tools it declares, in manifest order. */
   tools: InspectedTool[];
+  /** The MCP servers it declares, in manifest order, with what each would run or reach. */
   mcpServers: InspectedServer[];
+  /** Every file of the bundle, sorted by path. */
   files: BundleFile[];
+  /** Things the user should know before installing, worded for them: the bundle's own warnings, then what tools and servers may do beyond seed 004's defaults. */
   warnings: string[];
+  /** The config fields the whole toolset asks for, to set after install with config/set. */
   configSchema?: ConfigField[];
   /** Every ${NAME} its MCP servers refer to (an export writes a secret as one), in order: ask the user for each that is not set. */
   variables?: BundleVariable[];
 }
 
 export interface ManifestInfo {
+  /** The toolset id the bundle declares (what it installs as). */
   id: string;
+  /** Its name, as toolset.yaml gives it. */
   name: string;
+  /** Its version, as toolset.yaml gives it (free text); '0.0.0' when it names none. */
   version: string;
+  /** Its description; empty when none. */
   description: string;
+  /** The toolset.yaml format version it declares (manifest_version); '1' today. */
   manifestVersion: string;
 }
 
 export interface InspectedTool {
+  /** The canonical id it would get: toolset:tool. */
   id: string;
+  /** Its name (the tool's id inside the toolset when none is given). */
   name: string;
+  /** What it does; empty when the manifest gives nothing. */
   description: string;
+  /** Whether a model's call of it will ask the user first (ui/confirmToolCall). */
   requiresConfirmation: boolean;
+  /** A Python tool's function, 'module:function'; absent for an HTTP tool. */
   entrypoint?: string | null;
+  /** An HTTP tool's first request as declared, 'GET https://api.example.com/items/${id}'; absent for a Python tool. */
   request?: string | null;
+  /** The renderer the manifest's overrides give it (code, document, html, frame, image); absent: none. */
   renderer?: string | null;
+  /** Its timeout in seconds as the tool declares it; absent: the defaults apply. */
   timeout?: number | null;
+  /** The tool's own config fields (seed 004), to set with config/set toolId after install. */
   configSchema?: ConfigField[];
   /** Its cron trigger (five fields): installing puts the tool on this schedule (schedules/list shows it, source manifest), running by itself with no chat until the user gives it one. */
   schedule?: string | null;
@@ -752,13 +774,21 @@ export interface InspectedTool {
 
 /** One field of a config_schema with its current value. */
 export interface ConfigField {
+  /** The field's name: the key config/set takes. */
   key: string;
+  /** What it is for, as the manifest says; may be empty. */
   description: string;
+  /** The type its value must have: 'string', 'number', 'integer' or 'boolean'. */
   type: "boolean" | "integer" | "number" | "string";
+  /** Whether its value is kept in the secret store and shown only as '****'. */
   secret: boolean;
+  /** Whether the tools need a value (or a default) to run; a missing one makes them 'available' and their calls fail naming it. */
   required: boolean;
+  /** The value set, of the field's type; '****' for a secret that is set. Absent when nothing is set, and always in toolsets/inspect. */
   value?: unknown;
+  /** What the tool gets while no value is set; absent: no default. */
   default?: unknown;
+  /** Whether a value is set (else the tool gets the default, if any); absent: false. */
   isSet?: boolean;
 }
 
@@ -798,12 +828,19 @@ export interface LimitWarning {
 }
 
 export interface InspectedServer {
+  /** The server's id in the toolset (its key will be toolset~id). */
   id: string;
+  /** How it is reached: 'stdio' (a command the sidecar starts), 'sse' or 'streamable-http' (a URL). */
   type: "sse" | "stdio" | "streamable-http";
+  /** stdio: what would run, the command then its arguments, secrets masked; absent for URL servers. */
   command?: string[] | null;
+  /** sse / streamable-http: the URL, secrets in it masked; absent for stdio. */
   url?: string | null;
+  /** stdio: the working directory as declared; absent: not set. */
   cwd?: string | null;
+  /** stdio: environment variables it would get; a value that looks secret shows as '****', a ${VAR} reference as is. */
   env?: Record<string, string>;
+  /** URL servers: HTTP headers it would be sent; a value that looks secret shows as '****', a ${VAR} reference as is. */
   headers?: Record<string, string>;
   /** A stdio server that will run in the OS sandbox (mcp_servers[].sandbox, sizes in bytes; {}: seed 004's defaults). Absent: it will run unconfined, with the user's own rights. */
   sandbox?: ServerSandbox | null;
@@ -836,8 +873,11 @@ export interface ServerSandbox {
 }
 
 export interface BundleFile {
+  /** The file's path inside the bundle, '/'-separated. */
   path: string;
+  /** 'python' (a .py file), 'artifact' (under artifacts/, e.g. an html renderer's page), 'config' (a .yaml, .yml, .json or .toml file at the top) or 'asset' (anything else). */
   kind: "artifact" | "asset" | "config" | "python";
+  /** Its size in bytes. */
   size: number;
 }
 
@@ -870,14 +910,23 @@ export interface ToolsetResult {
 }
 
 export interface Toolset {
+  /** The toolset's id; its tools' ids start with it (toolset:tool). */
   id: string;
+  /** The name shown. */
   name: string;
+  /** Its version as its toolset.yaml gives it (free text; '0.0.0' when it names none, and for one made in the app). */
   version: string;
+  /** What its tools are for; may be empty. */
   description: string;
+  /** Whether its tools are offered and run (toolsets/setEnabled); a disabled toolset also refuses changes inside it. */
   enabled: boolean;
+  /** Whether mcpServers/add made it to hold a user's MCP server (show it under "MCP servers"), not an import or toolsets/create. */
   userMcp: boolean;
+  /** Where it came from: 'zip' (a .zip file), 'local' (a folder it follows), 'url' (a downloaded ZIP, see toolsets/checkUpdate) or 'user' (made in the app: toolsets/create or mcpServers/add). */
   sourceType: "local" | "url" | "user" | "zip";
+  /** When it was first installed or created, ISO 8601 UTC ('2026-01-02T03:04:05.678901Z'); upgrades keep it (as createdAt). */
   installedAt: string;
+  /** The .zip file or folder it was installed from, or the URL for source url; absent for source user. */
   sourceRef?: string | null;
   /** When toolsets/delete hid it (UTC): it, its tools and its MCP servers are out of every list, chat and schedule until toolsets/restore brings them back as they were; removed for good once deleted longer than the retention (2 days unless the app set another). Absent while it is live. */
   softDeletedAt?: string | null;
@@ -960,9 +1009,13 @@ export interface Tool {
 
 /** An icon an MCP server gave for a tool (https or data:image URLs only; others are dropped). */
 export interface ToolIcon {
+  /** An https: URL or a data:image/... URL. */
   src: string;
+  /** Its MIME type as the server gave it, e.g. 'image/png'; absent when not given. */
   mimeType?: string | null;
+  /** The sizes it fits, e.g. '48x48' or 'any'; absent when not given. */
   sizes?: string[] | null;
+  /** The background it is drawn for, 'light' or 'dark'; absent: any. */
   theme?: "dark" | "light" | null;
 }
 

@@ -13,46 +13,63 @@ from .mcp import ServerSandbox
 from .pages import NextPageToken, PageParams
 from .render_plans import Renderer, RenderPlan
 
+_UTC = "ISO 8601 UTC ('2026-01-02T03:04:05.678901Z')"
+
 
 class InspectParams(Model):
-    # Absolute path of a .zip file or a folder holding toolset.yaml.
-    path: str
+    path: Annotated[str, msgspec.Meta(
+        description="Absolute path of a bundle .zip file or of a folder holding toolset.yaml.")]
 
 
 class ManifestInfo(Model):
-    id: str
-    name: str
-    version: str
-    description: str
-    manifest_version: str
+    id: Annotated[str, msgspec.Meta(description="The toolset id the bundle declares (what it installs as).")]
+    name: Annotated[str, msgspec.Meta(description="Its name, as toolset.yaml gives it.")]
+    version: Annotated[str, msgspec.Meta(
+        description="Its version, as toolset.yaml gives it (free text); '0.0.0' when it names none.")]
+    description: Annotated[str, msgspec.Meta(description="Its description; empty when none.")]
+    manifest_version: Annotated[str, msgspec.Meta(
+        description="The toolset.yaml format version it declares (manifest_version); '1' today.")]
 
 
 class ConfigField(Model):
     """One field of a config_schema with its current value."""
 
-    key: str
-    description: str
-    type: Literal["string", "number", "integer", "boolean"]
-    secret: bool  # its value is kept in the secret store and shown only as "****"
-    required: bool
-    # The value set: "****" for a secret that is set; absent when nothing is set.
-    value: Any = None
-    default: Any = None  # what the tool gets while no value is set
-    is_set: bool = False  # a value is set (else the tool gets the default, if any)
+    key: Annotated[str, msgspec.Meta(description="The field's name: the key config/set takes.")]
+    description: Annotated[str, msgspec.Meta(description="What it is for, as the manifest says; may be empty.")]
+    type: Annotated[Literal["string", "number", "integer", "boolean"], msgspec.Meta(
+        description="The type its value must have: 'string', 'number', 'integer' or 'boolean'.")]
+    secret: Annotated[bool, msgspec.Meta(
+        description="Whether its value is kept in the secret store and shown only as '****'.")]
+    required: Annotated[bool, msgspec.Meta(
+        description="Whether the tools need a value (or a default) to run; a missing one makes them 'available' "
+                    "and their calls fail naming it.")]
+    value: Annotated[Any, msgspec.Meta(
+        description="The value set, of the field's type; '****' for a secret that is set. Absent when nothing is "
+                    "set, and always in toolsets/inspect.")] = None
+    default: Annotated[Any, msgspec.Meta(
+        description="What the tool gets while no value is set; absent: no default.")] = None
+    is_set: Annotated[bool, msgspec.Meta(
+        description="Whether a value is set (else the tool gets the default, if any); absent: false.")] = False
 
 
 class InspectedTool(Model):
-    id: str  # the canonical id it would get: toolset:tool
-    name: str
-    description: str
-    requires_confirmation: bool
-    # A Python tool's function ("module:function"); none for an HTTP tool.
-    entrypoint: str | None = None
-    # An HTTP tool's first request as declared: "GET https://api.example.com/items/${id}".
-    request: str | None = None
-    renderer: str | None = None
-    timeout: float | None = None
-    config_schema: list[ConfigField] = []  # the tool's own config fields (seed 004)
+    id: Annotated[str, msgspec.Meta(description="The canonical id it would get: toolset:tool.")]
+    name: Annotated[str, msgspec.Meta(description="Its name (the tool's id inside the toolset when none is given).")]
+    description: Annotated[str, msgspec.Meta(description="What it does; empty when the manifest gives nothing.")]
+    requires_confirmation: Annotated[bool, msgspec.Meta(
+        description="Whether a model's call of it will ask the user first (ui/confirmToolCall).")]
+    entrypoint: Annotated[str | None, msgspec.Meta(
+        description="A Python tool's function, 'module:function'; absent for an HTTP tool.")] = None
+    request: Annotated[str | None, msgspec.Meta(
+        description="An HTTP tool's first request as declared, 'GET https://api.example.com/items/${id}'; absent "
+                    "for a Python tool.")] = None
+    renderer: Annotated[str | None, msgspec.Meta(
+        description="The renderer the manifest's overrides give it (code, document, html, frame, image); absent: "
+                    "none.")] = None
+    timeout: Annotated[float | None, msgspec.Meta(
+        description="Its timeout in seconds as the tool declares it; absent: the defaults apply.")] = None
+    config_schema: Annotated[list[ConfigField], msgspec.Meta(
+        description="The tool's own config fields (seed 004), to set with config/set toolId after install.")] = []
     schedule: Annotated[str | None, msgspec.Meta(description=(
         "Its cron trigger (five fields): installing puts the tool on this schedule (schedules/list shows "
         "it, source manifest), running by itself with no chat until the user gives it one."))] = None
@@ -64,15 +81,25 @@ class InspectedTool(Model):
         "memory, processes or time); each is also one of the bundle's warnings."))] = []
 
 
+_SECRET_MAP = "a value that looks secret shows as '****', a ${VAR} reference as is"
+
+
 class InspectedServer(Model):
-    id: str
-    type: Literal["stdio", "sse", "streamable-http"]
-    # What would run: the command and its arguments (secrets masked).
-    command: list[str] | None = None
-    url: str | None = None
-    cwd: str | None = None
-    env: dict[str, str] = {}
-    headers: dict[str, str] = {}
+    id: Annotated[str, msgspec.Meta(description="The server's id in the toolset (its key will be toolset~id).")]
+    type: Annotated[Literal["stdio", "sse", "streamable-http"], msgspec.Meta(
+        description="How it is reached: 'stdio' (a command the sidecar starts), 'sse' or 'streamable-http' (a "
+                    "URL).")]
+    command: Annotated[list[str] | None, msgspec.Meta(
+        description="stdio: what would run, the command then its arguments, secrets masked; absent for URL "
+                    "servers.")] = None
+    url: Annotated[str | None, msgspec.Meta(
+        description="sse / streamable-http: the URL, secrets in it masked; absent for stdio.")] = None
+    cwd: Annotated[str | None, msgspec.Meta(
+        description="stdio: the working directory as declared; absent: not set.")] = None
+    env: Annotated[dict[str, str], msgspec.Meta(
+        description="stdio: environment variables it would get; " + _SECRET_MAP + ".")] = {}
+    headers: Annotated[dict[str, str], msgspec.Meta(
+        description="URL servers: HTTP headers it would be sent; " + _SECRET_MAP + ".")] = {}
     sandbox: Annotated[ServerSandbox | None, msgspec.Meta(description=(
         "A stdio server that will run in the OS sandbox (mcp_servers[].sandbox, sizes in bytes; {}: seed "
         "004's defaults). Absent: it will run unconfined, with the user's own rights."))] = None
@@ -82,9 +109,11 @@ class InspectedServer(Model):
 
 
 class BundleFile(Model):
-    path: str
-    kind: Literal["python", "artifact", "asset", "config"]
-    size: int
+    path: Annotated[str, msgspec.Meta(description="The file's path inside the bundle, '/'-separated.")]
+    kind: Annotated[Literal["python", "artifact", "asset", "config"], msgspec.Meta(
+        description="'python' (a .py file), 'artifact' (under artifacts/, e.g. an html renderer's page), "
+                    "'config' (a .yaml, .yml, .json or .toml file at the top) or 'asset' (anything else).")]
+    size: Annotated[int, msgspec.Meta(description="Its size in bytes.")]
 
 
 class BundleVariable(Model):
@@ -98,15 +127,20 @@ class BundleVariable(Model):
 
 
 class InspectResult(Model):
-    manifest: ManifestInfo
-    source_type: Literal["zip", "local"]
-    tools: list[InspectedTool]
-    mcp_servers: list[InspectedServer]
-    files: list[BundleFile]
-    warnings: list[str]
-    # The config fields the whole toolset asks for (an API key, an endpoint): set after install
-    # with config/set.
-    config_schema: list[ConfigField] = []
+    manifest: Annotated[ManifestInfo, msgspec.Meta(description="What toolset.yaml says the toolset is.")]
+    source_type: Annotated[Literal["zip", "local"], msgspec.Meta(
+        description="'zip' (a .zip file) or 'local' (a folder: installed, it follows edits of that folder).")]
+    tools: Annotated[list[InspectedTool], msgspec.Meta(
+        description="The tools it declares, in manifest order.")]
+    mcp_servers: Annotated[list[InspectedServer], msgspec.Meta(
+        description="The MCP servers it declares, in manifest order, with what each would run or reach.")]
+    files: Annotated[list[BundleFile], msgspec.Meta(description="Every file of the bundle, sorted by path.")]
+    warnings: Annotated[list[str], msgspec.Meta(
+        description="Things the user should know before installing, worded for them: the bundle's own warnings, "
+                    "then what tools and servers may do beyond seed 004's defaults.")]
+    # An API key, an endpoint.
+    config_schema: Annotated[list[ConfigField], msgspec.Meta(
+        description="The config fields the whole toolset asks for, to set after install with config/set.")] = []
     variables: Annotated[list[BundleVariable], msgspec.Meta(
         description="Every ${NAME} its MCP servers refer to (an export writes a secret as one), in "
                     "order: ask the user for each that is not set.")] = []
@@ -124,15 +158,27 @@ _INSPECT_SPECS = (
 
 
 class Toolset(Model):
-    id: str
-    name: str
-    version: str
-    description: str
-    enabled: bool
-    user_mcp: bool  # made by mcpServers/add (shown under "MCP servers"), not imported
-    source_type: Literal["zip", "local", "url", "user"]
-    installed_at: str
-    source_ref: str | None = None
+    id: Annotated[str, msgspec.Meta(description="The toolset's id; its tools' ids start with it (toolset:tool).")]
+    name: Annotated[str, msgspec.Meta(description="The name shown.")]
+    version: Annotated[str, msgspec.Meta(
+        description="Its version as its toolset.yaml gives it (free text; '0.0.0' when it names none, and for one "
+                    "made in the app).")]
+    description: Annotated[str, msgspec.Meta(description="What its tools are for; may be empty.")]
+    enabled: Annotated[bool, msgspec.Meta(
+        description="Whether its tools are offered and run (toolsets/setEnabled); a disabled toolset also "
+                    "refuses changes inside it.")]
+    user_mcp: Annotated[bool, msgspec.Meta(
+        description="Whether mcpServers/add made it to hold a user's MCP server (show it under \"MCP "
+                    "servers\"), not an import or toolsets/create.")]
+    source_type: Annotated[Literal["zip", "local", "url", "user"], msgspec.Meta(
+        description="Where it came from: 'zip' (a .zip file), 'local' (a folder it follows), 'url' (a downloaded "
+                    "ZIP, see toolsets/checkUpdate) or 'user' (made in the app: toolsets/create or "
+                    "mcpServers/add).")]
+    installed_at: Annotated[str, msgspec.Meta(
+        description="When it was first installed or created, " + _UTC + "; upgrades keep it (as createdAt).")]
+    source_ref: Annotated[str | None, msgspec.Meta(
+        description="The .zip file or folder it was installed from, or the URL for source url; absent for "
+                    "source user.")] = None
     soft_deleted_at: Annotated[str | None, msgspec.Meta(description=(
         "When toolsets/delete hid it (UTC): it, its tools and its MCP servers are out of every list, chat and "
         "schedule until toolsets/restore brings them back as they were; removed for good once deleted longer "
@@ -147,10 +193,13 @@ class Toolset(Model):
 class ToolIcon(Model):
     """An icon an MCP server gave for a tool (https or data:image URLs only; others are dropped)."""
 
-    src: str  # an https: URL or a data:image/... URL
-    mime_type: str | None = None
-    sizes: list[str] | None = None  # "48x48" or "any"
-    theme: Literal["light", "dark"] | None = None  # the background it is drawn for
+    src: Annotated[str, msgspec.Meta(description="An https: URL or a data:image/... URL.")]
+    mime_type: Annotated[str | None, msgspec.Meta(
+        description="Its MIME type as the server gave it, e.g. 'image/png'; absent when not given.")] = None
+    sizes: Annotated[list[str] | None, msgspec.Meta(
+        description="The sizes it fits, e.g. '48x48' or 'any'; absent when not given.")] = None
+    theme: Annotated[Literal["light", "dark"] | None, msgspec.Meta(
+        description="The background it is drawn for, 'light' or 'dark'; absent: any.")] = None
 
 
 # system: built in, nothing to configure; available: installed, a required config key has no
