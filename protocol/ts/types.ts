@@ -197,21 +197,35 @@ export interface Message {
 }
 
 export interface ToolCall {
+  /** The call's id (a UUIDv7). */
   id: string;
+  /** The canonical id of the tool called; for a model's call of a tool that does not exist, the name the model used. */
   toolId: string;
+  /** The arguments it ran with (the user's edited ones when they changed them on confirmation); {} when a model's arguments were not a JSON object. */
   args: Record<string, unknown>;
+  /** 'running', 'success' or 'error' (errorKind says why). 'pending' is never sent today. A call still running when the sidecar stopped becomes error (errorKind interrupted) at the next start. */
   status: "error" | "pending" | "running" | "success";
+  /** When it started (or was refused), ISO 8601 UTC ('2026-01-02T03:04:05.678901Z'). */
   startedAt: string;
   /** Who started the call: model (a model's tool call in a chat turn), palette (chat/invokeTool, the "+" palette), api (tools/call), schedule (a schedule ran it; scheduleId says which). */
   startedBy: "api" | "model" | "palette" | "schedule";
+  /** The chat it ran in; absent for a call outside any chat (tools/call without chatId, a schedule with no chat). */
   chatId?: string | null;
+  /** The message it belongs to: a turn's assistant message or a palette run's tool message; absent otherwise. */
   messageId?: string | null;
+  /** What the tool returned: a Python tool's return value, an MCP CallToolResult object, an HTTP tool's response as declared. Also on some failures (what the tool left, e.g. an MCP result with isError). Absent while running and when there is none. */
   result?: unknown;
+  /** Why it failed, for the user and the model (secrets scrubbed); absent unless status is error. */
   error?: string | null;
+  /** Why it failed, as a word: e.g. arguments, raised, timeout, crashed, memory, disk, output, badOutput, server (an MCP tool's isError), upstream, refused, rate_limited, load, cancelled, killed (tools switched off), interrupted (the sidecar stopped); for a model's call refused before it ran also unknown_tool, denied, unavailable, unconfigured (the model is told which keys) and tools_off. Absent unless status is error. */
   errorKind?: string | null;
+  /** How to show the result, told apart by renderer; absent: no renderer applies (show the raw result), and while running. */
   renderPlan?: CodePlan | DocumentPlan | HtmlPlan | FramePlan | ImagePlan | CardPlan | null;
+  /** In a chat: the workspace version the call started from; absent outside a chat, for a call refused before it ran, or while the workspace never held a file. */
   preManifestId?: string | null;
+  /** In a chat: the workspace version after the call (a new tool_run version when it changed files, else the same as preManifestId); absent while running, outside a chat, for a call refused before it ran, or while the workspace holds no file. */
   postManifestId?: string | null;
+  /** When it ended, ISO 8601 UTC ('2026-01-02T03:04:05.678901Z'); absent while running. */
   finishedAt?: string | null;
   /** HTTP tools: the requests the call made, in order (steps and failed ones included), secrets masked. */
   requests?: SentRequest[] | null;
@@ -399,13 +413,21 @@ export interface SendParams {
 /** Where and when the user is, as the UI knows it; a Python tool reads it as
  *     get_context().telemetry (seed 004), every field present there, null when not given. */
 export interface ClientContext {
+  /** The user's current time, ISO 8601 (at most 64 characters); absent: the sidecar's clock in UTC ('2026-01-02T03:04:05Z'). */
   time?: string | null;
+  /** The user's IANA time zone, e.g. 'Europe/Malta' (at most 64 characters); absent: the sidecar's own when it can tell, else null. */
   timezone?: string | null;
+  /** The user's locale, a BCP 47 tag such as 'en-MT' (at most 64 characters); absent: null. */
   locale?: string | null;
+  /** The user's language, a BCP 47 tag such as 'en-US' (at most 64 characters); absent: null. */
   language?: string | null;
+  /** The user's latitude in decimal degrees, -90 to 90; absent: null. */
   lat?: number | null;
+  /** The user's longitude in decimal degrees, -180 to 180; absent: null. */
   lon?: number | null;
+  /** The user's city, as the UI names it (at most 200 characters); absent: null. */
   city?: string | null;
+  /** The user's country, as the UI names it (at most 200 characters); absent: null. */
   country?: string | null;
 }
 
@@ -894,6 +916,7 @@ export interface BundleVariable {
 export interface ImportParams {
   /** Absolute path of a bundle .zip file or a folder holding toolset.yaml. Give path or url. */
   path?: string | null;
+  /** Upgrade an installed toolset of the same id in place, keeping the user's overrides, switches and config; false (the default): Conflict when the id is taken. */
   replace?: boolean;
   /** The https:// address of a bundle ZIP to download and install (plain http only from this machine: 127.0.0.1, localhost). Redirects are followed while they stay on https and public addresses; no credentials in it (it is kept as the toolset's sourceRef). Give path or url. */
   url?: string | null;
@@ -904,6 +927,7 @@ export interface ImportParams {
 }
 
 export interface ToolsetResult {
+  /** The toolset as it is now. */
   toolset: Toolset;
   /** toolsets/import: what its tools may do beyond seed 004's defaults now, as toolsets/inspect showed before install (the user's settings included on a replace). */
   limitWarnings?: LimitWarning[];
@@ -957,31 +981,51 @@ export interface ToolsetsResult {
 }
 
 export interface ToolsetIdParams {
+  /** The toolset (NotFound if unknown). */
   id: string;
 }
 
 export interface ToolsetDetail {
+  /** The toolset. */
   toolset: Toolset;
+  /** Its Python and HTTP tools in manifest order, overrides applied, switched-off and unavailable ones included. Not its MCP servers' tools: those are live (tools/list toolsetIds). */
   tools: Tool[];
+  /** Its MCP servers' configuration, in manifest order. */
   mcpServers: ConfiguredServer[];
 }
 
 export interface Tool {
+  /** The canonical id: a built-in's name, toolset:tool, or mcp:toolset~server:tool. */
   id: string;
+  /** The name shown: an override's nameOverride, else the tool's own (an MCP tool's title when the server gave one). */
   name: string;
+  /** What it does, for the user and the model: an override's descriptionOverride, else the tool's own; may be empty. */
   description: string;
+  /** What runs it: 'builtin' (part of the app), 'python' (a toolset's Python function), 'mcp' (an MCP server) or 'http' (a declared HTTP request). */
   provider: "builtin" | "http" | "mcp" | "python";
+  /** Whether a model's call asks the user first (ui/confirmToolCall), overrides applied; an MCP tool's default follows its server and its annotations. */
   requiresConfirmation: boolean;
+  /** Whether it is offered and runs: false while an override, its toolset or its MCP server switches it off, and whenever unavailableReason is set. */
   enabled: boolean;
+  /** The JSON Schema of its arguments (an object); absent when none is known. */
   inputSchema?: Record<string, unknown> | null;
+  /** The toolset it belongs to; absent for built-ins. */
   toolsetId?: string | null;
+  /** How its results are shown: code, document, html, frame or image (an override's, else the manifest's); absent: by what the result holds (an MCP result's content), else raw. */
   renderer?: string | null;
+  /** The renderer's config as declared, $-expressions not yet filled (each call's renderPlan has them filled); absent: none. */
   rendererConfig?: Record<string, unknown> | null;
+  /** 'system' (built in), 'available' (a required config key has no value: see missingConfig), 'connected' (ready) or 'unavailable' (cannot run now: switched off, its toolset disabled, or unavailableReason). Always set in answers. */
   status?: "available" | "connected" | "system" | "unavailable" | null;
+  /** The required config keys that have no value (status available): set them with config/set. */
   missingConfig?: string[];
+  /** MCP tools: the title the server gave; absent otherwise. */
   title?: string | null;
+  /** MCP tools: the server's hints as it sent them (readOnlyHint, destructiveHint, idempotentHint, openWorldHint, title); they set requiresConfirmation unless the server or an override does. Absent when none. */
   annotations?: Record<string, unknown> | null;
+  /** The JSON Schema every result is checked against (a result that does not fit fails with errorKind badOutput naming the place): an MCP tool's outputSchema (for its structuredContent), an HTTP tool's declared one, a Python tool's return annotation. Absent: results are not checked. */
   outputSchema?: Record<string, unknown> | null;
+  /** MCP tools: the icons the server gave, for display; absent when none. */
   icons?: ToolIcon[] | null;
   /** What the "+" palette calls it (+slug, +slug@version; chat/invokeTool takes either as toolId): Unicode letters, digits and '-', case-sensitive. A manifest tool that names none has its id's, '_' and '.' turned into '-'; an MCP tool has its name's, made valid the same way. Always set in answers. */
   slug?: string;
@@ -1020,32 +1064,46 @@ export interface ToolIcon {
 }
 
 export interface ConfiguredServer {
+  /** The server's key: toolset~server. */
   id: string;
+  /** Its id inside the toolset. */
   serverId: string;
+  /** The toolset that declares it. */
   toolsetId: string;
+  /** 'stdio' (a command the sidecar starts), 'sse' or 'streamable-http' (a URL). */
   type: "sse" | "stdio" | "streamable-http";
+  /** Whether the server itself is switched on. */
   enabled: boolean;
+  /** stdio: the command then its arguments, secrets masked; absent for URL servers. */
   command?: string[] | null;
+  /** sse / streamable-http: the URL, secrets in it masked; absent for stdio. */
   url?: string | null;
   /** A stdio server's OS sandbox (sizes in bytes; {}: seed 004's defaults); absent: it runs unconfined (mcpServers/list shows what confines it now). */
   sandbox?: ServerSandbox | null;
 }
 
 export interface ExportParams {
+  /** The toolset (NotFound if unknown; Conflict if deleted). */
   id: string;
+  /** Absolute path of the .zip to write, in an existing folder (InvalidParams otherwise); a file there is replaced. */
   path: string;
 }
 
 export interface ExportResult {
+  /** The file written. */
   path: string;
+  /** Its size in bytes. */
   size: number;
+  /** SHA-256 of the file, 64 lowercase hex digits. */
   sha256: string;
   /** The ${NAME} placeholders the export's MCP servers refer to (secrets written as placeholders among them): what whoever imports it is asked for. */
   variables?: string[];
 }
 
 export interface SetEnabledParams {
+  /** The toolset (NotFound if unknown; Conflict if deleted). */
   id: string;
+  /** true: its tools are offered and run again; false: all hidden, changes inside it refused. */
   enabled: boolean;
 }
 
@@ -1072,21 +1130,31 @@ export interface ToolsResult {
 }
 
 export interface ToolIdParams {
+  /** The tool's canonical id (NotFound if unknown). */
   id: string;
 }
 
 export interface ToolResult {
+  /** The tool, overrides applied. */
   tool: Tool;
 }
 
 export interface SetOverrideParams {
+  /** The toolset of the tool ('builtin' for built-in tools, which take only enabled: PermissionDenied for anything else). Conflict while it is disabled or deleted. */
   toolsetId: string;
+  /** The tool: canonical (toolset:tool, mcp:toolset~server:tool) or its id inside the toolset; or a pattern with * (any run of characters but ':') and ? (one character), matched against toolset:tool and server:tool keys (fs:*, *:read_*), which applies to every matching tool (an exact override wins over it). */
   toolId: string;
+  /** How its results are shown: code, document, html, frame or image. Absent: unchanged; null: the override of this field is removed (the tool's own value again). */
   renderer?: "code" | "document" | "frame" | "html" | "image" | null;
+  /** The renderer's config ($-expressions filled per call). Absent: unchanged; null: the override of this field is removed (the tool's own value again). */
   rendererConfig?: Record<string, unknown> | null;
+  /** The name to show instead of the tool's own (an empty one shows the tool's own). Absent: unchanged; null: the override of this field is removed (the tool's own value again). */
   nameOverride?: string | null;
+  /** The description to give instead of the tool's own (an empty one gives the tool's own). Absent: unchanged; null: the override of this field is removed (the tool's own value again). */
   descriptionOverride?: string | null;
+  /** Whether a model's call asks the user first. Absent: unchanged; null: the override of this field is removed (the tool's own value again). */
   requiresConfirmation?: boolean | null;
+  /** false switches the tool off (not offered, not run); true switches it back on. Absent: unchanged; null: the override of this field is removed (the tool's own value again). */
   enabled?: boolean | null;
   /** A Python tool's constraints (seed 004: timeoutSeconds), winning over its manifest's and the toolset's (toolsets/setLimits); a key absent keeps its value, a null key or a null block removes the user's value. One tool only: not with a pattern. */
   constraints?: ConstraintsSettings | null;
@@ -1117,36 +1185,50 @@ export interface SandboxSettings {
 }
 
 export interface SetOverrideResult {
+  /** The tool as it is now, when toolId named one tool; absent for a pattern. */
   tool?: Tool | null;
+  /** For a pattern: every tool of the toolset it now sets something on (empty when it matches none yet); absent when one tool was named. */
   matched?: Tool[] | null;
 }
 
 export interface ToolCallParams {
   /** The canonical id, as tools/list gives it, or +slug / +slug@version as chat/invokeTool takes it. */
   toolId: string;
+  /** The tool's arguments, checked against its input schema first (InvalidParams naming the field); default {}. */
   args?: Record<string, unknown>;
+  /** The chat whose workspace the tool works in (NotFound if unknown), snapshotted after the call; absent: no chat (a Python tool gets a scratch folder that is dropped after). */
   chatId?: string | null;
+  /** When given, progress the tool reports (MCP tools do) comes as $/progress 'report's with this token. */
   workDoneToken?: number | string | null;
+  /** The user's time, place and language for this call (a Python tool's get_context().telemetry); absent: as if every field were left out. */
   clientContext?: ClientContext | null;
 }
 
 export interface ToolCallResult {
+  /** The call as it ended; a tool that ran and failed answers here too, with status error. */
   toolCall: ToolCall;
 }
 
 export interface ToolsetChangedParams {
+  /** The toolset (sourceType local) whose folder was edited. */
   id: string;
+  /** 'reloaded': the saved edit is live; 'reloadFailed': it was rejected and the last good version keeps serving (error and errorPath say what to fix). */
   change: "reloadFailed" | "reloaded";
+  /** With reloaded: the toolset as it is now; absent with reloadFailed. */
   toolset?: Toolset | null;
+  /** With reloadFailed: what is wrong, prefixed with errorPath when there is one (secrets scrubbed); absent with reloaded. */
   error?: string | null;
+  /** With reloadFailed: where in the toolset the problem is (toolset.yaml, or a field of it such as tools[0].entrypoint), when known; absent otherwise. */
   errorPath?: string | null;
 }
 
 export interface HtmlPageParams {
+  /** A tool call (NotFound if unknown) whose renderPlan has renderer html (InvalidParams otherwise). */
   toolCallId: string;
 }
 
 export interface HtmlPageResult {
+  /** The toolset's HTML artifact with the call's data injected as window.__TOOL_DATA__: ready for a sandboxed iframe's srcdoc. */
   html: string;
 }
 

@@ -210,29 +210,54 @@ ToolStatus = Literal["system", "available", "connected", "unavailable"]
 
 
 class Tool(Model):
-    id: str  # canonical: builtin name, toolset:tool, or mcp:toolset~server:tool
-    name: str
-    description: str
-    provider: Literal["builtin", "python", "mcp", "http"]
-    requires_confirmation: bool
-    enabled: bool
-    input_schema: dict[str, Any] | None = None
-    toolset_id: str | None = None
-    renderer: str | None = None
-    renderer_config: dict[str, Any] | None = None
-    status: ToolStatus | None = None  # always set in answers
-    # The required config keys that have no value (status available): set them with config/set.
-    missing_config: list[str] = []
-    # MCP tools: the title the server gave (name shows it unless an override renames the tool).
-    title: str | None = None
-    # MCP tools: the server's hints as it sent them (readOnlyHint, destructiveHint, idempotentHint,
-    # openWorldHint, title); they set requiresConfirmation unless the server or an override does.
-    annotations: dict[str, Any] | None = None
-    # The JSON Schema every result is checked against (a result that does not fit is an error of kind
-    # badOutput naming the place): an MCP tool's outputSchema (for its structuredContent), an HTTP
-    # tool's declared one, a Python tool's return annotation. None: its results are not checked.
-    output_schema: dict[str, Any] | None = None
-    icons: list[ToolIcon] | None = None  # MCP tools: icons the server gave, for display
+    id: Annotated[str, msgspec.Meta(
+        description="The canonical id: a built-in's name, toolset:tool, or mcp:toolset~server:tool.")]
+    name: Annotated[str, msgspec.Meta(
+        description="The name shown: an override's nameOverride, else the tool's own (an MCP tool's title when "
+                    "the server gave one).")]
+    description: Annotated[str, msgspec.Meta(
+        description="What it does, for the user and the model: an override's descriptionOverride, else the "
+                    "tool's own; may be empty.")]
+    provider: Annotated[Literal["builtin", "python", "mcp", "http"], msgspec.Meta(
+        description="What runs it: 'builtin' (part of the app), 'python' (a toolset's Python function), 'mcp' "
+                    "(an MCP server) or 'http' (a declared HTTP request).")]
+    requires_confirmation: Annotated[bool, msgspec.Meta(
+        description="Whether a model's call asks the user first (ui/confirmToolCall), overrides applied; an MCP "
+                    "tool's default follows its server and its annotations.")]
+    enabled: Annotated[bool, msgspec.Meta(
+        description="Whether it is offered and runs: false while an override, its toolset or its MCP server "
+                    "switches it off, and whenever unavailableReason is set.")]
+    input_schema: Annotated[dict[str, Any] | None, msgspec.Meta(
+        description="The JSON Schema of its arguments (an object); absent when none is known.")] = None
+    toolset_id: Annotated[str | None, msgspec.Meta(
+        description="The toolset it belongs to; absent for built-ins.")] = None
+    renderer: Annotated[str | None, msgspec.Meta(
+        description="How its results are shown: code, document, html, frame or image (an override's, else the "
+                    "manifest's); absent: by what the result holds (an MCP result's content), else raw.")] = None
+    renderer_config: Annotated[dict[str, Any] | None, msgspec.Meta(
+        description="The renderer's config as declared, $-expressions not yet filled (each call's renderPlan "
+                    "has them filled); absent: none.")] = None
+    status: Annotated[ToolStatus | None, msgspec.Meta(
+        description="'system' (built in), 'available' (a required config key has no value: see "
+                    "missingConfig), 'connected' (ready) or 'unavailable' (cannot run now: switched off, its "
+                    "toolset disabled, or unavailableReason). Always set in answers.")] = None
+    missing_config: Annotated[list[str], msgspec.Meta(
+        description="The required config keys that have no value (status available): set them with "
+                    "config/set.")] = []
+    # Name shows it unless an override renames the tool.
+    title: Annotated[str | None, msgspec.Meta(
+        description="MCP tools: the title the server gave; absent otherwise.")] = None
+    annotations: Annotated[dict[str, Any] | None, msgspec.Meta(
+        description="MCP tools: the server's hints as it sent them (readOnlyHint, destructiveHint, "
+                    "idempotentHint, openWorldHint, title); they set requiresConfirmation unless the server or "
+                    "an override does. Absent when none.")] = None
+    output_schema: Annotated[dict[str, Any] | None, msgspec.Meta(
+        description="The JSON Schema every result is checked against (a result that does not fit fails with "
+                    "errorKind badOutput naming the place): an MCP tool's outputSchema (for its "
+                    "structuredContent), an HTTP tool's declared one, a Python tool's return annotation. Absent: "
+                    "results are not checked.")] = None
+    icons: Annotated[list[ToolIcon] | None, msgspec.Meta(
+        description="MCP tools: the icons the server gave, for display; absent when none.")] = None
     slug: Annotated[str, msgspec.Meta(description=(
         "What the \"+\" palette calls it (+slug, +slug@version; chat/invokeTool takes either as toolId): "
         "Unicode letters, digits and '-', case-sensitive. A manifest tool that names none has its id's, "
@@ -276,13 +301,16 @@ class Tool(Model):
 
 
 class ConfiguredServer(Model):
-    id: str  # server key: toolset~server
-    server_id: str
-    toolset_id: str
-    type: Literal["stdio", "sse", "streamable-http"]
-    enabled: bool
-    command: list[str] | None = None  # secrets masked
-    url: str | None = None
+    id: Annotated[str, msgspec.Meta(description="The server's key: toolset~server.")]
+    server_id: Annotated[str, msgspec.Meta(description="Its id inside the toolset.")]
+    toolset_id: Annotated[str, msgspec.Meta(description="The toolset that declares it.")]
+    type: Annotated[Literal["stdio", "sse", "streamable-http"], msgspec.Meta(
+        description="'stdio' (a command the sidecar starts), 'sse' or 'streamable-http' (a URL).")]
+    enabled: Annotated[bool, msgspec.Meta(description="Whether the server itself is switched on.")]
+    command: Annotated[list[str] | None, msgspec.Meta(
+        description="stdio: the command then its arguments, secrets masked; absent for URL servers.")] = None
+    url: Annotated[str | None, msgspec.Meta(
+        description="sse / streamable-http: the URL, secrets in it masked; absent for stdio.")] = None
     sandbox: Annotated[ServerSandbox | None, msgspec.Meta(description=(
         "A stdio server's OS sandbox (sizes in bytes; {}: seed 004's defaults); absent: it runs unconfined "
         "(mcpServers/list shows what confines it now)."))] = None
@@ -291,8 +319,9 @@ class ConfiguredServer(Model):
 class ImportParams(Model):
     path: Annotated[str | None, msgspec.Meta(
         description="Absolute path of a bundle .zip file or a folder holding toolset.yaml. Give path or url.")] = None
-    # Upgrade an installed toolset of the same id in place (overrides you made are kept).
-    replace: bool = False
+    replace: Annotated[bool, msgspec.Meta(
+        description="Upgrade an installed toolset of the same id in place, keeping the user's overrides, "
+                    "switches and config; false (the default): Conflict when the id is taken.")] = False
     url: Annotated[str | None, msgspec.Meta(description=(
         "The https:// address of a bundle ZIP to download and install (plain http only from this machine: "
         "127.0.0.1, localhost). Redirects are followed while they stay on https and public addresses; no "
@@ -311,7 +340,7 @@ _Filter = Annotated[list[str], msgspec.Meta(max_length=MAX_FILTER_IDS)]
 
 
 class ToolsetResult(Model):
-    toolset: Toolset
+    toolset: Annotated[Toolset, msgspec.Meta(description="The toolset as it is now.")]
     limit_warnings: Annotated[list[LimitWarning], msgspec.Meta(description=(
         "toolsets/import: what its tools may do beyond seed 004's defaults now, as toolsets/inspect "
         "showed before install (the user's settings included on a replace)."))] = []
@@ -334,32 +363,39 @@ class ToolsetsResult(Model):
 
 
 class ToolsetIdParams(Model):
-    id: str
+    id: Annotated[str, msgspec.Meta(description="The toolset (NotFound if unknown).")]
 
 
 class ToolsetDetail(Model):
-    toolset: Toolset
-    tools: list[Tool]
-    mcp_servers: list[ConfiguredServer]
+    toolset: Annotated[Toolset, msgspec.Meta(description="The toolset.")]
+    tools: Annotated[list[Tool], msgspec.Meta(
+        description="Its Python and HTTP tools in manifest order, overrides applied, switched-off and "
+                    "unavailable ones included. Not its MCP servers' tools: those are live (tools/list "
+                    "toolsetIds).")]
+    mcp_servers: Annotated[list[ConfiguredServer], msgspec.Meta(
+        description="Its MCP servers' configuration, in manifest order.")]
 
 
 class ExportParams(Model):
-    id: str
-    path: str  # absolute path of the .zip to write
+    id: Annotated[str, msgspec.Meta(description="The toolset (NotFound if unknown; Conflict if deleted).")]
+    path: Annotated[str, msgspec.Meta(
+        description="Absolute path of the .zip to write, in an existing folder (InvalidParams otherwise); a "
+                    "file there is replaced.")]
 
 
 class ExportResult(Model):
-    path: str
-    size: int
-    sha256: str
+    path: Annotated[str, msgspec.Meta(description="The file written.")]
+    size: Annotated[int, msgspec.Meta(description="Its size in bytes.")]
+    sha256: Annotated[str, msgspec.Meta(description="SHA-256 of the file, 64 lowercase hex digits.")]
     variables: Annotated[list[str], msgspec.Meta(
         description="The ${NAME} placeholders the export's MCP servers refer to (secrets written as "
                     "placeholders among them): what whoever imports it is asked for.")] = []
 
 
 class SetEnabledParams(Model):
-    id: str
-    enabled: bool
+    id: Annotated[str, msgspec.Meta(description="The toolset (NotFound if unknown; Conflict if deleted).")]
+    enabled: Annotated[bool, msgspec.Meta(
+        description="true: its tools are offered and run again; false: all hidden, changes inside it refused.")]
 
 
 _IB, _NF, _CF, _IP, _ST = (ErrorCode.INVALID_BUNDLE, ErrorCode.NOT_FOUND, ErrorCode.CONFLICT,
@@ -437,26 +473,41 @@ class ToolsResult(Model):
 
 
 class ToolIdParams(Model):
-    id: str
+    id: Annotated[str, msgspec.Meta(description="The tool's canonical id (NotFound if unknown).")]
 
 
 class ToolResult(Model):
-    tool: Tool
+    tool: Annotated[Tool, msgspec.Meta(description="The tool, overrides applied.")]
+
+
+_KEEP = " Absent: unchanged; null: the override of this field is removed (the tool's own value again)."
 
 
 class SetOverrideParams(Model):
-    toolset_id: str
-    # canonical (toolset:tool) or as named in the toolset (tool); or a pattern with * (any run of
-    # characters but ':') and ? (one), matched against toolset:tool and server:tool keys: fs:*, *:read_*.
+    toolset_id: Annotated[str, msgspec.Meta(
+        description="The toolset of the tool ('builtin' for built-in tools, which take only enabled: "
+                    "PermissionDenied for anything else). Conflict while it is disabled or deleted.")]
     # Patterns layer field by field, least specific first; the tool's exact override wins over them.
-    tool_id: str
-    # Absent: keep the current value; null: remove the override of that field.
-    renderer: Renderer | None | msgspec.UnsetType = msgspec.UNSET
-    renderer_config: dict[str, Any] | None | msgspec.UnsetType = msgspec.UNSET
-    name_override: str | None | msgspec.UnsetType = msgspec.UNSET
-    description_override: str | None | msgspec.UnsetType = msgspec.UNSET
-    requires_confirmation: bool | None | msgspec.UnsetType = msgspec.UNSET
-    enabled: bool | None | msgspec.UnsetType = msgspec.UNSET
+    tool_id: Annotated[str, msgspec.Meta(
+        description="The tool: canonical (toolset:tool, mcp:toolset~server:tool) or its id inside the toolset; "
+                    "or a pattern with * (any run of characters but ':') and ? (one character), matched against "
+                    "toolset:tool and server:tool keys (fs:*, *:read_*), which applies to every matching tool "
+                    "(an exact override wins over it).")]
+    renderer: Annotated[Renderer | None | msgspec.UnsetType, msgspec.Meta(
+        description="How its results are shown: code, document, html, frame or image." + _KEEP)] = msgspec.UNSET
+    renderer_config: Annotated[dict[str, Any] | None | msgspec.UnsetType, msgspec.Meta(
+        description="The renderer's config ($-expressions filled per call)." + _KEEP)] = msgspec.UNSET
+    name_override: Annotated[str | None | msgspec.UnsetType, msgspec.Meta(
+        description="The name to show instead of the tool's own (an empty one shows the tool's own)."
+                    + _KEEP)] = msgspec.UNSET
+    description_override: Annotated[str | None | msgspec.UnsetType, msgspec.Meta(
+        description="The description to give instead of the tool's own (an empty one gives the tool's own)."
+                    + _KEEP)] = msgspec.UNSET
+    requires_confirmation: Annotated[bool | None | msgspec.UnsetType, msgspec.Meta(
+        description="Whether a model's call asks the user first." + _KEEP)] = msgspec.UNSET
+    enabled: Annotated[bool | None | msgspec.UnsetType, msgspec.Meta(
+        description="false switches the tool off (not offered, not run); true switches it back on." + _KEEP)] = (
+        msgspec.UNSET)
     constraints: Annotated[ConstraintsSettings | None | msgspec.UnsetType, msgspec.Meta(description=(
         "A Python tool's constraints (seed 004: timeoutSeconds), winning over its manifest's and the "
         "toolset's (toolsets/setLimits); a key absent keeps its value, a null key or a null block removes "
@@ -468,8 +519,11 @@ class SetOverrideParams(Model):
 
 
 class SetOverrideResult(Model):
-    tool: Tool | None = None  # the tool, when one tool was named
-    matched: list[Tool] | None = None  # a pattern: every tool of the toolset it now sets something on
+    tool: Annotated[Tool | None, msgspec.Meta(
+        description="The tool as it is now, when toolId named one tool; absent for a pattern.")] = None
+    matched: Annotated[list[Tool] | None, msgspec.Meta(
+        description="For a pattern: every tool of the toolset it now sets something on (empty when it matches "
+                    "none yet); absent when one tool was named.")] = None
 
 
 _TOOL_SPECS = (
@@ -496,28 +550,42 @@ class ClientContext(Model):
     """Where and when the user is, as the UI knows it; a Python tool reads it as
     get_context().telemetry (seed 004), every field present there, null when not given."""
 
-    # The user's current time (ISO 8601); default: the sidecar's clock, in UTC.
-    time: Annotated[str, msgspec.Meta(max_length=64)] | None = None
-    # IANA name (Europe/Malta); default: the sidecar's own time zone when it can tell.
-    timezone: Annotated[str, msgspec.Meta(max_length=64)] | None = None
-    locale: Annotated[str, msgspec.Meta(max_length=64)] | None = None  # BCP 47, e.g. en-MT
-    language: Annotated[str, msgspec.Meta(max_length=64)] | None = None  # BCP 47, e.g. en-US
-    lat: Annotated[float, msgspec.Meta(ge=-90, le=90)] | None = None
-    lon: Annotated[float, msgspec.Meta(ge=-180, le=180)] | None = None
-    city: Annotated[str, msgspec.Meta(max_length=200)] | None = None
-    country: Annotated[str, msgspec.Meta(max_length=200)] | None = None
+    time: Annotated[Annotated[str, msgspec.Meta(max_length=64)] | None, msgspec.Meta(
+        description="The user's current time, ISO 8601 (at most 64 characters); absent: the "
+                    "sidecar's clock in UTC ('2026-01-02T03:04:05Z').")] = None
+    timezone: Annotated[Annotated[str, msgspec.Meta(max_length=64)] | None, msgspec.Meta(
+        description="The user's IANA time zone, e.g. 'Europe/Malta' (at most 64 characters); absent: the "
+                    "sidecar's own when it can tell, else null.")] = None
+    locale: Annotated[Annotated[str, msgspec.Meta(max_length=64)] | None, msgspec.Meta(
+        description="The user's locale, a BCP 47 tag such as 'en-MT' (at most 64 characters); absent: null.")] = None
+    language: Annotated[Annotated[str, msgspec.Meta(max_length=64)] | None, msgspec.Meta(
+        description="The user's language, a BCP 47 tag such as 'en-US' (at most 64 characters); absent: "
+                    "null.")] = None
+    lat: Annotated[Annotated[float, msgspec.Meta(ge=-90, le=90)] | None, msgspec.Meta(
+        description="The user's latitude in decimal degrees, -90 to 90; absent: null.")] = None
+    lon: Annotated[Annotated[float, msgspec.Meta(ge=-180, le=180)] | None, msgspec.Meta(
+        description="The user's longitude in decimal degrees, -180 to 180; absent: null.")] = None
+    city: Annotated[Annotated[str, msgspec.Meta(max_length=200)] | None, msgspec.Meta(
+        description="The user's city, as the UI names it (at most 200 characters); absent: null.")] = None
+    country: Annotated[Annotated[str, msgspec.Meta(max_length=200)] | None, msgspec.Meta(
+        description="The user's country, as the UI names it (at most 200 characters); absent: null.")] = None
 
 
 class ToolCallParams(Model):
     tool_id: Annotated[str, msgspec.Meta(description=(
         "The canonical id, as tools/list gives it, or +slug / +slug@version as chat/invokeTool takes it."))]
-    args: dict[str, Any] = {}
-    # The chat whose workspace the tool works in; tools that need none may run without it.
-    chat_id: str | None = None
-    # Progress the tool reports (MCP tools do) arrives as $/progress with this token.
-    work_done_token: int | str | None = None
-    # The user's time, place and language for this call (a Python tool's get_context().telemetry).
-    client_context: ClientContext | None = None
+    args: Annotated[dict[str, Any], msgspec.Meta(
+        description="The tool's arguments, checked against its input schema first (InvalidParams naming the "
+                    "field); default {}.")] = {}
+    chat_id: Annotated[str | None, msgspec.Meta(
+        description="The chat whose workspace the tool works in (NotFound if unknown), snapshotted after the "
+                    "call; absent: no chat (a Python tool gets a scratch folder that is dropped after).")] = None
+    work_done_token: Annotated[int | str | None, msgspec.Meta(
+        description="When given, progress the tool reports (MCP tools do) comes as $/progress 'report's with "
+                    "this token.")] = None
+    client_context: Annotated[ClientContext | None, msgspec.Meta(
+        description="The user's time, place and language for this call (a Python tool's "
+                    "get_context().telemetry); absent: as if every field were left out.")] = None
 
 
 class SentRequest(Model):
@@ -544,23 +612,50 @@ _CONFIRMATION = (
 
 
 class ToolCall(Model):
-    id: str
-    tool_id: str
-    args: dict[str, Any]
-    status: Literal["pending", "running", "success", "error"]
-    started_at: str
+    id: Annotated[str, msgspec.Meta(description="The call's id (a UUIDv7).")]
+    tool_id: Annotated[str, msgspec.Meta(
+        description="The canonical id of the tool called; for a model's call of a tool that does not exist, "
+                    "the name the model used.")]
+    args: Annotated[dict[str, Any], msgspec.Meta(
+        description="The arguments it ran with (the user's edited ones when they changed them on "
+                    "confirmation); {} when a model's arguments were not a JSON object.")]
+    status: Annotated[Literal["pending", "running", "success", "error"], msgspec.Meta(
+        description="'running', 'success' or 'error' (errorKind says why). 'pending' is never sent today. A call "
+                    "still running when the sidecar stopped becomes error (errorKind interrupted) at the next "
+                    "start.")]
+    started_at: Annotated[str, msgspec.Meta(description="When it started (or was refused), " + _UTC + ".")]
     started_by: Annotated[StartedBy, msgspec.Meta(description=_STARTED_BY)]
-    chat_id: str | None = None
-    message_id: str | None = None
-    result: Any = None
-    error: str | None = None
-    # Why it failed: arguments, raised, timeout, crashed, memory, output, cancelled, load, interrupted;
-    # in a chat turn also unconfigured (required config missing: the model is told which keys).
-    error_kind: str | None = None
-    render_plan: RenderPlan | None = None
-    pre_manifest_id: str | None = None
-    post_manifest_id: str | None = None
-    finished_at: str | None = None
+    chat_id: Annotated[str | None, msgspec.Meta(
+        description="The chat it ran in; absent for a call outside any chat (tools/call without chatId, a "
+                    "schedule with no chat).")] = None
+    message_id: Annotated[str | None, msgspec.Meta(
+        description="The message it belongs to: a turn's assistant message or a palette run's tool message; "
+                    "absent otherwise.")] = None
+    result: Annotated[Any, msgspec.Meta(
+        description="What the tool returned: a Python tool's return value, an MCP CallToolResult object, an "
+                    "HTTP tool's response as declared. Also on some failures (what the tool left, e.g. an MCP "
+                    "result with isError). Absent while running and when there is none.")] = None
+    error: Annotated[str | None, msgspec.Meta(
+        description="Why it failed, for the user and the model (secrets scrubbed); absent unless status is "
+                    "error.")] = None
+    error_kind: Annotated[str | None, msgspec.Meta(
+        description="Why it failed, as a word: e.g. arguments, raised, timeout, crashed, memory, disk, output, "
+                    "badOutput, server (an MCP tool's isError), upstream, refused, rate_limited, load, cancelled, "
+                    "killed (tools switched off), interrupted (the sidecar stopped); for a model's call refused "
+                    "before it ran also unknown_tool, denied, unavailable, unconfigured (the model is told which "
+                    "keys) and tools_off. Absent unless status is error.")] = None
+    render_plan: Annotated[RenderPlan | None, msgspec.Meta(
+        description="How to show the result, told apart by renderer; absent: no renderer applies (show the raw "
+                    "result), and while running.")] = None
+    pre_manifest_id: Annotated[str | None, msgspec.Meta(
+        description="In a chat: the workspace version the call started from; absent outside a chat, for a call "
+                    "refused before it ran, or while the workspace never held a file.")] = None
+    post_manifest_id: Annotated[str | None, msgspec.Meta(
+        description="In a chat: the workspace version after the call (a new tool_run version when it changed "
+                    "files, else the same as preManifestId); absent while running, outside a chat, for a call "
+                    "refused before it ran, or while the workspace holds no file.")] = None
+    finished_at: Annotated[str | None, msgspec.Meta(
+        description="When it ended, " + _UTC + "; absent while running.")] = None
     requests: Annotated[list[SentRequest] | None, msgspec.Meta(description=(
         "HTTP tools: the requests the call made, in order (steps and failed ones included), secrets masked."))] = None
     duration_ms: Annotated[float | None, msgspec.Meta(description=(
@@ -578,7 +673,8 @@ class ToolCall(Model):
 
 
 class ToolCallResult(Model):
-    tool_call: ToolCall
+    tool_call: Annotated[ToolCall, msgspec.Meta(
+        description="The call as it ended; a tool that ran and failed answers here too, with status error.")]
 
 
 _CALL_SPECS = (
@@ -595,13 +691,18 @@ _CALL_SPECS = (
 
 
 class ToolsetChangedParams(Model):
-    id: str
-    # reloaded: a saved edit of a local toolset is live; reloadFailed: it was rejected and the
-    # last good version keeps serving (error and errorPath say what to fix).
-    change: Literal["reloaded", "reloadFailed"]
-    toolset: Toolset | None = None
-    error: str | None = None
-    error_path: str | None = None
+    id: Annotated[str, msgspec.Meta(description="The toolset (sourceType local) whose folder was edited.")]
+    change: Annotated[Literal["reloaded", "reloadFailed"], msgspec.Meta(
+        description="'reloaded': the saved edit is live; 'reloadFailed': it was rejected and the last good "
+                    "version keeps serving (error and errorPath say what to fix).")]
+    toolset: Annotated[Toolset | None, msgspec.Meta(
+        description="With reloaded: the toolset as it is now; absent with reloadFailed.")] = None
+    error: Annotated[str | None, msgspec.Meta(
+        description="With reloadFailed: what is wrong, prefixed with errorPath when there is one (secrets "
+                    "scrubbed); absent with reloaded.")] = None
+    error_path: Annotated[str | None, msgspec.Meta(
+        description="With reloadFailed: where in the toolset the problem is (toolset.yaml, or a field of it "
+                    "such as tools[0].entrypoint), when known; absent otherwise.")] = None
 
 
 _CHANGED_SPECS = (
@@ -612,13 +713,16 @@ _CHANGED_SPECS = (
 
 
 class HtmlPageParams(Model):
-    tool_call_id: str
+    tool_call_id: Annotated[str, msgspec.Meta(
+        description="A tool call (NotFound if unknown) whose renderPlan has renderer html (InvalidParams "
+                    "otherwise).")]
 
 
 class HtmlPageResult(Model):
-    # The artifact with the call's data injected as window.__TOOL_DATA__: ready for a sandboxed
-    # iframe's srcdoc. No value in the data can close the script tag.
-    html: str
+    # No value in the data can close the script tag.
+    html: Annotated[str, msgspec.Meta(
+        description="The toolset's HTML artifact with the call's data injected as window.__TOOL_DATA__: ready "
+                    "for a sandboxed iframe's srcdoc.")]
 
 
 _PAGE_SPECS = (
