@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -18,11 +19,65 @@ from sidecar.transcripts import Mismatch, mismatches, replay
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "protocol" / "examples").glob("*.jsonl"))
 
+# Wire types whose fields may still lack a description. Every one is defined in sidecar/api/mcp.py,
+# whose MCP server types were being reworked when the rest of the contract was described; describe
+# them once that work lands, then take each off this list (test_undescribed_allow_list_is_current
+# insists). Nothing outside sidecar/api/mcp.py belongs here.
+UNDESCRIBED_MCP_TYPES = frozenset({
+    "ElicitResult",
+    "FoundServer",
+    "GetPromptParams",
+    "GetPromptResult",
+    "McpImportParams",
+    "McpImportPreviewParams",
+    "McpImportPreviewResult",
+    "McpImportResult",
+    "PromptsResult",
+    "ReadResourceParams",
+    "ReadResourceResult",
+    "ResourcesResult",
+    "ServerIdParams",
+    "ServerResult",
+    "ServerSetEnabledParams",
+    "ServerStatusParams",
+})
+
+
+def _undescribed_fields() -> list[str]:
+    """``Type.field`` for every property of protocol/schema.json's $defs without a description (one
+    beside a $ref counts: msgspec puts an Annotated field's description there)."""
+    defs = json.loads((ROOT / "protocol" / "schema.json").read_text())["$defs"]
+    return [f"{name}.{field}" for name, schema in defs.items()
+            for field, prop in schema.get("properties", {}).items()
+            if not str(prop.get("description", "")).strip()]
+
 
 def test_protocol_directory_is_generated_from_the_current_api():
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_protocol.py"), "--check"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+def test_every_field_of_the_contract_has_a_description():
+    missing = [f for f in _undescribed_fields() if f.partition(".")[0] not in UNDESCRIBED_MCP_TYPES]
+    assert not missing, (f"{len(missing)} field(s) of protocol/schema.json have no description; give each an "
+                         "Annotated[T, msgspec.Meta(description=...)] in sidecar/api/ and run "
+                         "scripts/gen_protocol.py: " + ", ".join(missing))
+
+
+def test_undescribed_allow_list_is_current():
+    from sidecar.api import mcp
+
+    still = {f.partition(".")[0] for f in _undescribed_fields()}
+    done = sorted(UNDESCRIBED_MCP_TYPES - still)
+    assert not done, f"fully described (or gone) now, take them off UNDESCRIBED_MCP_TYPES: {', '.join(done)}"
+    elsewhere = sorted(n for n in UNDESCRIBED_MCP_TYPES
+                       if getattr(getattr(mcp, n, None), "__module__", None) != mcp.__name__)
+    assert not elsewhere, f"not defined in sidecar/api/mcp.py, so not to be excused: {', '.join(elsewhere)}"
+
+
+def test_every_method_has_a_summary():
+    assert [s.name for s in SPECS if not s.summary.strip()] == []
 
 
 def test_every_client_method_has_a_handler_and_every_handler_a_spec():
