@@ -43,7 +43,7 @@ export interface ServerCapabilities {
   toolsEnabled: boolean;
   /** Whether requests given a workDoneToken report $/progress. Always true, so never on the wire (defaults are left out): absent means true. */
   progress?: boolean;
-  /** The server-to-client requests the client must answer: ui/confirmToolCall, ui/elicit, ui/openUrl. */
+  /** Every server-to-client request the client must be ready to answer (ServerRequests in protocol/ts), by method name. */
   serverRequests?: string[];
   /** Features not in the contract yet, free-form; empty (so absent) today. */
   experimental?: Record<string, unknown>;

@@ -46,8 +46,8 @@ class ServerCapabilities(Model):
         description="Whether requests given a workDoneToken report $/progress. Always true, so never on the "
                     "wire (defaults are left out): absent means true.")] = True
     server_requests: Annotated[list[str], msgspec.Meta(
-        description="The server-to-client requests the client must answer: ui/confirmToolCall, ui/elicit, "
-                    "ui/openUrl.")] = []
+        description="Every server-to-client request the client must be ready to answer (ServerRequests in "
+                    "protocol/ts), by method name.")] = []
     experimental: Annotated[dict[str, Any], msgspec.Meta(
         description="Features not in the contract yet, free-form; empty (so absent) today.")] = {}
     secrets_backend: Annotated[Literal["keystore", "file"] | None, msgspec.Meta(
