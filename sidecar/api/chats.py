@@ -397,7 +397,7 @@ SPECS = (
                params=ChatIdParams, result=ChatWithMessages, errors=(_NF, _ST)),
     MethodSpec("chats/delete", "clientToServer", "request",
                "Delete a chat, its messages, manifests and workspace directory.",
-               params=ChatIdParams, result=Empty, errors=(_NF, _ST)),
+               params=ChatIdParams, result=Empty, errors=(_NF, ErrorCode.CONFLICT, _ST)),
     MethodSpec("chats/update", "clientToServer", "request",
                "Change a chat's title and/or its tool-selection settings (toolSettings, replaced whole).",
                params=UpdateChatParams, result=ChatResult, errors=(_NF, _IP, _ST)),

@@ -426,7 +426,7 @@ _TOOLSET_SPECS = (
     MethodSpec("toolsets/export", "clientToServer", "request",
                "Write the toolset as a ZIP: toolset.yaml regenerated from the database with every "
                "secret replaced by a ${VAR} placeholder, plus its files.",
-               params=ExportParams, result=ExportResult, errors=(_NF, _IP, _ST),
+               params=ExportParams, result=ExportResult, errors=(_NF, _CF, _IP, _ST),
                seed_endpoints=("export_toolset",)),
     MethodSpec("toolsets/setEnabled", "clientToServer", "request",
                "Turn a whole toolset on or off (a disabled toolset hides all its tools, and refuses changes "
@@ -542,7 +542,8 @@ _TOOL_SPECS = (
                "is a pattern applying to every matching tool of the toolset (an exact override wins); "
                "InvalidParams for a malformed pattern. Conflict while its toolset is disabled: enable the "
                "toolset first.",
-               params=SetOverrideParams, result=SetOverrideResult, errors=(_NF, _IP, _CF, _ST)),
+               params=SetOverrideParams, result=SetOverrideResult,
+               errors=(_NF, _IP, _CF, ErrorCode.PERMISSION_DENIED, _ST)),
 )
 
 
