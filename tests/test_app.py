@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from sidecar.app import Sidecar
@@ -43,7 +44,7 @@ async def test_a_request_that_ignores_cancellation_cannot_hold_shutdown_past_hal
         await anyio.sleep(60)  # ...but keeps going: shutdown must interrupt it
         return {}
 
-    table.add("initialize", lambda p, c: anyio.sleep(0), inline=True)
+    table.add("initialize", lambda p, c: anyio.lowlevel.checkpoint(), inline=True)
     table.add("stubborn", stubborn, cancel="signal")
     server_t, client_t = memory_pair()
     app = Sidecar(Settings(data_dir=tmp_path, shutdown_timeout=1.0))

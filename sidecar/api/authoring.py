@@ -9,7 +9,8 @@ import msgspec
 
 from .base import Empty, MethodSpec, Model
 from .errors import ErrorCode
-from .toolsets import ToolResult, ToolsetResult
+from .tools import ToolResult
+from .toolsets import ToolsetResult
 
 _NF, _CF, _IP, _ST = ErrorCode.NOT_FOUND, ErrorCode.CONFLICT, ErrorCode.INVALID_PARAMS, ErrorCode.STORAGE_ERROR
 

@@ -22,7 +22,7 @@ from .settings import (
     ToolSelectionMode,
     TopK,
 )
-from .toolsets import ClientContext, ToolCall
+from .tool_calls import ClientContext, ToolCall
 
 _NF, _ST = ErrorCode.NOT_FOUND, ErrorCode.STORAGE_ERROR
 _IP, _CF, _UP = ErrorCode.INVALID_PARAMS, ErrorCode.CONFLICT, ErrorCode.UPSTREAM_ERROR

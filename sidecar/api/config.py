@@ -10,7 +10,8 @@ import msgspec
 
 from .base import MethodSpec, Model
 from .errors import ErrorCode
-from .toolsets import ConfigField, ToolStatus
+from .tools import ToolStatus
+from .toolsets import ConfigField
 
 _TOOLSET = "The toolset (NotFound if unknown or deleted)."
 _TOOL = ("A tool of the toolset, by its id inside it or canonical toolset:tool, for that tool's own fields "

@@ -9,7 +9,7 @@ import msgspec
 from .base import MethodSpec, Model
 from .errors import ErrorCode
 from .search import MAX_QUERY
-from .toolsets import Tool
+from .tools import Tool
 
 MAX_RELEVANT = 100
 

@@ -9,7 +9,7 @@ import msgspec
 
 from .base import Empty, MethodSpec, Model
 from .errors import ErrorCode
-from .toolsets import ToolCall
+from .tool_calls import ToolCall
 
 Missed = Literal["skip", "runOnce"]
 Prompt = Annotated[str, msgspec.Meta(max_length=100_000)]

@@ -9,7 +9,7 @@ import msgspec
 from .base import Id, MethodSpec, Model
 from .errors import ErrorCode
 from .pages import MAX_PAGE_SIZE, NextPageToken
-from .toolsets import Tool
+from .tools import Tool
 
 SearchMatch = Literal["prefix", "word", "fuzzy", "recent"]
 MAX_QUERY = 16_384  # characters: a pasted page still searches; beyond, InvalidParams

@@ -6,12 +6,13 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from . import tool_calls, tools
 from .base import Empty, MethodSpec, Model
 from .errors import ErrorCode
-from .limits import ConstraintsSettings, LimitWarning, SandboxSettings, ToolLimits
+from .limits import LimitWarning, ToolLimits
 from .mcp import ServerSandbox
 from .pages import NextPageToken, PageParams
-from .render_plans import Renderer, RenderPlan
+from .tools import IdFilter, Tool
 
 _UTC = "ISO 8601 UTC ('2026-01-02T03:04:05.678901Z')"
 
@@ -190,116 +191,6 @@ class Toolset(Model):
         "(switching it on or off is not one)."))] = None
 
 
-class ToolIcon(Model):
-    """An icon an MCP server gave for a tool (https or data:image URLs only; others are dropped)."""
-
-    src: Annotated[str, msgspec.Meta(description="An https: URL or a data:image/... URL.")]
-    mime_type: Annotated[str | None, msgspec.Meta(
-        description="Its MIME type as the server gave it, e.g. 'image/png'; absent when not given.")] = None
-    sizes: Annotated[list[str] | None, msgspec.Meta(
-        description="The sizes it fits, e.g. '48x48' or 'any'; absent when not given.")] = None
-    theme: Annotated[Literal["light", "dark"] | None, msgspec.Meta(
-        description="The background it is drawn for, 'light' or 'dark'; absent: any.")] = None
-
-
-# system: built in, nothing to configure; available: installed, a required config key has no
-# value (calls fail fast naming it); connected: ready; unavailable: cannot run now (switched
-# off, its toolset disabled, its MCP server not connected, or, with unavailableReason, its
-# provider gone or its toolset deleted).
-ToolStatus = Literal["system", "available", "connected", "unavailable"]
-
-
-class Tool(Model):
-    id: Annotated[str, msgspec.Meta(
-        description="The canonical id: a built-in's name, toolset:tool, or mcp:toolset~server:tool.")]
-    name: Annotated[str, msgspec.Meta(
-        description="The name shown: an override's nameOverride, else the tool's own (an MCP tool's title when "
-                    "the server gave one).")]
-    description: Annotated[str, msgspec.Meta(
-        description="What it does, for the user and the model: an override's descriptionOverride, else the "
-                    "tool's own; may be empty.")]
-    provider: Annotated[Literal["builtin", "python", "mcp", "http"], msgspec.Meta(
-        description="What runs it: 'builtin' (part of the app), 'python' (a toolset's Python function), 'mcp' "
-                    "(an MCP server) or 'http' (a declared HTTP request).")]
-    requires_confirmation: Annotated[bool, msgspec.Meta(
-        description="Whether a model's call asks the user first (ui/confirmToolCall), overrides applied; an MCP "
-                    "tool's default follows its server and its annotations.")]
-    enabled: Annotated[bool, msgspec.Meta(
-        description="Whether it is offered and runs: false while an override, its toolset or its MCP server "
-                    "switches it off, and whenever unavailableReason is set.")]
-    input_schema: Annotated[dict[str, Any] | None, msgspec.Meta(
-        description="The JSON Schema of its arguments (an object); absent when none is known.")] = None
-    toolset_id: Annotated[str | None, msgspec.Meta(
-        description="The toolset it belongs to; absent for built-ins.")] = None
-    renderer: Annotated[str | None, msgspec.Meta(
-        description="How its results are shown: code, document, html, frame or image (an override's, else the "
-                    "manifest's); absent: by what the result holds (an MCP result's content), else raw.")] = None
-    renderer_config: Annotated[dict[str, Any] | None, msgspec.Meta(
-        description="The renderer's config as declared, $-expressions not yet filled (each call's renderPlan "
-                    "has them filled); absent: none.")] = None
-    status: Annotated[ToolStatus | None, msgspec.Meta(
-        description="'system' (built in), 'available' (a required config key has no value: see "
-                    "missingConfig), 'connected' (ready) or 'unavailable' (cannot run now: switched off, its "
-                    "toolset disabled, or unavailableReason). Always set in answers.")] = None
-    missing_config: Annotated[list[str], msgspec.Meta(
-        description="The required config keys that have no value (status available): set them with "
-                    "config/set.")] = []
-    # Name shows it unless an override renames the tool.
-    title: Annotated[str | None, msgspec.Meta(
-        description="MCP tools: the title the server gave; absent otherwise.")] = None
-    annotations: Annotated[dict[str, Any] | None, msgspec.Meta(
-        description="MCP tools: the server's hints as it sent them (readOnlyHint, destructiveHint, "
-                    "idempotentHint, openWorldHint, title); they set requiresConfirmation unless the server or "
-                    "an override does. Absent when none.")] = None
-    output_schema: Annotated[dict[str, Any] | None, msgspec.Meta(
-        description="The JSON Schema every result is checked against (a result that does not fit fails with "
-                    "errorKind badOutput naming the place): an MCP tool's outputSchema (for its "
-                    "structuredContent), an HTTP tool's declared one, a Python tool's return annotation. Absent: "
-                    "results are not checked.")] = None
-    icons: Annotated[list[ToolIcon] | None, msgspec.Meta(
-        description="MCP tools: the icons the server gave, for display; absent when none.")] = None
-    slug: Annotated[str, msgspec.Meta(description=(
-        "What the \"+\" palette calls it (+slug, +slug@version; chat/invokeTool takes either as toolId): "
-        "Unicode letters, digits and '-', case-sensitive. A manifest tool that names none has its id's, "
-        "'_' and '.' turned into '-'; an MCP tool has its name's, made valid the same way. Always set in "
-        "answers."))] = ""
-    version: Annotated[str, msgspec.Meta(description=(
-        "An opaque label telling revisions of one slug apart (letters, digits, '-', '.'); \"1\" unless "
-        "the tool names one. <slug, version> is unique within a toolset. Always set in answers."))] = ""
-    current: Annotated[bool | None, msgspec.Meta(description=(
-        "Whether this is the version +slug means among the toolset's versions of the slug; chat turns "
-        "offer only current versions (tools/setCurrent picks another). Always set in answers."))] = None
-    created_at: Annotated[str | None, msgspec.Meta(description=(
-        "When the tool was first stored (ISO 8601 UTC); kept across upgrades that keep the tool. Absent "
-        "for MCP tools, which are discovered live."))] = None
-    modified_at: Annotated[str | None, msgspec.Meta(description=(
-        "Its last structural change (definition or tags; a Python tool's code); switching it on or off "
-        "or overriding it is not one; tools/search ranks the most recent first within a tier. Absent for "
-        "MCP tools."))] = None
-    tags: Annotated[list[str], msgspec.Meta(description=(
-        "Free-text labels from its manifest or tools/put; tools/list filters on them (tags)."))] = []
-    call_count: Annotated[int, msgspec.Meta(description=(
-        "How many times the tool ran, from any chat, the palette, tools/call or a schedule, failed runs "
-        "included; a call refused before it ran (tools switched off, confirmation denied, bad arguments, "
-        "missing config) is not counted. Counted after the reply, so it may lag a call just answered by "
-        "a moment; absent: 0. Shown by tools/list and tools/get."))] = 0
-    last_called_at: Annotated[str | None, msgspec.Meta(description=(
-        "When the latest counted call started (ISO 8601, UTC); absent if it never ran."))] = None
-    unavailable_reason: Annotated[str | None, msgspec.Meta(description=(
-        "Why the tool cannot run (status unavailable, enabled false) whatever its switches say: its provider went "
-        "away (a Python module gone on reload, a tool its toolset no longer declares, an MCP tool its connected "
-        "server no longer lists, a built-in not in this version of the app) or its toolset was deleted. Its "
-        "override and past calls are kept; calling it is refused with this reason."))] = None
-    overrides_applied: Annotated[list[str], msgspec.Meta(description=(
-        "The overrides that set something on this tool, by the key or pattern each is stored under "
-        "(toolset:tool, server:tool, fs:*, *:read_*): the exact one first, then the patterns, most "
-        "specific first; absent: none."))] = []
-    limits: Annotated[ToolLimits | None, msgspec.Meta(description=(
-        "A Python tool's effective sandbox limits (seed 004), each value with where it came from "
-        "(default, manifest, user); shown by tools/get and tools/list. Absent for tools that run in no process of "
-        "their own (built-in file tools, HTTP and MCP tools)."))] = None
-
-
 class ConfiguredServer(Model):
     id: Annotated[str, msgspec.Meta(description="The server's key: toolset~server.")]
     server_id: Annotated[str, msgspec.Meta(description="Its id inside the toolset.")]
@@ -334,9 +225,6 @@ class ImportParams(Model):
         "(percentage when the server gives the size)."))] = None
 
 
-# How many ids or tags one filter may list.
-MAX_FILTER_IDS = 200
-_Filter = Annotated[list[str], msgspec.Meta(max_length=MAX_FILTER_IDS)]
 
 
 class ToolsetResult(Model):
@@ -347,7 +235,7 @@ class ToolsetResult(Model):
 
 
 class ListToolsetsParams(PageParams, kw_only=True):
-    toolset_ids: Annotated[_Filter | None, msgspec.Meta(description=(
+    toolset_ids: Annotated[IdFilter | None, msgspec.Meta(description=(
         "Only these toolsets (ids); absent: all."))] = None
     include_disabled: Annotated[bool, msgspec.Meta(description=(
         "Disabled toolsets too; default true, so a toolset manager can show and enable them (false: enabled "
@@ -451,246 +339,6 @@ _TOOLSET_SPECS = (
 )
 
 
-class ToolsListParams(PageParams, kw_only=True):
-    # The tools a turn in this chat offers: the enabled ones plus what its active branch attached,
-    # attached ones named as the chat shows them (<source>.<tool>); none while the user's kill
-    # switch (settings toolsEnabled) is off.
-    chat_id: Annotated[str | None, msgspec.Meta(description=(
-        "The tools a turn in this chat offers (all of them, in the order the model gets them; no paging or "
-        "filters with it)."))] = None
-    include_disabled: Annotated[bool, msgspec.Meta(description="Disabled tools too (default: enabled only).")] = False
-    toolset_ids: Annotated[_Filter | None, msgspec.Meta(description=(
-        "Only tools of these toolsets (ids; builtin names the built-in tools); absent: every toolset."))] = None
-    tags: Annotated[_Filter | None, msgspec.Meta(description=(
-        "Only tools that have at least one of these tags; absent: any."))] = None
-
-
-class ToolsResult(Model):
-    tools: Annotated[list[Tool], msgspec.Meta(description=(
-        "Without chatId: ordered by tool id (built-in, Python, HTTP and MCP tools merged in that one order), "
-        "with callCount and lastCalledAt."))]
-    next_page_token: NextPageToken = None
-
-
-class ToolIdParams(Model):
-    id: Annotated[str, msgspec.Meta(description="The tool's canonical id (NotFound if unknown).")]
-
-
-class ToolResult(Model):
-    tool: Annotated[Tool, msgspec.Meta(description="The tool, overrides applied.")]
-
-
-_KEEP = " Absent: unchanged; null: the override of this field is removed (the tool's own value again)."
-
-
-class SetOverrideParams(Model):
-    toolset_id: Annotated[str, msgspec.Meta(
-        description="The toolset of the tool ('builtin' for built-in tools, which take only enabled: "
-                    "PermissionDenied for anything else). Conflict while it is disabled or deleted.")]
-    # Patterns layer field by field, least specific first; the tool's exact override wins over them.
-    tool_id: Annotated[str, msgspec.Meta(
-        description="The tool: canonical (toolset:tool, mcp:toolset~server:tool) or its id inside the toolset; "
-                    "or a pattern with * (any run of characters but ':') and ? (one character), matched against "
-                    "toolset:tool and server:tool keys (fs:*, *:read_*), which applies to every matching tool "
-                    "(an exact override wins over it).")]
-    renderer: Annotated[Renderer | None | msgspec.UnsetType, msgspec.Meta(
-        description="How its results are shown: code, document, html, frame or image." + _KEEP)] = msgspec.UNSET
-    renderer_config: Annotated[dict[str, Any] | None | msgspec.UnsetType, msgspec.Meta(
-        description="The renderer's config ($-expressions filled per call)." + _KEEP)] = msgspec.UNSET
-    name_override: Annotated[str | None | msgspec.UnsetType, msgspec.Meta(
-        description="The name to show instead of the tool's own (an empty one shows the tool's own)."
-                    + _KEEP)] = msgspec.UNSET
-    description_override: Annotated[str | None | msgspec.UnsetType, msgspec.Meta(
-        description="The description to give instead of the tool's own (an empty one gives the tool's own)."
-                    + _KEEP)] = msgspec.UNSET
-    requires_confirmation: Annotated[bool | None | msgspec.UnsetType, msgspec.Meta(
-        description="Whether a model's call asks the user first." + _KEEP)] = msgspec.UNSET
-    enabled: Annotated[bool | None | msgspec.UnsetType, msgspec.Meta(
-        description="false switches the tool off (not offered, not run); true switches it back on." + _KEEP)] = (
-        msgspec.UNSET)
-    constraints: Annotated[ConstraintsSettings | None | msgspec.UnsetType, msgspec.Meta(description=(
-        "A Python tool's constraints (seed 004: timeoutSeconds), winning over its manifest's and the "
-        "toolset's (toolsets/setLimits); a key absent keeps its value, a null key or a null block removes "
-        "the user's value. One tool only: not with a pattern."))] = msgspec.UNSET
-    sandbox: Annotated[SandboxSettings | None | msgspec.UnsetType, msgspec.Meta(description=(
-        "A Python tool's sandbox settings (seed 004: memory, network, allowedHosts, writable, processes, "
-        "disk), winning as constraints does; tools/get shows the effective limits. One tool only."))] = (
-        msgspec.UNSET)
-
-
-class SetOverrideResult(Model):
-    tool: Annotated[Tool | None, msgspec.Meta(
-        description="The tool as it is now, when toolId named one tool; absent for a pattern.")] = None
-    matched: Annotated[list[Tool] | None, msgspec.Meta(
-        description="For a pattern: every tool of the toolset it now sets something on (empty when it matches "
-                    "none yet); absent when one tool was named.")] = None
-
-
-_TOOL_SPECS = (
-    MethodSpec("tools/list", "clientToServer", "request",
-               "Tools with overrides applied and their usage, by id a page at a time (pageSize, pageToken), "
-               "filtered by toolsetIds and tags (disabled ones only with includeDisabled); with chatId, "
-               "the tools that chat's turns offer, attachments included, under the names it shows.",
-               params=ToolsListParams, result=ToolsResult, errors=(_NF, _IP, _ST),
-               seed_endpoints=("list_tools", "get_available_tools")),
-    MethodSpec("tools/get", "clientToServer", "request",
-               "One tool by canonical id, overrides applied, with its usage (callCount, lastCalledAt).",
-               params=ToolIdParams, result=ToolResult, errors=(_NF, _ST), seed_endpoints=("get_tool",)),
-    MethodSpec("tools/setOverride", "clientToServer", "request",
-               "Change how a tool appears and behaves (renderer, name, description, confirmation, "
-               "enabled) without touching its provider; kept across toolset upgrades. A toolId with * or ? "
-               "is a pattern applying to every matching tool of the toolset (an exact override wins); "
-               "InvalidParams for a malformed pattern. Conflict while its toolset is disabled: enable the "
-               "toolset first.",
-               params=SetOverrideParams, result=SetOverrideResult,
-               errors=(_NF, _IP, _CF, ErrorCode.PERMISSION_DENIED, _ST)),
-)
-
-
-class ClientContext(Model):
-    """Where and when the user is, as the UI knows it; a Python tool reads it as
-    get_context().telemetry (seed 004), every field present there, null when not given."""
-
-    time: Annotated[Annotated[str, msgspec.Meta(max_length=64)] | None, msgspec.Meta(
-        description="The user's current time, ISO 8601 (at most 64 characters); absent: the "
-                    "sidecar's clock in UTC ('2026-01-02T03:04:05Z').")] = None
-    timezone: Annotated[Annotated[str, msgspec.Meta(max_length=64)] | None, msgspec.Meta(
-        description="The user's IANA time zone, e.g. 'Europe/Malta' (at most 64 characters); absent: the "
-                    "sidecar's own when it can tell, else null.")] = None
-    locale: Annotated[Annotated[str, msgspec.Meta(max_length=64)] | None, msgspec.Meta(
-        description="The user's locale, a BCP 47 tag such as 'en-MT' (at most 64 characters); absent: null.")] = None
-    language: Annotated[Annotated[str, msgspec.Meta(max_length=64)] | None, msgspec.Meta(
-        description="The user's language, a BCP 47 tag such as 'en-US' (at most 64 characters); absent: "
-                    "null.")] = None
-    lat: Annotated[Annotated[float, msgspec.Meta(ge=-90, le=90)] | None, msgspec.Meta(
-        description="The user's latitude in decimal degrees, -90 to 90; absent: null.")] = None
-    lon: Annotated[Annotated[float, msgspec.Meta(ge=-180, le=180)] | None, msgspec.Meta(
-        description="The user's longitude in decimal degrees, -180 to 180; absent: null.")] = None
-    city: Annotated[Annotated[str, msgspec.Meta(max_length=200)] | None, msgspec.Meta(
-        description="The user's city, as the UI names it (at most 200 characters); absent: null.")] = None
-    country: Annotated[Annotated[str, msgspec.Meta(max_length=200)] | None, msgspec.Meta(
-        description="The user's country, as the UI names it (at most 200 characters); absent: null.")] = None
-
-
-class ToolCallParams(Model):
-    tool_id: Annotated[str, msgspec.Meta(description=(
-        "The canonical id, as tools/list gives it, or +slug / +slug@version as chat/invokeTool takes it."))]
-    args: Annotated[dict[str, Any], msgspec.Meta(
-        description="The tool's arguments, checked against its input schema first (InvalidParams naming the "
-                    "field); default {}.")] = {}
-    chat_id: Annotated[str | None, msgspec.Meta(
-        description="The chat whose workspace the tool works in (NotFound if unknown), snapshotted after the "
-                    "call; absent: no chat (a Python tool gets a scratch folder that is dropped after).")] = None
-    work_done_token: Annotated[int | str | None, msgspec.Meta(
-        description="When given, progress the tool reports (MCP tools do) comes as $/progress 'report's with "
-                    "this token.")] = None
-    client_context: Annotated[ClientContext | None, msgspec.Meta(
-        description="The user's time, place and language for this call (a Python tool's "
-                    "get_context().telemetry); absent: as if every field were left out.")] = None
-
-
-class SentRequest(Model):
-    method: Annotated[str, msgspec.Meta(description="The HTTP method.")]
-    url: Annotated[str, msgspec.Meta(description="The URL as sent, every secret value in it masked (****).")]
-    status: Annotated[int | None, msgspec.Meta(description=(
-        "The final status (after retries and a followed redirect); absent when no answer came (refused, "
-        "timed out, connection failed)."))] = None
-    duration_ms: Annotated[float, msgspec.Meta(description="From the first attempt to the end of the answer.")] = 0.0
-
-
-StartedBy = Literal["model", "palette", "api", "schedule"]
-Confirmation = Literal["notNeeded", "userOnce", "userChat", "userAlways", "userDenied", "chatGrant",
-                       "alwaysGrant", "schedule"]
-_STARTED_BY = ("Who started the call: model (a model's tool call in a chat turn), palette (chat/invokeTool, "
-               "the \"+\" palette), api (tools/call), schedule (a schedule ran it; scheduleId says which).")
-_CONFIRMATION = (
-    "How the call came to run, or not, where a confirmation applies (model and schedule calls): notNeeded "
-    "(the tool requires none), userOnce / userChat / userAlways (the user allowed this call when asked, "
-    "once / for the chat / always), userDenied (the user denied it), chatGrant / alwaysGrant (an earlier "
-    "\"allow for this chat\" / \"always\" answer let it run without asking), schedule (the schedule allows "
-    "it to run unattended). Absent when the user started the call themselves (palette, tools/call), and for "
-    "a model's call refused before any question (unknown tool, bad arguments, the UI could not be asked).")
-
-
-class ToolCall(Model):
-    id: Annotated[str, msgspec.Meta(description="The call's id (a UUIDv7).")]
-    tool_id: Annotated[str, msgspec.Meta(
-        description="The canonical id of the tool called; for a model's call of a tool that does not exist, "
-                    "the name the model used.")]
-    args: Annotated[dict[str, Any], msgspec.Meta(
-        description="The arguments it ran with (the user's edited ones when they changed them on "
-                    "confirmation); {} when a model's arguments were not a JSON object.")]
-    status: Annotated[Literal["pending", "running", "success", "error"], msgspec.Meta(
-        description="'running', 'success' or 'error' (errorKind says why). 'pending' is never sent today. A call "
-                    "still running when the sidecar stopped becomes error (errorKind interrupted) at the next "
-                    "start.")]
-    started_at: Annotated[str, msgspec.Meta(description="When it started (or was refused), " + _UTC + ".")]
-    started_by: Annotated[StartedBy, msgspec.Meta(description=_STARTED_BY)]
-    chat_id: Annotated[str | None, msgspec.Meta(
-        description="The chat it ran in; absent for a call outside any chat (tools/call without chatId, a "
-                    "schedule with no chat).")] = None
-    message_id: Annotated[str | None, msgspec.Meta(
-        description="The message it belongs to: a turn's assistant message or a palette run's tool message; "
-                    "absent otherwise.")] = None
-    result: Annotated[Any, msgspec.Meta(
-        description="What the tool returned: a Python tool's return value, an MCP CallToolResult object, an "
-                    "HTTP tool's response as declared. Also on some failures (what the tool left, e.g. an MCP "
-                    "result with isError). Absent while running and when there is none.")] = None
-    error: Annotated[str | None, msgspec.Meta(
-        description="Why it failed, for the user and the model (secrets scrubbed); absent unless status is "
-                    "error.")] = None
-    error_kind: Annotated[str | None, msgspec.Meta(
-        description="Why it failed, as a word: e.g. arguments, raised, timeout, crashed, memory, disk, output, "
-                    "badOutput, server (an MCP tool's isError), upstream, refused, rate_limited, load, cancelled, "
-                    "killed (tools switched off), interrupted (the sidecar stopped); for a model's call refused "
-                    "before it ran also unknown_tool, denied, unavailable, unconfigured (the model is told which "
-                    "keys) and tools_off. Absent unless status is error.")] = None
-    render_plan: Annotated[RenderPlan | None, msgspec.Meta(
-        description="How to show the result, told apart by renderer; absent: no renderer applies (show the raw "
-                    "result), and while running.")] = None
-    pre_manifest_id: Annotated[str | None, msgspec.Meta(
-        description="In a chat: the workspace version the call started from; absent outside a chat, for a call "
-                    "refused before it ran, or while the workspace never held a file.")] = None
-    post_manifest_id: Annotated[str | None, msgspec.Meta(
-        description="In a chat: the workspace version after the call (a new tool_run version when it changed "
-                    "files, else the same as preManifestId); absent while running, outside a chat, for a call "
-                    "refused before it ran, or while the workspace holds no file.")] = None
-    finished_at: Annotated[str | None, msgspec.Meta(
-        description="When it ended, " + _UTC + "; absent while running.")] = None
-    requests: Annotated[list[SentRequest] | None, msgspec.Meta(description=(
-        "HTTP tools: the requests the call made, in order (steps and failed ones included), secrets masked."))] = None
-    duration_ms: Annotated[float | None, msgspec.Meta(description=(
-        "How long the call ran, in milliseconds, from its start (after waiting for the chat's workspace) to "
-        "its end, the workspace snapshot included; absent while it runs and for a call refused before it "
-        "ran."))] = None
-    schedule_id: Annotated[str | None, msgspec.Meta(
-        description="The schedule that ran it (startedBy schedule).")] = None
-    confirmation: Annotated[Confirmation | None, msgspec.Meta(description=_CONFIRMATION)] = None
-    toolset_id: Annotated[str | None, msgspec.Meta(description=(
-        "The toolset the tool belonged to when it ran (kept after the toolset is gone); absent for built-ins "
-        "and a call of an unknown tool."))] = None
-    provider: Annotated[str | None, msgspec.Meta(description=(
-        "What ran the tool: builtin, python, mcp or http; absent for a call of an unknown tool."))] = None
-
-
-class ToolCallResult(Model):
-    tool_call: Annotated[ToolCall, msgspec.Meta(
-        description="The call as it ended; a tool that ran and failed answers here too, with status error.")]
-
-
-_CALL_SPECS = (
-    MethodSpec("tools/call", "clientToServer", "request",
-               "Run one tool now, as the user (no confirmation is asked). With chatId it runs in "
-               "that chat's workspace, which is snapshotted after the call, even a failed one. A "
-               "tool that runs and fails still answers with its toolCall (status error, errorKind "
-               "says why); bad arguments are InvalidParams before anything runs, and a tool whose "
-               "status is available (required config missing) is Conflict (reason \"not configured\", "
-               "data.missing names the keys) before anything runs.",
-               params=ToolCallParams, result=ToolCallResult,
-               errors=(_NF, _IP, _CF, _ST), cancel="interrupt"),
-)
-
-
 class ToolsetChangedParams(Model):
     id: Annotated[str, msgspec.Meta(description="The toolset (sourceType local) whose folder was edited.")]
     change: Annotated[Literal["reloaded", "reloadFailed"], msgspec.Meta(
@@ -734,4 +382,4 @@ _PAGE_SPECS = (
                params=HtmlPageParams, result=HtmlPageResult, errors=(_NF, _IP, _ST)),
 )
 
-SPECS = (*_INSPECT_SPECS, *_TOOLSET_SPECS, *_TOOL_SPECS, *_CALL_SPECS, *_CHANGED_SPECS, *_PAGE_SPECS)
+SPECS = (*_INSPECT_SPECS, *_TOOLSET_SPECS, *tools.SPECS, *tool_calls.CALL_SPECS, *_CHANGED_SPECS, *_PAGE_SPECS)

@@ -36,7 +36,8 @@ from ..api.chats import (
     ToolsOfferedEvent,
 )
 from ..api.errors import ErrorCode
-from ..api.toolsets import ClientContext, Tool, ToolCall
+from ..api.tool_calls import ClientContext, ToolCall
+from ..api.tools import Tool
 from ..errors import InvalidParams, NotConfigured, ProviderError, SidecarError, ToolsSwitchedOff
 from ..secrets import clean
 from ..store.chats import MessageRow, MessageStatus

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ..api.authoring import CreateToolsetParams, PutToolParams, ToolVersionParams, UpdateToolsetParams
 from ..api.base import Empty
-from ..api.toolsets import ToolResult, ToolsetResult
+from ..api.tools import ToolResult
+from ..api.toolsets import ToolsetResult
 from ..rpc import RequestContext
 from ..tools.catalog import Catalog
 from ..toolsets.user_made import UserToolsets

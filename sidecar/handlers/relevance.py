@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from ..api.relevance import RelevantTool, RelevantToolsParams, RelevantToolsResult
-from ..api.toolsets import Tool
+from ..api.tools import Tool
 from ..chat import toolbox
 from ..chat.chats import ChatService
 from ..rpc import RequestContext

@@ -6,6 +6,8 @@ import msgspec
 
 from .. import secrets
 from ..api.base import Empty
+from ..api.tool_calls import ToolCall, ToolCallParams, ToolCallResult
+from ..api.tools import SetOverrideParams, SetOverrideResult, ToolIdParams, ToolResult, ToolsListParams, ToolsResult
 from ..api.toolsets import (
     ConfiguredServer,
     ExportParams,
@@ -16,20 +18,11 @@ from ..api.toolsets import (
     InspectResult,
     ListToolsetsParams,
     SetEnabledParams,
-    SetOverrideParams,
-    SetOverrideResult,
-    ToolCall,
-    ToolCallParams,
-    ToolCallResult,
-    ToolIdParams,
-    ToolResult,
     Toolset,
     ToolsetDetail,
     ToolsetIdParams,
     ToolsetResult,
     ToolsetsResult,
-    ToolsListParams,
-    ToolsResult,
 )
 from ..chat import toolbox
 from ..chat.chats import ChatService

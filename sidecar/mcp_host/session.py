@@ -14,7 +14,7 @@ import mcp_types as types
 from mcp.client.session import ClientSession, IncomingMessage
 from mcp.shared.exceptions import MCPError
 
-from ..api.toolsets import ToolIcon
+from ..api.tools import ToolIcon
 from ..secrets import mask_url
 from . import remote
 from .elicitation import elicitation_callback

@@ -15,7 +15,7 @@ import anyio
 
 from ..api.debug import SandboxMechanism
 from ..api.mcp import ServerStatus
-from ..api.toolsets import ToolIcon
+from ..api.tools import ToolIcon
 from ..secrets import clean
 from .config import ServerConfig
 from .logs import LogGate

@@ -30,10 +30,10 @@ from ..api.tool_calls import (
     ExportToolCallsParams,
     ExportToolCallsResult,
     ListToolCallsParams,
+    ToolCall,
     ToolCallFilter,
     ToolCallsResult,
 )
-from ..api.toolsets import ToolCall
 from ..errors import InvalidParams, StorageError
 from ..paging import Pages
 from ..store.rows import now

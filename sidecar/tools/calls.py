@@ -25,7 +25,7 @@ import anyio.to_thread
 import msgspec
 from anyio.abc import TaskGroup
 
-from ..api.toolsets import ClientContext
+from ..api.tool_calls import ClientContext
 from ..errors import Conflict, InvalidParams, NotFound, StorageError
 from ..store import Database
 from ..store.db import Work

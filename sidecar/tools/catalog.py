@@ -11,7 +11,7 @@ import msgspec
 
 from .. import frozen
 from ..api.base import wire_name
-from ..api.toolsets import Tool
+from ..api.tools import Tool
 from ..errors import InvalidParams, NotFound, PermissionDenied
 from ..sandbox.policy import Patch
 from ..sandbox.settings import from_stored, stored

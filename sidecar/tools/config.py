@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from .. import frozen
 from ..api.config import ConfigField
-from ..api.toolsets import ToolStatus
+from ..api.tools import ToolStatus
 from ..errors import InvalidParams, NotConfigured, NotFound
 from ..secrets import MASK
 from ..store import Database

@@ -15,7 +15,7 @@ import msgspec
 
 from ..api.base import wire_name
 from ..api.limits import ConstraintsSettings, LimitLayer, SandboxSettings, ToolLimits, ToolsetLimits
-from ..api.toolsets import Tool
+from ..api.tools import Tool
 from ..errors import InvalidParams
 from ..sandbox import settings as sandbox_settings
 from ..sandbox.hints import warnings_of

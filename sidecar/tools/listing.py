@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import msgspec
 
-from ..api.toolsets import Tool, ToolsListParams, ToolsResult
+from ..api.tools import Tool, ToolsListParams, ToolsResult
 from ..paging import Pages
 from ..store.tool_calls import ToolCallRepo
 from ..store.tool_catalog import CatalogRow, ToolCatalogRepo

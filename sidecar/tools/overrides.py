@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import msgspec
 
-from ..api.toolsets import Tool
+from ..api.tools import Tool
 from ..store.toolsets import OVERRIDE_FIELDS, OverrideRow
 
 WILDCARDS = frozenset("*?")

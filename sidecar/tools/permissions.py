@@ -7,7 +7,7 @@ import hashlib
 import json
 from typing import Literal
 
-from ..api.toolsets import Tool
+from ..api.tools import Tool
 from ..store import Database
 from ..store.permissions import PermissionRepo
 

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 from anyio.abc import TaskGroup
 
-from ..api.toolsets import Tool
+from ..api.tools import Tool
 from ..embedding import EmbeddingModel, ModelUnavailable
 from ..embedding.model import MAX_CHARS
 from ..store import CATALOG, Database

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ..api.toolsets import Tool
+from ..api.tools import Tool
 from ..sandbox.policy import Confinement
 from .output import OutputDecl
 

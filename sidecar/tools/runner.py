@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..api.toolsets import ClientContext
+from ..api.tool_calls import ClientContext
 from .resolved import Resolved
 
 # (progress, total or None, message or None) as a tool reports it.

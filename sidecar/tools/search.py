@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ..api.search import SearchHit, SearchMatch, SearchTerm, SearchToolsParams, SearchToolsResult
-from ..api.toolsets import Tool
+from ..api.tools import Tool
 from ..paging import Pages
 from ..store import CATALOG, Database
 from ..store.tool_search import RELEVANCE_SCALE, HitRow, Match, SearchDoc, ToolSearchRepo, match_of, words_of

@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 
-from ..api.toolsets import ToolStatus
+from ..api.tools import ToolStatus
 from ..store.tool_config import TOOLSET_SCOPE, ConfigValue
 from .config_schema import ConfigFieldDecl
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from ..api.toolsets import ClientContext
+from ..api.tool_calls import ClientContext
 
 FIELDS = ("time", "timezone", "locale", "language", "lat", "lon", "city", "country")
 

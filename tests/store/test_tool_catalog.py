@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from sidecar.mcp_host.host import McpHost
 from sidecar.store import Database
 from sidecar.store.permissions import PermissionRepo
 from sidecar.store.tool_catalog import ToolCatalogRepo
 from sidecar.store.toolsets import Install, OverrideRow, StoredTool, ToolsetFile, ToolsetRepo, ToolsetRow
-from sidecar.mcp_host.host import McpHost
 from sidecar.tools.catalog import Catalog
 from sidecar.tools.resolved import PythonConfig
 

@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
-from sidecar.api.toolsets import ToolCall
+from sidecar.api.tool_calls import ToolCall
 from sidecar.client import SidecarClient
 from sidecar.tools import audit
 

@@ -141,7 +141,7 @@ def test_fusion_puts_agreement_first_and_scores_the_best_one():
 
 
 def test_the_embedded_text_holds_parameters_and_tags_and_is_bounded():
-    from sidecar.api.toolsets import Tool
+    from sidecar.api.tools import Tool
 
     tool = Tool(id="kit:stock_quote", toolset_id="kit", provider="http", requires_confirmation=False, enabled=True,
                 name="stock_quote", description="d" * 10**6,

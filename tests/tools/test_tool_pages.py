@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
-from sidecar.api.toolsets import Tool
+from sidecar.api.tools import Tool
 from sidecar.client import RemoteError, SidecarClient
 from sidecar.tools.listing import ToolQuery
 from tests.timing import scaled

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ... import frozen
-from ...api.toolsets import Tool
+from ...api.tools import Tool
 from ...errors import NotFound
 from ...mcp_host.servers import find
 from ...mcp_host.state import McpTool
