@@ -329,20 +329,47 @@ class ElicitResult(Model):
     content: dict[str, Any] | None = None
 
 
+ImportSource = Literal["claude", "claudeCode", "vscode", "cursor", "windsurf", "zed", "goose"]
+
+
 class McpImportPreviewParams(Model):
-    # A claude_desktop_config.json, a VS Code mcp.json or a Cursor mcp.json; when absent, the
-    # usual places of those apps on this machine are read.
-    path: str | None = None
+    path: Annotated[str | None, msgspec.Meta(description=(
+        "An absolute path to one app's config: Claude Desktop's claude_desktop_config.json, Claude Code's "
+        "~/.claude.json or a project's .mcp.json, VS Code's mcp.json (user, or a workspace's .vscode/mcp.json), "
+        "Cursor's mcp.json (~/.cursor or a project's .cursor), Windsurf's mcp_config.json, Zed's settings.json "
+        "(context_servers) or goose's config.yaml (extensions); JSON with comments and trailing commas is "
+        "read, at most 1 MiB (16 MiB for ~/.claude.json). Absent: every app's usual file on this machine, "
+        "and the .mcp.json of each project Claude Code knows."))] = None
+    project: Annotated[str | None, msgspec.Meta(description=(
+        "An absolute path to a project folder whose own configs are read too (.mcp.json, .vscode/mcp.json, "
+        ".cursor/mcp.json, .zed/settings.json): its ${workspaceFolder}, and the folder its servers start in."))] = None
+
+
+class SecretInput(Model):
+    name: Annotated[str, msgspec.Meta(description=(
+        "The secret that stands in for the value (the server refers to it as ${name}): store it with secrets/set."))]
+    prompt_id: Annotated[str, msgspec.Meta(description=(
+        "What the app called it: VS Code's input id (${input:id}), or the file Windsurf read (${file:path})."))]
+    description: Annotated[str | None, msgspec.Meta(description="The app's words for it, to show when asking.")] = None
+    password: Annotated[bool, msgspec.Meta(description="The app hid it as typed: ask for it masked.")] = False
 
 
 class FoundServer(Model):
-    id: str
-    source: Literal["claude", "vscode", "cursor"]
-    path: str  # the file it came from
+    id: Annotated[str, msgspec.Meta(description=(
+        "The id it would be imported under: its name in the app, made a valid id, or renamed when another "
+        "file found has a different server by that name (its warnings say so)."))]
+    source: Annotated[ImportSource, msgspec.Meta(description=(
+        "The app: claude (Claude Desktop), claudeCode, vscode, cursor, windsurf, zed or goose."))]
+    path: Annotated[str, msgspec.Meta(description="The file it came from.")]
     type: ServerType
     command: list[str] | None = None  # secrets masked
     url: str | None = None  # secrets masked
     env_keys: list[str] = []
+    enabled: Annotated[bool, msgspec.Meta(description=(
+        "False: turned off in that app; imported turned off (mcpServers/setEnabled turns it on).")) ] = True
+    project: Annotated[str | None, msgspec.Meta(description=(
+        "The project folder it belongs to (a project's config, or Claude Code's per-project servers): its "
+        "working folder unless the entry gives one.")) ] = None
     exists: bool = False  # a server or toolset with this id is installed already
     suggested_id: Annotated[str | None, msgspec.Meta(
         description="When exists: a free id to import it under instead (mcpServers/import's rename).")] = None
@@ -350,34 +377,51 @@ class FoundServer(Model):
         description="The ${NAME}s it refers to (VS Code's ${input:x} prompts become one) that neither "
                     "the secret store nor the environment has: ask the user for each (secrets/set); until "
                     "then the server waits in error.")] = []
-    warnings: list[str] = []  # e.g. VS Code ${input:...} values that will need a ${VAR}
+    inputs: Annotated[list[SecretInput], msgspec.Meta(description=(
+        "Values the app asked its user for or read from a file, each now a secret to set with secrets/set "
+        "(unsetVariables says which are still missing)."))] = []
+    warnings: Annotated[list[str], msgspec.Meta(description=(
+        "What changed on the way (a shell line split into command and args, a relative command made absolute, a "
+        "rename, a default used for an unset variable) and what will need the user."))] = []
+
+
+class SkippedServer(Model):
+    id: Annotated[str, msgspec.Meta(description="The previewed id (importPreview: the entry's name in the file).")]
+    reason: Annotated[str, msgspec.Meta(description="Why it was not added, and how to add it.")]
+    path: Annotated[str | None, msgspec.Meta(description="importPreview: the file the entry is in.")] = None
 
 
 class McpImportPreviewResult(Model):
     servers: list[FoundServer]
-    warnings: list[str] = []  # files that could not be read, entries that were skipped
+    skipped: Annotated[list[SkippedServer], msgspec.Meta(description=(
+        "Entries that cannot be imported, each with why (no command, a shell line only a shell can run, a "
+        "relative command with no project, an unknown type, an app's built-in extension)."))] = []
+    warnings: Annotated[list[str], msgspec.Meta(description=(
+        "Files found that could not be read (too big, not JSON, ...); the other files' servers are still "
+        "offered."))] = []
 
 
 class McpImportParams(Model):
     ids: list[str]  # which of the previewed servers to add
-    path: str | None = None
+    path: Annotated[str | None, msgspec.Meta(description="As given to mcpServers/importPreview.")] = None
+    project: Annotated[str | None, msgspec.Meta(description="As given to mcpServers/importPreview.")] = None
     rename: Annotated[dict[str, Id], msgspec.Meta(
         description="Previewed id -> the id to add that server under (for one whose id is taken).")] = {}
-    on_conflict: Annotated[Literal["fail", "skip"], msgspec.Meta(
-        description="A picked server whose id is taken and that is not renamed: fail (the whole import "
-                    "is refused before anything is added; the error names each such id) or skip it "
-                    "(the others are added; result.skipped names it).")] = "fail"
-
-
-class SkippedServer(Model):
-    id: Annotated[str, msgspec.Meta(description="The previewed id.")]
-    reason: Annotated[str, msgspec.Meta(description="Why it was not added, and how to add it.")]
+    on_conflict: Annotated[Literal["rename", "skip", "fail"], msgspec.Meta(
+        description="A picked server whose id is taken and that is not renamed: rename (added under its "
+                    "suggestedId, result.renamed says so; one that runs the same command or URL as the installed "
+                    "server is the same server and is skipped), skip it (result.skipped names it), or fail (the "
+                    "whole import is refused before anything is added; the error names each such id). One clash "
+                    "never stops the others but with fail.")] = "rename"
 
 
 class McpImportResult(Model):
     servers: list[McpServer]
     skipped: Annotated[list[SkippedServer], msgspec.Meta(
-        description="Picked servers left out (onConflict skip: their id is taken).")] = []
+        description="Picked servers left out, each with why (its id is taken, it is installed already, or it "
+                    "was added meanwhile by another request).")] = []
+    renamed: Annotated[dict[str, str], msgspec.Meta(description=(
+        "Previewed id -> the id it was added under, for those renamed because their id was taken."))] = {}
 
 
 _NF, _CF, _IP, _ST, _UP, _TO = (ErrorCode.NOT_FOUND, ErrorCode.CONFLICT, ErrorCode.INVALID_PARAMS,
@@ -440,12 +484,14 @@ SPECS = (
                "An MCP server asks the user for input (MCP elicitation); the answer goes back to it.",
                params=ElicitParams, result=ElicitResult),
     MethodSpec("mcpServers/importPreview", "clientToServer", "request",
-               "Read the MCP servers configured in Claude Desktop, VS Code or Cursor and show what "
-               "importing them would add; adds nothing.",
+               "Read the MCP servers configured in Claude Desktop, Claude Code, VS Code, Cursor, Windsurf, Zed "
+               "or goose (one file, or every app's usual file) and show what importing them would add, with each "
+               "app's variables filled in and the secrets the user will be asked for; adds nothing.",
                params=McpImportPreviewParams, result=McpImportPreviewResult, errors=(_IP, _NF)),
     MethodSpec("mcpServers/import", "clientToServer", "request",
                "Add the servers picked from mcpServers/importPreview (each as mcpServers/add would); one "
-               "whose id is taken is renamed (rename), skipped (onConflict skip) or refuses the import "
-               "before anything is added.",
+               "whose id is taken is renamed (rename, or onConflict rename), skipped (onConflict skip, or the same "
+               "server installed already) or refuses the import before anything is added (onConflict fail). "
+               "Imports run one at a time, so two of one file add each server once.",
                params=McpImportParams, result=McpImportResult, errors=(_IP, _NF, _CF, _ST)),
 )

@@ -84,10 +84,10 @@ class McpHandlers:
 
     @method("mcpServers/importPreview")
     async def import_preview(self, p: McpImportPreviewParams, ctx: RequestContext) -> McpImportPreviewResult:
-        found, warnings = await self.servers.preview_import(p.path)
-        return McpImportPreviewResult(found, warnings)
+        found, skipped, warnings = await self.servers.preview_import(p.path, p.project)
+        return McpImportPreviewResult(found, skipped, warnings)
 
     @method("mcpServers/import")
     async def import_(self, p: McpImportParams, ctx: RequestContext) -> McpImportResult:
-        added, skipped = await self.servers.import_(p)
-        return McpImportResult(added, skipped)
+        added, skipped, renamed = await self.servers.import_(p)
+        return McpImportResult(added, skipped, renamed)

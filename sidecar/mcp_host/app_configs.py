@@ -1,49 +1,32 @@
-"""MCP servers configured in other apps: Claude Desktop, VS Code and Cursor.
+"""MCP servers configured in other apps: Claude Desktop, Claude Code, VS Code, Cursor, Windsurf,
+Zed and goose.
 
 Users move here from those apps; reading their files spares them typing every server again.
-Claude Desktop and Cursor keep ``{"mcpServers": {name: {command, args, env} | {url, headers}}}``;
-VS Code keeps ``{"servers": {name: {type, command, args, env, url, headers}}, "inputs": [...]}``
-(JSON with comments), whose ``${input:x}`` prompts and ``${env:X}`` references become our
-``${VAR}`` placeholders, resolved at connect time (the secret store, then the environment).
+`app_formats` knows where each app keeps them and its shape of an entry, `app_vars` its variables;
+this module makes each entry a server as mcpServers/add takes it, or says why it cannot. One bad
+entry, or one name two files use, never costs the others: it is skipped or renamed, and said so.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import stat
-import sys
+import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
-
-import msgspec
+from typing import Any
 
 from ..api.base import is_id
 from ..api.mcp import ServerType
+from .app_formats import Entry, Place, default_places, load, place_of, project_places
+from .app_vars import Expander, Input, Source, inputs_of
+from .config_text import ConfigError
 
-Source = Literal["claude", "vscode", "cursor"]
-# These files hold a few servers (KiBs); a MiB is far beyond any real one and keeps the time
-# spent on a hostile one small.
-MAX_CONFIG_BYTES = 1 << 20
-MAX_CONFIG_DEPTH = 64  # real configs nest 4-6 levels (servers, one server, its env)
-# json5 is pure Python and recursive (about a second per 100 KiB): only the fallback for small
-# files that JSON with comments does not cover (unquoted keys, single quotes).
-MAX_JSON5_BYTES = 64 << 10
+__all__ = ["ConfigError", "Found", "Skipped", "discover", "read"]
 
-# JSON5 ends a line comment at CR, U+2028 and U+2029 too: stopping only at LF would hide from the
-# nesting count the brackets json5 then reads.
-_LINE_COMMENT = r"//[^\n\r\u2028\u2029]*"
-_BLOCK_COMMENT = r"/\*[\s\S]*?\*/"
-_STRING = r'"(?:[^"\\\n]|\\.)*"'
-# JSONC tokens that matter for removing comments and trailing commas: strings (kept whole),
-# comments (dropped), and commas before a closing bracket (dropped).
-_JSONC = re.compile(rf"{_STRING}|{_LINE_COMMENT}|{_BLOCK_COMMENT}"
-                    rf"|,(?=(?:\s|{_LINE_COMMENT}|{_BLOCK_COMMENT})*[}}\]])")
-_NESTING = re.compile(rf"{_STRING}|'(?:[^'\\\n]|\\.)*'|{_LINE_COMMENT}|{_BLOCK_COMMENT}|[\[{{]|[\]}}]")
-
-_INPUT = re.compile(r"\$\{input:([^}]+)\}")
-_ENV = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
+# A command with one of these is a shell line: splitting it on spaces would change what it does.
+_SHELL_SYNTAX = re.compile(r"[|&;<>()`]|\$\(|\$[A-Za-z_]")
 
 
 @dataclass
@@ -58,225 +41,192 @@ class Found:
     cwd: str | None = None
     url: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    enabled: bool = True
+    project: str | None = None
+    inputs: list[Input] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
-
-class ConfigError(ValueError):
-    pass
-
-
-def default_paths() -> list[tuple[Source, Path]]:
-    """Where each app keeps its user-level MCP configuration on this platform."""
-    home = Path.home()
-    if sys.platform == "darwin":
-        support = home / "Library" / "Application Support"
-        claude, code = support / "Claude", support / "Code" / "User"
-    elif sys.platform == "win32":
-        appdata = Path(os.environ.get("APPDATA", home / "AppData" / "Roaming"))
-        claude, code = appdata / "Claude", appdata / "Code" / "User"
-    else:
-        config = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
-        claude, code = config / "Claude", config / "Code" / "User"
-    return [("claude", claude / "claude_desktop_config.json"), ("vscode", code / "mcp.json"),
-            ("cursor", home / ".cursor" / "mcp.json")]
+    def same_server(self, other: Found) -> bool:
+        return (self.type, self.command, self.args, self.url, self.cwd) == (
+            other.type, other.command, other.args, other.url, other.cwd)
 
 
-def discover(path: Path | None) -> tuple[list[Found], list[str]]:
-    """The servers of one given file, or of every app's usual file on this machine; one entry per
-    id (the first found wins, with a warning)."""
+@dataclass
+class Skipped:
+    id: str
+    path: str
+    reason: str
+
+
+Known = Callable[[str], bool]
+
+
+def discover(path: Path | None, project: Path | None = None,
+             known: Known = lambda name: name in os.environ) -> tuple[list[Found], list[Skipped], list[str]]:
+    """The servers of one given file, or of every app's usual file on this machine (and of
+    `project`'s own configs); one entry per id: a same-named server from another file is renamed,
+    the same server configured twice is offered once. `known` says which variables are set."""
+    found: list[Found] = []
+    skipped: list[Skipped] = []
+    warnings: list[str] = []
     if path is not None:
-        if not path.exists():  # a FIFO or a device exists: read() says what it is instead
+        if not path.exists():  # a FIFO or a device exists: read_text says what it is instead
             raise FileNotFoundError(path)
-        found, warnings = read(path)
+        places = [place_of(path)]
     else:
-        found, warnings = [], []
-        for source, candidate in default_paths():
-            if not candidate.is_file():
-                continue
-            try:
-                more, notes = read(candidate, source)
-            except ConfigError as exc:
-                warnings.append(str(exc))
-                continue
-            found += more
-            warnings += notes
+        places = default_places()
+    if project is not None:
+        places += project_places(project)
+    seen: set[Path] = set()
+    while places:
+        place = places.pop(0)
+        if place.path in seen or (path is None or place.path != path) and not place.path.is_file():
+            continue
+        seen.add(place.path)
+        try:
+            more, gone, projects = _read_place(place, known)
+        except ConfigError as exc:
+            if path is not None and place.path == path:
+                raise
+            warnings.append(str(exc))
+            continue
+        found += more
+        skipped += gone
+        if path is None and place.source == "claudeCode" and place.project is None:
+            places += [Place("claudeCode", p / ".mcp.json", p) for p in projects]  # the projects Claude Code knows
+    return _one_per_id(found), skipped, warnings
+
+
+def read(path: Path, known: Known = lambda name: name in os.environ) -> tuple[list[Found], list[str]]:
+    """The servers in one file, and why entries were skipped (tests and tools)."""
+    found, skipped, _ = _read_place(place_of(path), known)
+    return found, [f"{s.path}: {s.id!r} skipped: {s.reason}" for s in skipped]
+
+
+def _read_place(place: Place, known: Known) -> tuple[list[Found], list[Skipped], list[Path]]:
+    place, parsed = load(place)
+    inputs = inputs_of(parsed.inputs)
+    found: list[Found] = []
+    skipped = [Skipped(name, str(place.path), why) for name, why in parsed.skipped]
+    for entry in parsed.entries:
+        try:
+            found.append(_server(entry, place, inputs, known))
+        except ConfigError as exc:
+            skipped.append(Skipped(entry.name, str(place.path), str(exc)))
+    return found, skipped, parsed.projects
+
+
+def _one_per_id(found: list[Found]) -> list[Found]:
     unique: dict[str, Found] = {}
     for f in found:
-        if f.id in unique:
-            warnings.append(f"{f.path}: {f.id!r} is also in {unique[f.id].path}; the first one is offered")
-        else:
+        first = unique.get(f.id)
+        if first is None:
             unique[f.id] = f
-    return list(unique.values()), warnings
+        elif first.same_server(f):
+            first.warnings.append(f"also configured in {f.path}{_of_project(f)}; offered once")
+        else:
+            scope = Path(f.project).name if f.project else f.source
+            new_id = _safe_id(f"{f.id}-{scope}")
+            n = 2
+            while new_id in unique:
+                new_id, n = _safe_id(f"{f.id}-{scope}-{n}"), n + 1
+            f.warnings.append(f"renamed from {f.id!r}: {first.path}{_of_project(first)} has another server "
+                              "by that name")
+            f.id = new_id
+            unique[new_id] = f
+    return list(unique.values())
 
 
-def read(path: Path, source: Source | None = None) -> tuple[list[Found], list[str]]:
-    """The servers in one file, and warnings about entries that were skipped."""
-    try:
-        data = parse(_read_text(path))
-    except ConfigError as exc:
-        raise ConfigError(f"{path} {exc}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path} holds {type(data).__name__}, not an object with mcpServers or servers")
-    if source is None:
-        source = _guess(path, data)
-    entries = data.get("servers") if source == "vscode" else data.get("mcpServers")
-    if entries is None and source == "vscode":
-        entries = data.get("mcpServers")  # some people paste the Claude shape into mcp.json
-    if not isinstance(entries, dict):
-        raise ConfigError(f"{path} has no {'servers' if source == 'vscode' else 'mcpServers'} object")
-    inputs = _inputs(data.get("inputs")) if source == "vscode" else {}
-    found, warnings = [], []
-    for name, entry in entries.items():
-        try:
-            found.append(_server(str(name), entry, source, path, inputs))
-        except ConfigError as exc:
-            warnings.append(f"{path}: {name!r} skipped: {exc}")
-    return found, warnings
+def _of_project(f: Found) -> str:
+    return f" (project {f.project})" if f.project and not f.path.startswith(f.project) else ""
 
 
-def _read_text(path: Path) -> str:
-    """The file's text, if it is a regular file within the size limit. Opened non-blocking and
-    checked with fstat: a FIFO put at the path would otherwise hold the thread until written to."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError as exc:
-        raise ConfigError(f"cannot be read: {exc.strerror}") from None
-    with os.fdopen(fd, "rb") as f:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise ConfigError("is not a regular file; give the path of an MCP config (.json)")
-        os.set_blocking(fd, True)
-        raw = f.read(MAX_CONFIG_BYTES + 1)
-    if len(raw) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"is larger than {MAX_CONFIG_BYTES >> 20} MiB; not an MCP config")
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"is not UTF-8 text: {exc.reason} at byte {exc.start}") from None
-
-
-def parse(text: str) -> Any:
-    """JSON, JSON with comments and trailing commas (VS Code's), or small JSON5; nesting beyond
-    MAX_CONFIG_DEPTH is refused before any parser (all recursive) sees the text."""
-    depth = 0
-    for token in _NESTING.finditer(text):
-        first = token[0][0]
-        if first in "[{":
-            depth += 1
-            if depth > MAX_CONFIG_DEPTH:
-                line = text.count("\n", 0, token.start()) + 1
-                raise ConfigError(f"is nested more than {MAX_CONFIG_DEPTH} levels deep (line {line}); "
-                                  "not an MCP config")
-        elif first in "]}":
-            depth -= 1
-    plain = _JSONC.sub(lambda m: m[0] if m[0][0] == '"' else "", text)
-    try:
-        return msgspec.json.decode(plain)
-    except msgspec.DecodeError as exc:
-        problem = str(exc)
-    except RecursionError:  # deeper than the count saw: still a refusal, never -32603
-        raise ConfigError(f"is nested more than {MAX_CONFIG_DEPTH} levels deep; not an MCP config") from None
-    if len(text.encode()) > MAX_JSON5_BYTES:
-        raise ConfigError(f"is not valid JSON: {problem}")
-    import json5  # a pure-Python parser of the rest of JSON5 (unquoted keys, single quotes)
-
-    try:
-        return json5.loads(text)
-    except ValueError:
-        raise ConfigError(f"is not valid JSON: {problem}") from None
-    except RecursionError:
-        raise ConfigError(f"is nested more than {MAX_CONFIG_DEPTH} levels deep; not an MCP config") from None
-
-
-def _guess(path: Path, data: dict[str, Any]) -> Source:
-    if "servers" in data and "mcpServers" not in data:
-        return "vscode"
-    if ".cursor" in path.parts:
-        return "cursor"
-    return "claude"
-
-
-def _inputs(raw: Any) -> dict[str, str]:
-    """VS Code prompt ids -> the environment variable that will stand in for the prompt."""
-    out = {}
-    for item in raw if isinstance(raw, list) else ():
-        if isinstance(item, dict) and isinstance(item.get("id"), str):
-            out[item["id"]] = _env_name(item["id"])
-    return out
-
-
-class _Values:
-    """Reads an entry's strings as the sidecar will use them: VS Code's ${input:...} prompts and
-    ${env:VAR} become ${VAR}, and what cannot carry over is said in ``warnings``."""
-
-    def __init__(self, inputs: dict[str, str]) -> None:
-        self.inputs = inputs
-        self.warnings: list[str] = []
-
-    def value(self, v: Any, where: str) -> str:
-        if not isinstance(v, (str, int, float, bool)):
-            raise ConfigError(f"{where} is not a string")
-        text = str(v)
-        for prompt in _INPUT.findall(text):
-            var = self.inputs.get(prompt) or _env_name(prompt)
-            self.warnings.append(f"{where} asked VS Code's user for {prompt!r}; set ${{{var}}} in the environment")
-        text = _INPUT.sub(lambda m: "${" + (self.inputs.get(m[1]) or _env_name(m[1])) + "}", text)
-        text = _ENV.sub(r"${\1}", text)
-        if "${workspaceFolder}" in text:
-            self.warnings.append(f"{where} uses ${{workspaceFolder}}, which has no meaning here; edit it after import")
-        return text
-
-    def mapping(self, raw: Any, where: str) -> dict[str, str]:
-        if raw is None:
-            return {}
-        if not isinstance(raw, dict):
-            raise ConfigError(f"{where} is not an object")
-        return {str(k): self.value(v, f"{where}.{k}") for k, v in raw.items()}
-
-
-def _server(name: str, entry: Any, source: Source, path: Path, inputs: dict[str, str]) -> Found:
-    if not isinstance(entry, dict):
-        raise ConfigError("the entry is not an object")
-    read = _Values(inputs)
+def _server(entry: Entry, place: Place, inputs: dict[str, Input], known: Known) -> Found:
+    raw = entry.fields
+    project = entry.project or place.project
+    values = Expander(place.source, project=project, inputs=inputs, known=known)
+    name = entry.name
     server_id = name if is_id(name) else _safe_id(name)
     if server_id != name:
-        read.warnings.append(f"renamed from {name!r}: ids are letters, digits, '.', '_' and '-'")
-    url = entry.get("url") or entry.get("serverUrl")
-    kind = _kind(entry.get("type"), url)
-    if "envFile" in entry:
-        read.warnings.append("envFile is not read; put those variables in the environment or in env")
+        values.warnings.append(f"renamed from {name!r}: ids are letters, digits, '.', '_' and '-'")
+    if raw.get("envFile"):
+        values.warnings.append("envFile is not read; put those variables in the environment, in env, or in "
+                               "the secret store (secrets/set)")
+    url = raw.get("url")
+    kind = _kind(raw.get("type"), url)
+    common: dict[str, Any] = {"id": server_id, "source": place.source, "path": str(place.path), "type": kind,
+                              "enabled": bool(raw.get("enabled", True)),
+                              "project": str(project) if project else None}
+    if not common["enabled"]:
+        values.warnings.append("turned off in that app: it is imported turned off")
     if kind == "stdio":
-        command = entry.get("command")
+        command = raw.get("command")
         if not isinstance(command, str) or not command.strip():
             raise ConfigError("a stdio server needs a command")
-        args = entry.get("args") or []
-        if not isinstance(args, list):
-            raise ConfigError("args is not a list")
-        return Found(server_id, source, str(path), kind, command=read.value(command, "command"),
-                     args=[read.value(a, f"args[{i}]") for i, a in enumerate(args)],
-                     env=read.mapping(entry.get("env"), "env"),
-                     cwd=read.value(entry["cwd"], "cwd") if entry.get("cwd") else None, warnings=read.warnings)
-    if not isinstance(url, str) or not re.match(r"^https?://", url):
-        raise ConfigError(f"a {kind} server needs an http(s) url")
-    return Found(server_id, source, str(path), kind, url=read.value(url, "url"),
-                 headers=read.mapping(entry.get("headers"), "headers"), env=read.mapping(entry.get("env"), "env"),
-                 warnings=read.warnings)
+        args = values.strings(raw.get("args"), "args")
+        command, args = _command(values.value(command, "command"), args, project, values.warnings)
+        cwd = _cwd(values.value(str(raw["cwd"]), "cwd"), project) if raw.get("cwd") else (
+            str(project) if project else None)  # the app starts a project's servers in the project
+        found = Found(**common, command=command, args=args, env=values.mapping(raw.get("env"), "env"), cwd=cwd)
+    else:
+        if not isinstance(url, str) or not re.match(r"^https?://", values.value(url, "url")):
+            raise ConfigError(f"a {kind} server needs an http(s) url")
+        found = Found(**common, url=values.value(url, "url"), headers=values.mapping(raw.get("headers"), "headers"),
+                      env=values.mapping(raw.get("env"), "env"))
+    for asked in values.asked.values():
+        values.warnings.append(f"asks for {asked.description or asked.prompt_id!r}: store it as the secret "
+                               f"{asked.name} with secrets/set")
+    found.inputs = list(values.asked.values())
+    found.warnings = values.warnings
+    return found
+
+
+def _command(command: str, args: list[str], project: Path | None, warnings: list[str]) -> tuple[str, list[str]]:
+    """The program to run and its arguments: a whole shell line in `command` split into them (or
+    refused when only a shell can run it), a relative path made absolute where the app would."""
+    if any(c.isspace() for c in command) and not Path(command).expanduser().is_file():
+        if _SHELL_SYNTAX.search(re.sub(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}", "", command)):
+            raise ConfigError(f"command {command!r} is a shell line (pipes, redirections or shell variables); "
+                              "run it through a shell instead: command \"sh\" (or \"cmd\" on Windows) with args "
+                              f"[\"-c\", {command!r}]")
+        try:
+            parts = shlex.split(command, posix=os.name != "nt")
+        except ValueError as exc:
+            raise ConfigError(f"command {command!r} is a shell line that cannot be split: {exc}") from None
+        warnings.append(f"command {command!r} was split into the program {parts[0]!r} and the arguments "
+                        f"{parts[1:]!r} (a command is one program; its arguments go in args)")
+        command, args = parts[0], parts[1:] + args
+    if command.startswith("~"):
+        command = os.path.expanduser(command)
+    if not os.path.isabs(command) and ("/" in command or "\\" in command):
+        if project is None:
+            raise ConfigError(f"command {command!r} is a relative path, and this file belongs to no project it "
+                              "could be relative to; give the program's absolute path")
+        resolved = os.path.normpath(project / command)
+        warnings.append(f"command {command!r} is relative to the project: {resolved}"
+                        + ("" if os.path.isfile(resolved) else " (which does not exist)"))
+        command = resolved
+    return command, args
+
+
+def _cwd(cwd: str, project: Path | None) -> str:
+    cwd = os.path.expanduser(cwd)
+    if os.path.isabs(cwd):
+        return cwd
+    if project is None:
+        raise ConfigError(f"cwd {cwd!r} is a relative path; give an absolute one")
+    return os.path.normpath(project / cwd)
 
 
 def _kind(declared: Any, url: Any) -> ServerType:
     """The server type an app's entry means (its own spelling, or guessed from the URL)."""
-    if declared in ("http", "streamable-http", "streamableHttp") or (declared is None and url):
+    if declared in ("http", "streamable-http", "streamableHttp", "streamable_http") or (declared is None and url):
         return "sse" if declared is None and str(url).rstrip("/").endswith("/sse") else "streamable-http"
     if declared == "sse":
         return "sse"
-    if declared in (None, "stdio"):
+    if declared in (None, "stdio", "local"):
         return "stdio"
     raise ConfigError(f"unknown type {declared!r}")
-
-
-def _env_name(prompt_id: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "_", prompt_id).strip("_").upper() or "INPUT"
 
 
 def _safe_id(name: str) -> str:

@@ -9,9 +9,7 @@ reach the connections through `McpServers.host`.
 from __future__ import annotations
 
 import logging
-import os
-from collections.abc import Awaitable, Callable, Mapping
-from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio.to_thread
@@ -30,18 +28,19 @@ from ..api.mcp import (
     SkippedServer,
     UpdateParams,
 )
-from ..errors import Conflict, InvalidParams, NotFound, StorageError
+from ..errors import Conflict, NotFound, StorageError
 from ..paging import Pages
 from ..sandbox.hints import warnings_of
 from ..sandbox.runner import Sandbox
 from ..store import Database
 from ..store.mcp_servers import AmbiguousServer, McpServerRepo, McpServerRow
 from ..store.mcp_tools_seen import McpToolsSeenRepo
-from . import app_configs, edits, signin
+from . import edits, signin
 from .config import ServerConfig, sandbox_of
 from .connect import config_references
 from .elicitation import Elicit
 from .host import DEFAULT_MAX_RESULT_BYTES, McpHost
+from .importing import Importer
 from .logs import OnLog
 from .state import ServerState
 
@@ -100,6 +99,7 @@ class McpServers:
         # and a refused one deletes the names it stored, which a concurrent one must not share.
         self._editing = anyio.Lock()
         # One mcpServers/status per change: a re-listing of tools comes through on_status too.
+        self.importer = Importer(self)
         self.host = McpHost(on_status=self._host_status, elicit=elicit, max_result_bytes=max_result_bytes,
                             variables=vault.environ, on_log=on_log, vault=vault, open_url=open_url,
                             client_metadata_url=client_metadata_url, sandbox=sandbox)
@@ -295,63 +295,14 @@ class McpServers:
         row = await self.find(ref)
         return await self.host.get_prompt(row.key, name, args)
 
-    # -- importing from other apps ---------------------------------------------------------------------
+    # -- importing from other apps (importing.py) -------------------------------------------------------
 
-    async def preview_import(self, path: str | None) -> tuple[list[FoundServer], list[str]]:
-        """The servers Claude Desktop, VS Code or Cursor configure (at `path`, or where they keep them)."""
-        found, warnings = await _discover(path)
-        taken = {t.id for t in await self.toolsets.all()}
-        used = {f.id: edits.references(f) for f in found}
-        try:
-            have: Mapping[str, str] = await self.vault.environ(set().union(*used.values()))
-        except StorageError:  # a locked keystore: only the environment can say
-            have = os.environ
-        return [_found_out(f, taken, sorted(n for n in used[f.id] if n not in have)) for f in found], warnings
+    async def preview_import(self, path: str | None, project: str | None = None
+                             ) -> tuple[list[FoundServer], list[SkippedServer], list[str]]:
+        return await self.importer.preview(path, project)
 
-    async def import_(self, p: McpImportParams) -> tuple[list[McpServer], list[SkippedServer]]:
-        """Add the picked servers, each under its id or the one `p.rename` gives it. Every id is
-        checked before anything is added: a taken one that is not renamed refuses the whole import
-        (onConflict fail) or is left out (skip)."""
-        found, _ = await _discover(p.path)
-        by_id = {f.id: f for f in found}
-        for i, wanted in enumerate(p.ids):
-            if wanted not in by_id:
-                raise InvalidParams(f"params.ids[{i}]", f"no server {wanted!r} was found; run mcpServers/importPreview")
-        for old in p.rename:
-            if old not in p.ids:
-                raise InvalidParams(f"params.rename.{old}", f"{old!r} is not among the ids to import")
-        taken = {t.id for t in await self.toolsets.all()}
-        picked: list[tuple[app_configs.Found, str]] = []
-        skipped: list[SkippedServer] = []
-        colliding: list[str] = []
-        new_ids: dict[str, str] = {}
-        for wanted in dict.fromkeys(p.ids):
-            new_id = p.rename.get(wanted, wanted)
-            if new_id in new_ids:
-                raise InvalidParams(f"params.rename.{wanted}",
-                                    f"{new_id!r} is also the id given to {new_ids[new_id]!r}; give each its own")
-            new_ids[new_id] = wanted
-            if new_id not in taken:
-                picked.append((by_id[wanted], new_id))
-            elif wanted in p.rename:
-                raise Conflict("already installed", f"params.rename.{wanted}: a server or toolset {new_id!r} "
-                                                    f"exists already; choose another id")
-            elif p.on_conflict == "skip":
-                skipped.append(SkippedServer(wanted, f"a server or toolset {wanted!r} exists already; import it "
-                                                     f"again with rename {{{wanted!r}: {_free_id(wanted, taken)!r}}}"))
-            else:
-                colliding.append(wanted)
-        if colliding:
-            raise Conflict("already installed", (
-                f"servers or toolsets with these ids exist already: {', '.join(colliding)}; rename them "
-                "(params.rename), leave them out of ids, or set onConflict to skip. Nothing was imported"))
-        added: list[McpServer] = []
-        for f, new_id in picked:
-            toolset = await self._add_user_server(ServerDecl(
-                id=new_id, type=f.type, command=f.command, args=f.args, env=f.env, cwd=f.cwd, url=f.url,
-                headers=f.headers))
-            added.append(await self.get(f"{toolset.id}~{toolset.id}"))
-        return added, skipped
+    async def import_(self, p: McpImportParams) -> tuple[list[McpServer], list[SkippedServer], dict[str, str]]:
+        return await self.importer.import_(p)
 
     async def _add_user_server(self, server: ServerDecl) -> ToolsetRow:
         """Add a standalone server, the literal secrets given with it kept in the secret store.
@@ -412,31 +363,3 @@ class McpServers:
         if vanished:
             log.info("%s no longer lists %s; kept as unavailable (overrides and past calls stay)",
                      row.key, ", ".join(vanished))
-
-
-async def _discover(path: str | None) -> tuple[list[app_configs.Found], list[str]]:
-    if path is not None and not Path(path).is_absolute():
-        raise InvalidParams("params.path", "give an absolute path")
-    try:
-        return await anyio.to_thread.run_sync(app_configs.discover, Path(path) if path else None)
-    except FileNotFoundError:
-        raise NotFound("file", str(path)) from None
-    except app_configs.ConfigError as exc:
-        raise InvalidParams("params.path", str(exc)) from None
-
-
-def _found_out(f: app_configs.Found, taken: set[str], unset: list[str]) -> FoundServer:
-    exists = f.id in taken
-    return FoundServer(id=f.id, source=f.source, path=f.path, type=f.type,
-                       command=secrets.masked_command(f.command, f.args),
-                       url=secrets.mask_url(f.url) if f.url else None, env_keys=sorted(f.env),
-                       exists=exists, suggested_id=_free_id(f.id, taken) if exists else None,
-                       unset_variables=unset, warnings=f.warnings)
-
-
-def _free_id(server_id: str, taken: set[str]) -> str:
-    """``github`` -> ``github-2`` (or the next free number), kept a valid id."""
-    n = 2
-    while (candidate := f"{server_id[:60]}-{n}") in taken:
-        n += 1
-    return candidate
