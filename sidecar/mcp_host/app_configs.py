@@ -45,10 +45,13 @@ class Found:
     project: str | None = None
     inputs: list[Input] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    cwd_given: bool = True  # False: cwd is the project's, where the app would start it anyway
 
     def same_server(self, other: Found) -> bool:
-        return (self.type, self.command, self.args, self.url, self.cwd) == (
-            other.type, other.command, other.args, other.url, other.cwd)
+        """Runs the same thing: a user-level server and a project's copy of it are one server."""
+        same_cwd = self.cwd == other.cwd or not (self.cwd_given and other.cwd_given)
+        return same_cwd and (self.type, self.command, self.args, self.url) == (
+            other.type, other.command, other.args, other.url)
 
 
 @dataclass
@@ -167,11 +170,14 @@ def _server(entry: Entry, place: Place, inputs: dict[str, Input], known: Known) 
         command, args = _command(values.value(command, "command"), args, project, values.warnings)
         cwd = _cwd(values.value(str(raw["cwd"]), "cwd"), project) if raw.get("cwd") else (
             str(project) if project else None)  # the app starts a project's servers in the project
-        found = Found(**common, command=command, args=args, env=values.mapping(raw.get("env"), "env"), cwd=cwd)
+        found = Found(**common, command=command, args=args, env=values.mapping(raw.get("env"), "env"), cwd=cwd,
+                      cwd_given=bool(raw.get("cwd")))
     else:
-        if not isinstance(url, str) or not re.match(r"^https?://", values.value(url, "url")):
+        url = values.value(url, "url") if isinstance(url, str) else None
+        # ${API_BASE_URL}/mcp: an http(s) URL once the variable is resolved at connect time
+        if url is None or not re.match(r"^(https?://|\$\{[A-Za-z_][A-Za-z0-9_]*\})", url):
             raise ConfigError(f"a {kind} server needs an http(s) url")
-        found = Found(**common, url=values.value(url, "url"), headers=values.mapping(raw.get("headers"), "headers"),
+        found = Found(**common, url=url, headers=values.mapping(raw.get("headers"), "headers"),
                       env=values.mapping(raw.get("env"), "env"))
     for asked in values.asked.values():
         values.warnings.append(f"asks for {asked.description or asked.prompt_id!r}: store it as the secret "

@@ -1,4 +1,5 @@
-"""Reading the MCP server configs of Claude Desktop, VS Code and Cursor."""
+"""Reading other apps' MCP server configs: names, types, nesting, size and odd files (each app's own
+format: test_app_formats.py)."""
 
 from __future__ import annotations
 
@@ -81,10 +82,13 @@ def test_discover_reads_every_app_and_offers_each_id_once(tmp_path: Path, monkey
     write(tmp_path / ".config" / "Claude" / "claude_desktop_config.json", json.dumps(CLAUDE))
     write(tmp_path / ".config" / "Code" / "User" / "mcp.json", VSCODE)
     write(tmp_path / ".cursor" / "mcp.json", json.dumps({"mcpServers": {"github": {"command": "other"}}}))
-    found, warnings = discover(None)
+    found, _, warnings = discover(None)
     sources = {f.id: f.source for f in found}
     assert sources["github"] == "claude" and sources["perplexity"] == "vscode"
-    assert any("'github' is also in" in w for w in warnings)
+    # Cursor's different "github" is offered too, renamed, and says why.
+    renamed = next(f for f in found if f.id == "github-cursor")
+    assert renamed.command == "other" and any("renamed from 'github'" in w for w in renamed.warnings)
+    assert warnings == []
     with pytest.raises(FileNotFoundError):
         discover(tmp_path / "missing.json")
 
@@ -117,14 +121,14 @@ def test_a_big_plain_json_config_is_read_whole(tmp_path: Path):
 def test_comments_and_trailing_commas_go_but_strings_keep_what_looks_like_them(tmp_path: Path):
     text = """{
       "servers": {
-        "a": {"command": "run // not a comment", "args": ["/* kept */", "x,]",],  // gone
+        "a": {"command": "run", "args": ["// not a comment", "/* kept */", "x,]",],  // gone
               "url": null,},
         /* a block
            comment */
       },
     }"""
     found, _ = read(write(tmp_path / "Code" / "User" / "mcp.json", text))
-    assert [(f.id, f.command, f.args) for f in found] == [("a", "run // not a comment", ["/* kept */", "x,]"])]
+    assert [(f.id, f.command, f.args) for f in found] == [("a", "run", ["// not a comment", "/* kept */", "x,]"])]
 
 
 def test_small_json5_still_reads(tmp_path: Path):
