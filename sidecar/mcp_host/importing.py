@@ -103,21 +103,33 @@ class Importer:
         return added, skipped, renamed
 
     async def _installed_already(self, f: app_configs.Found) -> bool:
-        """The installed server of `f`'s id runs what `f` runs (its secrets compared as resolved)."""
+        """The installed server of `f`'s id runs what `f` runs, with the same environment and headers
+        (the secrets it stored compared as resolved: an import moved `f`'s literals there)."""
         try:
             row = await self.servers.find(f.id)
         except NotFound:
             return False
-        if (row.type, row.command, row.cwd) != (f.type, f.command, f.cwd):
+        if (row.type, row.command, row.cwd, sorted(row.env), sorted(row.headers)) != (
+                f.type, f.command, f.cwd, sorted(f.env), sorted(f.headers)):
             return False
-        mine, theirs = [*f.args, f.url or ""], [*row.args, row.url or ""]
-        if mine == theirs:
-            return True
+        mine = [*f.args, f.url or "", *(f.env[k] for k in sorted(f.env)), *(f.headers[k] for k in sorted(f.headers))]
+        theirs = [*row.args, row.url or "", *(row.env[k] for k in sorted(row.env)),
+                  *(row.headers[k] for k in sorted(row.headers))]
+        if len(mine) != len(theirs):
+            return False
         try:
             env = await self.servers.vault.environ(secrets.references_in(theirs))
-            return [secrets.resolve(t, env) for t in theirs] == mine
-        except (secrets.MissingVariable, StorageError):
-            return False
+        except StorageError:
+            env = {}
+        for a, b in zip(mine, theirs, strict=True):
+            if a == b:
+                continue
+            try:
+                if secrets.resolve(b, env) != a:
+                    return False
+            except secrets.MissingVariable:
+                return False
+        return True
 
     async def _discover(self, path: str | None, project: str | None
                         ) -> tuple[list[app_configs.Found], list[app_configs.Skipped], list[str]]:

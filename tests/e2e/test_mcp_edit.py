@@ -132,7 +132,7 @@ async def test_an_import_renames_or_skips_the_servers_whose_ids_are_taken(app: S
     assert "exists" not in preview["fresh"] and "suggestedId" not in preview["fresh"]  # false, left out
 
     with pytest.raises(RemoteError) as refused:
-        await app.request("mcpServers/import", {"path": str(config), "ids": ["basic", "fresh"]})
+        await app.request("mcpServers/import", {"path": str(config), "ids": ["basic", "fresh"], "onConflict": "fail"})
     assert refused.value.code == -32011 and "basic" in refused.value.message
     assert "Nothing was imported" in refused.value.message
     assert [t["id"] for t in (await app.request("toolsets/list"))["toolsets"]] == ["basic"]
