@@ -119,9 +119,9 @@ export interface ClientRequests {
   "mcpServers/prompts": { params: T.ServerIdParams; result: T.PromptsResult };
   /** Fill in one prompt of a server. */
   "mcpServers/getPrompt": { params: T.GetPromptParams; result: T.GetPromptResult };
-  /** Read the MCP servers configured in Claude Desktop, VS Code or Cursor and show what importing them would add; adds nothing. */
+  /** Read the MCP servers configured in Claude Desktop, Claude Code, VS Code, Cursor, Windsurf, Zed or goose (one file, or every app's usual file) and show what importing them would add, with each app's variables filled in and the secrets the user will be asked for; adds nothing. */
   "mcpServers/importPreview": { params: T.McpImportPreviewParams; result: T.McpImportPreviewResult };
-  /** Add the servers picked from mcpServers/importPreview (each as mcpServers/add would); one whose id is taken is renamed (rename), skipped (onConflict skip) or refuses the import before anything is added. */
+  /** Add the servers picked from mcpServers/importPreview (each as mcpServers/add would); one whose id is taken is renamed (rename, or onConflict rename), skipped (onConflict skip, or the same server installed already) or refuses the import before anything is added (onConflict fail). Imports run one at a time, so two of one file add each server once. */
   "mcpServers/import": { params: T.McpImportParams; result: T.McpImportResult };
   /** Every model provider (the built-in scripted one first) and which one is the default. */
   "providers/list": { params: undefined; result: T.ProvidersResult };

@@ -1664,50 +1664,84 @@ export interface ElicitResult {
 }
 
 export interface McpImportPreviewParams {
+  /** An absolute path to one app's config: Claude Desktop's claude_desktop_config.json, Claude Code's ~/.claude.json or a project's .mcp.json, VS Code's mcp.json (user, or a workspace's .vscode/mcp.json), Cursor's mcp.json (~/.cursor or a project's .cursor), Windsurf's mcp_config.json, Zed's settings.json (context_servers) or goose's config.yaml (extensions); JSON with comments and trailing commas is read, at most 1 MiB (16 MiB for ~/.claude.json). Absent: every app's usual file on this machine, and the .mcp.json of each project Claude Code knows. */
   path?: string | null;
+  /** An absolute path to a project folder whose own configs are read too (.mcp.json, .vscode/mcp.json, .cursor/mcp.json, .zed/settings.json): its ${workspaceFolder}, and the folder its servers start in. */
+  project?: string | null;
 }
 
 export interface McpImportPreviewResult {
   servers: FoundServer[];
+  /** Entries that cannot be imported, each with why (no command, a shell line only a shell can run, a relative command with no project, an unknown type, an app's built-in extension). */
+  skipped?: SkippedServer[];
+  /** Files found that could not be read (too big, not JSON, ...); the other files' servers are still offered. */
   warnings?: string[];
 }
 
 export interface FoundServer {
+  /** The id it would be imported under: its name in the app, made a valid id, or renamed when another file found has a different server by that name (its warnings say so). */
   id: string;
-  source: "claude" | "cursor" | "vscode";
+  /** The app: claude (Claude Desktop), claudeCode, vscode, cursor, windsurf, zed or goose. */
+  source: "claude" | "claudeCode" | "cursor" | "goose" | "vscode" | "windsurf" | "zed";
+  /** The file it came from. */
   path: string;
   type: "sse" | "stdio" | "streamable-http";
   command?: string[] | null;
   url?: string | null;
   envKeys?: string[];
+  /** False: turned off in that app; imported turned off (mcpServers/setEnabled turns it on). */
+  enabled?: boolean;
+  /** The project folder it belongs to (a project's config, or Claude Code's per-project servers): its working folder unless the entry gives one. */
+  project?: string | null;
   exists?: boolean;
   /** When exists: a free id to import it under instead (mcpServers/import's rename). */
   suggestedId?: string | null;
   /** The ${NAME}s it refers to (VS Code's ${input:x} prompts become one) that neither the secret store nor the environment has: ask the user for each (secrets/set); until then the server waits in error. */
   unsetVariables?: string[];
+  /** Values the app asked its user for or read from a file, each now a secret to set with secrets/set (unsetVariables says which are still missing). */
+  inputs?: SecretInput[];
+  /** What changed on the way (a shell line split into command and args, a relative command made absolute, a rename, a default used for an unset variable) and what will need the user. */
   warnings?: string[];
+}
+
+export interface SecretInput {
+  /** The secret that stands in for the value (the server refers to it as ${name}): store it with secrets/set. */
+  name: string;
+  /** What the app called it: VS Code's input id (${input:id}), or the file Windsurf read (${file:path}). */
+  promptId: string;
+  /** The app's words for it, to show when asking. */
+  description?: string | null;
+  /** The app hid it as typed: ask for it masked. */
+  password?: boolean;
+}
+
+export interface SkippedServer {
+  /** The previewed id (importPreview: the entry's name in the file). */
+  id: string;
+  /** Why it was not added, and how to add it. */
+  reason: string;
+  /** importPreview: the file the entry is in. */
+  path?: string | null;
 }
 
 export interface McpImportParams {
   ids: string[];
+  /** As given to mcpServers/importPreview. */
   path?: string | null;
+  /** As given to mcpServers/importPreview. */
+  project?: string | null;
   /** Previewed id -> the id to add that server under (for one whose id is taken). */
   rename?: Record<string, string>;
-  /** A picked server whose id is taken and that is not renamed: fail (the whole import is refused before anything is added; the error names each such id) or skip it (the others are added; result.skipped names it). */
-  onConflict?: "fail" | "skip";
+  /** A picked server whose id is taken and that is not renamed: rename (added under its suggestedId, result.renamed says so; one that runs the same command or URL as the installed server is the same server and is skipped), skip it (result.skipped names it), or fail (the whole import is refused before anything is added; the error names each such id). One clash never stops the others but with fail. */
+  onConflict?: "fail" | "rename" | "skip";
 }
 
 export interface McpImportResult {
   servers: McpServer[];
-  /** Picked servers left out (onConflict skip: their id is taken). */
+  /** Picked servers left out, each with why (its id is taken, it is installed already, or it was added meanwhile by another request). */
   skipped?: SkippedServer[];
-}
-
-export interface SkippedServer {
-  /** The previewed id. */
-  id: string;
-  /** Why it was not added, and how to add it. */
-  reason: string;
+  /** Previewed id -> the id it was added under, for those renamed because their id was taken. */
+  renamed?: Record<string, string>;
 }
 
 export interface ProvidersResult {
