@@ -87,7 +87,7 @@ def discover(path: Path | None, project: Path | None = None,
             continue
         seen.add(place.path)
         try:
-            more, gone, projects = _read_place(place, known)
+            more, gone, projects = _read_place(place, known, project)
         except ConfigError as exc:
             if path is not None and place.path == path:
                 raise
@@ -102,18 +102,20 @@ def discover(path: Path | None, project: Path | None = None,
 
 def read(path: Path, known: Known = lambda name: name in os.environ) -> tuple[list[Found], list[str]]:
     """The servers in one file, and why entries were skipped (tests and tools)."""
-    found, skipped, _ = _read_place(place_of(path), known)
+    found, skipped, _ = _read_place(place_of(path), known, None)
     return found, [f"{s.path}: {s.id!r} skipped: {s.reason}" for s in skipped]
 
 
-def _read_place(place: Place, known: Known) -> tuple[list[Found], list[Skipped], list[Path]]:
+def _read_place(place: Place, known: Known, workspace: Path | None
+                ) -> tuple[list[Found], list[Skipped], list[Path]]:
+    """`workspace`: what a user-level file's ${workspaceFolder} means (the project previewed with it)."""
     place, parsed = load(place)
     inputs = inputs_of(parsed.inputs)
     found: list[Found] = []
     skipped = [Skipped(name, str(place.path), why) for name, why in parsed.skipped]
     for entry in parsed.entries:
         try:
-            found.append(_server(entry, place, inputs, known))
+            found.append(_server(entry, place, inputs, known, workspace))
         except ConfigError as exc:
             skipped.append(Skipped(entry.name, str(place.path), str(exc)))
     return found, skipped, parsed.projects
@@ -144,10 +146,10 @@ def _of_project(f: Found) -> str:
     return f" (project {f.project})" if f.project and not f.path.startswith(f.project) else ""
 
 
-def _server(entry: Entry, place: Place, inputs: dict[str, Input], known: Known) -> Found:
+def _server(entry: Entry, place: Place, inputs: dict[str, Input], known: Known, workspace: Path | None) -> Found:
     raw = entry.fields
     project = entry.project or place.project
-    values = Expander(place.source, project=project, inputs=inputs, known=known)
+    values = Expander(place.source, project=project or workspace, inputs=inputs, known=known)
     name = entry.name
     server_id = name if is_id(name) else _safe_id(name)
     if server_id != name:

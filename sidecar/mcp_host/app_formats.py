@@ -228,7 +228,7 @@ _GOOSE_TYPES = {"stdio": "stdio", "sse": "sse", "streamable_http": "http"}
 
 def _goose(raw: dict[str, Any]) -> dict[str, Any]:
     kind = raw.get("type")
-    if kind not in _GOOSE_TYPES:
+    if not isinstance(kind, str) or kind not in _GOOSE_TYPES:
         raise ConfigError(f"goose's own {kind!r} extension, which runs inside goose; nothing to import")
     env = raw.get("envs")
     keys = raw.get("env_keys")

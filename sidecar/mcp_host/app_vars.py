@@ -87,10 +87,9 @@ class Expander:
             if name == "pathSeparator":
                 return os.sep
             if name in ("workspaceFolder", "workspaceFolderBasename", "workspaceRoot"):
-                if self.project is None:
-                    self.warnings.append(f"{where} uses ${{{name}}}, but this file belongs to no project folder: "
-                                         "edit it after import, or preview the project's own config")
-                    return m[0]
+                if self.project is None:  # left as ${workspaceFolder} it would be asked for as a secret
+                    raise ConfigError(f"{where} uses ${{{name}}}, and this file belongs to no workspace: preview "
+                                      "it again with project, the folder it should mean")
                 return self.project.name if name == "workspaceFolderBasename" else str(self.project)
         elif name == "env" and _NAME.match(arg):
             return "${" + arg + "}"

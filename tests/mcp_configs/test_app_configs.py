@@ -155,3 +155,35 @@ def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path: Path):
         os.close(os.open(pipe, os.O_WRONLY | os.O_NONBLOCK))  # release the blocked reader
         pytest.fail("reading the config blocked on a FIFO")
     assert isinstance(outcome[0], ConfigError) and "not a regular file" in str(outcome[0])
+
+
+JUNK = [None, 1, 1.5, True, "x", "", [], {}, [1, {}], {"a": []}, {"path": 3}, "${input:}", "${env:}", "${x:-}",
+        "a b | c", "./x", "~", "${", "${file:}", "http://x", "${A}/x", {"type": "stdio"}, ["stdio"]]
+KEYS = ["type", "command", "args", "env", "cwd", "url", "serverUrl", "headers", "disabled", "enabled", "envFile",
+        "cmd", "envs", "env_keys", "uri", "source", "settings", "path"]
+FILES = [("c.json", "mcpServers"), (".vscode/mcp.json", "servers"), (".zed/settings.json", "context_servers"),
+         ("config.yaml", "extensions"), ("p/.mcp.json", "mcpServers"), ("mcp_config.json", "mcpServers"),
+         (".claude.json", "mcpServers")]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_any_shape_of_entry_is_a_server_a_skip_or_a_refusal_of_the_file_never_a_crash(tmp_path: Path, seed: int):
+    """Whatever an app's file holds, reading it ends in servers, per-entry skips or a ConfigError (a
+    crash would reach the UI as an internal error and cost every other file's servers)."""
+    import random
+
+    rnd = random.Random(seed)
+    for i in range(150):
+        name, top = rnd.choice(FILES)
+        entry = {k: rnd.choice(JUNK) for k in rnd.sample(KEYS, rnd.randint(0, 6))}
+        data: dict = {top: {"s": entry, "t": rnd.choice(JUNK)} if rnd.random() > 0.1 else rnd.choice(JUNK)}
+        if rnd.random() < 0.2:
+            data["inputs"] = rnd.choice(JUNK)
+        if name == ".claude.json" and rnd.random() < 0.5:
+            data["projects"] = rnd.choice([{"/p": {"mcpServers": {"s": entry}}}, {"/p": 3}, 3])
+        path = write(tmp_path / str(i) / name, json.dumps(data))  # JSON is YAML too
+        try:
+            found, skipped, _ = discover(path)
+        except ConfigError:
+            continue
+        assert {f.id for f in found} | {s.id for s in skipped} <= set(data[top])

@@ -94,14 +94,16 @@ def test_claude_code_defaults_give_way_to_variables_that_are_set(home: Path, mon
 
 def test_vscode_user_file(home: Path):
     path = place("vscode/user/mcp.json", home / ".config" / "Code" / "User" / "mcp.json", home)
-    found, _ = read(path)
+    found, skipped, _ = discover(path)
     servers = by_id(found)
     assert servers["github"].type == "streamable-http" and servers["github"].url == "https://api.githubcopilot.com/mcp/"
     assert servers["notes"].command == f"{home}/.local/bin/notes-mcp"
     assert servers["notes"].args == ["--dir", f"{home}{os.sep}notes"]
-    # A user file belongs to no workspace: said, and left for the user to edit.
-    assert servers["scratch"].args == ["${workspaceFolder}/server.js"]
-    assert any("belongs to no project folder" in w for w in servers["scratch"].warnings)
+    # A user file belongs to no workspace: skipped, saying how to import it...
+    assert [(s.id, "preview it again with project" in s.reason) for s in skipped] == [("scratch", True)]
+    # ... which is with the project ${workspaceFolder} should mean (it still starts where it is told).
+    scratch = by_id(discover(path, home / "site")[0])["scratch"]
+    assert scratch.args == [f"{home}/site/server.js"] and scratch.cwd is None and scratch.project is None
 
 
 def test_vscode_workspace_file_with_inputs(home: Path):
