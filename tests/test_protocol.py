@@ -25,13 +25,8 @@ EXAMPLES = sorted((ROOT / "protocol" / "examples").glob("*.jsonl"))
 # insists). Nothing outside sidecar/api/mcp.py belongs here.
 UNDESCRIBED_MCP_TYPES = frozenset({
     "ElicitResult",
-    "FoundServer",
     "GetPromptParams",
     "GetPromptResult",
-    "McpImportParams",
-    "McpImportPreviewParams",
-    "McpImportPreviewResult",
-    "McpImportResult",
     "PromptsResult",
     "ReadResourceParams",
     "ReadResourceResult",

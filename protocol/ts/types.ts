@@ -1671,6 +1671,7 @@ export interface McpImportPreviewParams {
 }
 
 export interface McpImportPreviewResult {
+  /** The servers found, one per id (the same server in two files once, a different one by the same name renamed). */
   servers: FoundServer[];
   /** Entries that cannot be imported, each with why (no command, a shell line only a shell can run, a relative command with no project, an unknown type, an app's built-in extension). */
   skipped?: SkippedServer[];
@@ -1685,14 +1686,19 @@ export interface FoundServer {
   source: "claude" | "claudeCode" | "cursor" | "goose" | "vscode" | "windsurf" | "zed";
   /** The file it came from. */
   path: string;
+  /** How it is reached, in mcpServers/add's words. */
   type: "sse" | "stdio" | "streamable-http";
+  /** A stdio server's program and arguments as it will run them (the app's variables filled in, a shell line split), secrets masked. */
   command?: string[] | null;
+  /** A remote server's URL, secrets masked. */
   url?: string | null;
+  /** The names of the environment variables it sets (values not shown: secrets among them go to the secret store on import). */
   envKeys?: string[];
   /** False: turned off in that app; imported turned off (mcpServers/setEnabled turns it on). */
   enabled?: boolean;
   /** The project folder it belongs to (a project's config, or Claude Code's per-project servers): its working folder unless the entry gives one. */
   project?: string | null;
+  /** A server or toolset with this id is installed already (see suggestedId and mcpServers/import's onConflict). */
   exists?: boolean;
   /** When exists: a free id to import it under instead (mcpServers/import's rename). */
   suggestedId?: string | null;
@@ -1725,6 +1731,7 @@ export interface SkippedServer {
 }
 
 export interface McpImportParams {
+  /** Which of the previewed servers to add, by their previewed id (the same path and project read again). */
   ids: string[];
   /** As given to mcpServers/importPreview. */
   path?: string | null;
@@ -1737,6 +1744,7 @@ export interface McpImportParams {
 }
 
 export interface McpImportResult {
+  /** The servers added, connecting in the background (or disabled, when turned off in their app). */
   servers: McpServer[];
   /** Picked servers left out, each with why (its id is taken, it is installed already, or it was added meanwhile by another request). */
   skipped?: SkippedServer[];

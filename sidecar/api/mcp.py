@@ -361,16 +361,22 @@ class FoundServer(Model):
     source: Annotated[ImportSource, msgspec.Meta(description=(
         "The app: claude (Claude Desktop), claudeCode, vscode, cursor, windsurf, zed or goose."))]
     path: Annotated[str, msgspec.Meta(description="The file it came from.")]
-    type: ServerType
-    command: list[str] | None = None  # secrets masked
-    url: str | None = None  # secrets masked
-    env_keys: list[str] = []
+    type: Annotated[ServerType, msgspec.Meta(description="How it is reached, in mcpServers/add's words.")]
+    command: Annotated[list[str] | None, msgspec.Meta(description=(
+        "A stdio server's program and arguments as it will run them (the app's variables filled in, a "
+        "shell line split), secrets masked."))] = None
+    url: Annotated[str | None, msgspec.Meta(description="A remote server's URL, secrets masked.")] = None
+    env_keys: Annotated[list[str], msgspec.Meta(description=(
+        "The names of the environment variables it sets (values not shown: secrets among them go to the "
+        "secret store on import)."))] = []
     enabled: Annotated[bool, msgspec.Meta(description=(
         "False: turned off in that app; imported turned off (mcpServers/setEnabled turns it on).")) ] = True
     project: Annotated[str | None, msgspec.Meta(description=(
         "The project folder it belongs to (a project's config, or Claude Code's per-project servers): its "
         "working folder unless the entry gives one.")) ] = None
-    exists: bool = False  # a server or toolset with this id is installed already
+    exists: Annotated[bool, msgspec.Meta(description=(
+        "A server or toolset with this id is installed already (see suggestedId and mcpServers/import's "
+        "onConflict)."))] = False
     suggested_id: Annotated[str | None, msgspec.Meta(
         description="When exists: a free id to import it under instead (mcpServers/import's rename).")] = None
     unset_variables: Annotated[list[str], msgspec.Meta(
@@ -392,7 +398,9 @@ class SkippedServer(Model):
 
 
 class McpImportPreviewResult(Model):
-    servers: list[FoundServer]
+    servers: Annotated[list[FoundServer], msgspec.Meta(description=(
+        "The servers found, one per id (the same server in two files once, a different one by the same "
+        "name renamed)."))]
     skipped: Annotated[list[SkippedServer], msgspec.Meta(description=(
         "Entries that cannot be imported, each with why (no command, a shell line only a shell can run, a "
         "relative command with no project, an unknown type, an app's built-in extension)."))] = []
@@ -402,7 +410,8 @@ class McpImportPreviewResult(Model):
 
 
 class McpImportParams(Model):
-    ids: list[str]  # which of the previewed servers to add
+    ids: Annotated[list[str], msgspec.Meta(description=(
+        "Which of the previewed servers to add, by their previewed id (the same path and project read again)."))]
     path: Annotated[str | None, msgspec.Meta(description="As given to mcpServers/importPreview.")] = None
     project: Annotated[str | None, msgspec.Meta(description="As given to mcpServers/importPreview.")] = None
     rename: Annotated[dict[str, Id], msgspec.Meta(
@@ -416,7 +425,8 @@ class McpImportParams(Model):
 
 
 class McpImportResult(Model):
-    servers: list[McpServer]
+    servers: Annotated[list[McpServer], msgspec.Meta(description=(
+        "The servers added, connecting in the background (or disabled, when turned off in their app)."))]
     skipped: Annotated[list[SkippedServer], msgspec.Meta(
         description="Picked servers left out, each with why (its id is taken, it is installed already, or it "
                     "was added meanwhile by another request).")] = []
