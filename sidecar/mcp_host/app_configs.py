@@ -87,7 +87,7 @@ def discover(path: Path | None, project: Path | None = None,
             continue
         seen.add(place.path)
         try:
-            more, gone, projects = _read_place(place, known, project)
+            more, gone, projects, notes = _read_place(place, known, project)
         except ConfigError as exc:
             if path is not None and place.path == path:
                 raise
@@ -95,6 +95,7 @@ def discover(path: Path | None, project: Path | None = None,
             continue
         found += more
         skipped += gone
+        warnings += notes
         if path is None and place.source == "claudeCode" and place.project is None:
             places += [Place("claudeCode", p / ".mcp.json", p) for p in projects]  # the projects Claude Code knows
     return _one_per_id(found), skipped, warnings
@@ -102,12 +103,12 @@ def discover(path: Path | None, project: Path | None = None,
 
 def read(path: Path, known: Known = lambda name: name in os.environ) -> tuple[list[Found], list[str]]:
     """The servers in one file, and why entries were skipped (tests and tools)."""
-    found, skipped, _ = _read_place(place_of(path), known, None)
+    found, skipped, _, _ = _read_place(place_of(path), known, None)
     return found, [f"{s.path}: {s.id!r} skipped: {s.reason}" for s in skipped]
 
 
 def _read_place(place: Place, known: Known, workspace: Path | None
-                ) -> tuple[list[Found], list[Skipped], list[Path]]:
+                ) -> tuple[list[Found], list[Skipped], list[Path], list[str]]:
     """`workspace`: what a user-level file's ${workspaceFolder} means (the project previewed with it)."""
     place, parsed = load(place)
     inputs = inputs_of(parsed.inputs)
@@ -118,7 +119,7 @@ def _read_place(place: Place, known: Known, workspace: Path | None
             found.append(_server(entry, place, inputs, known, workspace))
         except ConfigError as exc:
             skipped.append(Skipped(entry.name, str(place.path), str(exc)))
-    return found, skipped, parsed.projects
+    return found, skipped, parsed.projects, parsed.notes
 
 
 def _one_per_id(found: list[Found]) -> list[Found]:

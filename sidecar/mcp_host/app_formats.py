@@ -53,6 +53,7 @@ class Parsed:
     inputs: Any = None  # VS Code's inputs list, as written
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (name, why)
     projects: list[Path] = field(default_factory=list)  # Claude Code's known project folders
+    notes: list[str] = field(default_factory=list)  # about the file as a whole
 
 
 class _ClaudeProject(msgspec.Struct):
@@ -150,7 +151,11 @@ def _claude_state(path: Path) -> Parsed:
         raise ConfigError(f"{path} {exc}") from None
     out = Parsed()
     _named(out, state.mcpServers or {}, None)
-    for folder, project in list((state.projects or {}).items())[:MAX_PROJECTS]:
+    projects = list((state.projects or {}).items())
+    if len(projects) > MAX_PROJECTS:
+        out.notes.append(f"{path} lists {len(projects)} projects; the servers of the first {MAX_PROJECTS} are "
+                         "offered (import a project's own with project)")
+    for folder, project in projects[:MAX_PROJECTS]:
         out.projects.append(Path(folder))
         if project.mcpServers:
             _named(out, project.mcpServers, Path(folder))

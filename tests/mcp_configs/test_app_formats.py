@@ -3,6 +3,7 @@ app's own variables filled in; and the bad input real users' files hold."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -217,6 +218,18 @@ def test_a_50_mb_config_is_refused_unread_and_the_other_apps_still_offered(home:
         discover(state)
 
 
+def test_a_claude_json_of_many_projects_is_read_fast_and_says_what_it_left_out(home: Path):
+    projects = {f"{home}/src/p{i}": {"history": [{"display": "x" * 200, "pastedContents": {}}] * 40,
+                                      "mcpServers": {"pg": {"command": "npx", "args": ["-y", "pg", f"db{i}"]}}}
+                for i in range(800)}
+    state = home / ".claude.json"
+    state.write_text(json.dumps({"mcpServers": {}, "projects": projects}))  # ~8 MiB, as a long-used one grows
+    found, _, warnings = discover(state)
+    assert len(found) == 200 and found[1].id == "pg-p1" and found[1].cwd == f"{home}/src/p1"
+    assert warnings == [f"{state} lists 800 projects; the servers of the first 200 are offered "
+                        "(import a project's own with project)"]
+
+
 def test_relative_commands_resolve_in_their_project_and_are_refused_elsewhere(home: Path):
     user = home / "c.json"
     user.write_text('{"mcpServers": {"rel": {"command": "./server"}, "bare": {"command": "python3"},'
@@ -243,7 +256,7 @@ def test_relative_commands_resolve_in_their_project_and_are_refused_elsewhere(ho
 ])
 def test_a_shell_line_in_command_is_split(home: Path, command: str, split: tuple[str, list[str]]):
     path = home / "c.json"
-    path.write_text('{"mcpServers": {"s": {"command": %s, "args": ["x"]}}}' % __import__("json").dumps(command))
+    path.write_text('{"mcpServers": {"s": {"command": %s, "args": ["x"]}}}' % json.dumps(command))
     (found,), _ = read(path)
     assert (found.command, found.args) == split
 
@@ -252,7 +265,7 @@ def test_a_shell_line_in_command_is_split(home: Path, command: str, split: tuple
 def test_a_shell_line_only_a_shell_can_run_is_skipped_with_why(home: Path, command: str):
     path = home / "c.json"
     path.write_text('{"mcpServers": {"s": {"command": %s}, "ok": {"command": "npx"}}}'
-                    % __import__("json").dumps(command))
+                    % json.dumps(command))
     found, warnings = read(path)
     assert [f.id for f in found] == ["ok"] and len(warnings) == 1 and "shell line" in warnings[0]
 
@@ -295,3 +308,29 @@ def test_an_unknown_variable_is_left_for_the_user_with_a_warning(home: Path):
     (found,), _ = read(path)
     assert found.args == ["${config:editor.tabSize}", os.sep]
     assert any("only the app itself can fill in" in w for w in found.warnings)
+
+
+@pytest.mark.parametrize("platform, expected", [
+    ("darwin", {"claude": "Library/Application Support/Claude/claude_desktop_config.json",
+                "vscode": "Library/Application Support/Code/User/mcp.json", "zed": ".config/zed/settings.json",
+                "goose": ".config/goose/config.yaml"}),
+    ("win32", {"claude": "AppData/Roaming/Claude/claude_desktop_config.json",
+               "vscode": "AppData/Roaming/Code/User/mcp.json", "zed": "AppData/Roaming/Zed/settings.json",
+               "goose": "AppData/Roaming/Block/goose/config/config.yaml"}),
+    ("linux", {"claude": ".config/Claude/claude_desktop_config.json", "vscode": ".config/Code/User/mcp.json",
+               "zed": ".config/zed/settings.json", "goose": ".config/goose/config.yaml"}),
+])
+def test_each_app_is_looked_for_where_it_keeps_its_file_on_each_os(home: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                     platform: str, expected: dict[str, str]):
+    from sidecar.mcp_host import app_formats
+
+    monkeypatch.setattr(app_formats.sys, "platform", platform)
+    monkeypatch.setenv("APPDATA", str(home / "AppData" / "Roaming"))
+    monkeypatch.delenv("XDG_CONFIG_HOME")
+    places: dict[str, list[str]] = {}
+    for p in app_formats.default_places():
+        places.setdefault(p.source, []).append(p.path.relative_to(home).as_posix())
+    for source, path in expected.items():
+        assert places[source][0] == path
+    assert places["claudeCode"] == [".claude.json"] and places["cursor"] == [".cursor/mcp.json"]
+    assert places["windsurf"] == [".codeium/windsurf/mcp_config.json"]
