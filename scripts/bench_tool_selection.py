@@ -6,6 +6,10 @@ how many definitions does a turn send, and what does it cost, on real tool defin
     .venv/bin/python scripts/bench_tool_selection.py --quick    smoke run (fewer requests and rounds)
     .venv/bin/python scripts/bench_tool_selection.py --reference REF   start-up reference (default main)
     .venv/bin/python scripts/bench_tool_selection.py --code DIR        measure the sidecar tree in DIR
+    .venv/bin/python scripts/bench_tool_selection.py --latency-only [--code DIR]... [--data DIR]
+        section 3 alone (tools/search and ping), each --code tree on its own copy of one 5,000-tool
+        data folder, their requests interleaved; --data keeps that folder between runs (the
+        embeddings cached in it: set-up then takes seconds, not minutes)
 
 The corpus (scripts/data/tool_selection/, README there): the 59 tools of the seven MCP servers people
 install first and the built-ins, a 500 and a 3,000-tool catalog of real definitions from public MCP
@@ -56,6 +60,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -98,9 +103,9 @@ BUDGET_INIT_MS = 5.0
 METHOD_NOT_FOUND, INVALID_PARAMS = -32601, -32602
 
 
-def spawn(code: Path, data: Path, *, initialize: bool = True) -> Any:
+def spawn(code: Path, data: Path, *, initialize: bool = True, args: tuple[str, ...] = ()) -> Any:
     """``python -m sidecar`` of the tree ``code`` (this one, REF's export, or --code), on ``data``."""
-    return SidecarClient.spawn(data, command=[sys.executable, "-m", "sidecar", "--data-dir", str(data)],
+    return SidecarClient.spawn(data, command=[sys.executable, "-m", "sidecar", "--data-dir", str(data), *args],
                                env={"PYTHONPATH": str(code)}, initialize=initialize, client_name="bench_tool_selection")
 
 
@@ -382,6 +387,62 @@ async def latency(rk: Rankers, rounds: int) -> dict[str, list[float]]:
     return times
 
 
+async def latency_only(args: argparse.Namespace, tmp: Path) -> tuple[Rows, list[str]]:
+    """Section 3 for each ``--code`` tree, requests interleaved (A, B, A, B...): trees compared on
+    the same machine load. ``tools/relevant`` is left out unless ``--relevant``; without it the
+    sidecars run without the embedding model (``tools/search`` never uses it), so no tree spends
+    the measurement embedding 5,000 tools in the background."""
+    codes: list[Path] = args.code_list or [ROOT]
+    base = args.data or tmp / "data"
+    servers = stored_servers()
+    if not (base / "sidecar.db").exists():
+        async with spawn(codes[0], base) as sc:
+            for s in servers59():
+                if s["server"] != "builtin":
+                    await add_stub(sc, TOOLS59, s["server"])
+            await wait_connected(sc)
+        fill(base / "sidecar.db", servers)
+    select_size(base / "sidecar.db", servers, BIG)
+    notes: list[str] = []
+    rows = Rows()
+    async with AsyncExitStack() as stack:
+        sides: list[Rankers] = []
+        for n, code in enumerate(codes):
+            data = tmp / f"data-{n}"
+            subprocess.run(["cp", "-a", str(base), str(data)], check=True)
+            sc = await stack.enter_async_context(
+                spawn(code, data, args=() if args.relevant else ("--embedding-model", "none")))
+            await wait_connected(sc)
+            rk = Rankers(sc)
+            await rk.probe()
+            notes.append(f"{code}: {len(await enabled_tools(sc))} tools"
+                         + (f", embeddings: {await wait_catalog_embedded(rk, BIG, 900)}" if args.relevant else ""))
+            await rk.rank("search", "warm up")
+            sides.append(rk)
+        if args.data is not None:  # the embeddings made meanwhile, kept for the next run
+            subprocess.run(["cp", "-a", str(tmp / "data-0" / "sidecar.db"), str(base / "sidecar.db")], check=True)
+        load = os.getloadavg()[0]
+        texts = [p["text"] for p in phrasings("59") + phrasings("_large")]
+        random.Random(28).shuffle(texts)
+        times: list[dict[str, list[float]]] = [{"search": [], "relevant": [], "ping": []} for _ in sides]
+        for text in texts[:args.rounds]:
+            for rk, t in zip(sides, times, strict=True):
+                for what in ("search", "ping", *(("relevant",) if args.relevant else ())):
+                    t0 = time.perf_counter()
+                    if what == "ping":
+                        await rk.sc.request("ping")
+                    elif what == "search":
+                        await rk.rank("search", text)
+                    else:
+                        await rk.sc.request("tools/relevant", {"text": text[:MAX_QUERY], "limit": LIMIT})
+                    t[what].append((time.perf_counter() - t0) * 1000)
+        notes.append(f"load average {load:.2f} before, {os.getloadavg()[0]:.2f} after")
+        for code, t in zip(codes, times, strict=True):
+            rows.add(f"{code}", "", "", "", None)
+            add_latency(rows, t, 59 + BIG)
+    return rows, notes
+
+
 # -- 4. a new 100-tool server ---------------------------------------------------------------------------
 
 async def new_server(rk: Rankers) -> dict[str, float | None]:
@@ -648,13 +709,24 @@ def main() -> int:
     parser.add_argument("--code", type=Path, default=ROOT,
                         help="the sidecar tree measured (default: this one), e.g. an export of a branch with its deps "
                              "in the running interpreter's environment")
-    args = parser.parse_args()
+    parser.add_argument("--latency-only", action="store_true",
+                        help="section 3 alone, for each --code given (repeat it to compare trees, interleaved)")
+    parser.add_argument("--data", type=Path, help="--latency-only: the 5,000-tool data folder, made once and kept")
+    parser.add_argument("--rounds", type=int, default=400, help="--latency-only: requests per tree")
+    parser.add_argument("--relevant", action="store_true", help="--latency-only: time tools/relevant too")
+    args, rest = parser.parse_known_args()
+    # --code may repeat with --latency-only: every tree given is measured
+    more = argparse.ArgumentParser()
+    more.add_argument("--code", type=Path, action="append", dest="code_list")
+    args.code_list = [p.resolve() for p in (more.parse_known_args()[0].code_list or [])]
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     print_header(sys.executable)
     print(f"corpus   {TOOLS59.name}, {CATALOG.name}: 59 / 500 / 3,000 tools; {len(phrasings('59'))} hand-written "
           f"and {len(phrasings('_large'))} benchmark requests; load average {os.getloadavg()[0]:.2f}")
     print()
     t0 = time.perf_counter()
-    rows, notes = run_in_temp_dir("bench-tool-selection-", run, args)
+    rows, notes = run_in_temp_dir("bench-tool-selection-", latency_only if args.latency_only else run, args)
     print_table(rows)
     for note in notes:
         print(note)
