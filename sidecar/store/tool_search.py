@@ -174,8 +174,19 @@ class ToolSearchRepo:
         """One transaction: ``reindex`` (new or changed) indexed as given, ``gone`` dropped, and the
         marks ``done`` (stored tools) and ``mcp_done`` (toolsets' MCP tools) cleared unless a write
         marked them again meanwhile (its ``seq`` moved)."""
-        if reindex or gone:
+        changes = bool(reindex or gone)
+        if changes:
             self.generation += 1
+        try:
+            await self._sync(reindex, gone, done, mcp_done)
+        finally:
+            # Moved again once written: what was read while the write was open (rows half
+            # written, or rolled back) is not kept under the generation that follows.
+            if changes:
+                self.generation += 1
+
+    async def _sync(self, reindex: list[SearchDoc], gone: list[str], done: list[tuple[str, int]],
+                    mcp_done: Sequence[tuple[str, int]]) -> None:
         async with self.db.write() as w:
             drop = [(t,) for t in (*gone, *(d.tool_id for d in reindex))]
             for table in ("tool_search_words", "tool_search_trigrams"):

@@ -159,26 +159,52 @@ def any_of(words: list[QueryWord]) -> str | None:
 
 class Text:
     """A document's indexed text, folded, asked which words it holds (a look for each of the
-    query's few words: cheaper than cutting kilobytes of description into words)."""
+    query's few words: cheaper than cutting kilobytes of description into words).
+
+    Looked up with str.find and a check of the characters either side (str.isalnum is what the
+    regular expression ``[^\\W_]`` means for one character): a query's terms are new words at
+    almost every search, and compiling a pattern for each cost more than the whole look-up."""
+
+    __slots__ = ("text",)
 
     def __init__(self, text: str) -> None:
         self.text = fold(text)
 
     def holds(self, term: str) -> bool:
-        return term in self.text and _whole(term).search(self.text) is not None
+        """Whether ``term`` is one of its words (whole: neither side next to a letter or digit)."""
+        text, n = self.text, len(term)
+        at = text.find(term)
+        while at >= 0:
+            end = at + n
+            if (at == 0 or not text[at - 1].isalnum()) and (end == len(text) or not text[end].isalnum()):
+                return True
+            at = text.find(term, at + 1)
+        return False
 
     def containing(self, part: str) -> str | None:
         """Its first word holding ``part`` (one shorter than a trigram: at its start)."""
-        found = _inside(part, len(part) < TRIGRAM).search(self.text) if part in self.text else None
-        return found.group(0) if found is not None else None
+        text = self.text
+        at = text.find(part)
+        if at < 0:
+            return None
+        if not part.isalnum():  # (a folded word that is not one run of letters and digits)
+            found = _inside(part, len(part) < TRIGRAM).search(text)
+            return found.group(0) if found is not None else None
+        if len(part) < TRIGRAM:
+            while at > 0 and text[at - 1].isalnum():
+                at = text.find(part, at + 1)
+                if at < 0:
+                    return None
+        # The whole word around it: the run of letters and digits it lies in.
+        start, end = at, at + len(part)
+        while start > 0 and text[start - 1].isalnum():
+            start -= 1
+        while end < len(text) and text[end].isalnum():
+            end += 1
+        return text[start:end]
 
 
-@functools.lru_cache(maxsize=1024)
-def _whole(term: str) -> re.Pattern[str]:
-    return re.compile(rf"(?<![^\W_]){re.escape(term)}(?![^\W_])")
-
-
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=256)
 def _inside(part: str, at_start: bool) -> re.Pattern[str]:
     return re.compile((r"(?<![^\W_])" if at_start else r"[^\W_]*") + re.escape(part) + r"[^\W_]*")
 

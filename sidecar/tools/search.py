@@ -44,6 +44,9 @@ SNAPSHOTS = 8  # rankings kept for their next pages
 # rarely page far; pages past it go on by position.
 SNAPSHOT_PAGES = 4
 SNAPSHOT_ROWS = 10_000
+# Hits' texts kept (folded, to tell which query words each holds), while the index stays as it was:
+# the palette asks again at every keystroke, mostly for the hits it showed before.
+TEXTS = 1024
 
 
 # What is indexed of each field, at most (characters). A tool's text is written by whoever made
@@ -91,6 +94,9 @@ Listings = list[tuple[str, Any]]
 WithUsage = Callable[[list[Tool]], Awaitable[list[Tool]]]
 
 
+_NO_TEXT = Text("")
+
+
 def same_listings(a: Listings, b: Listings) -> bool:
     # Identity first: a server's list object is replaced whenever its tools are listed again. A new
     # list equal to the last one (a server listing the same tools again, even 100 times a second)
@@ -114,6 +120,8 @@ class ToolSearch:
         self._views_version: int | None = None
         self.mcp_diffs = 0  # how often every MCP tool's view was made and diffed (what refreshing costs)
         self._corrector: tuple[int, Corrector] | None = None  # with the index generation it was read at
+        self._texts: dict[str, Text] = {}  # hits' indexed texts, of the index generation below
+        self._texts_generation = -1
         # id -> (the first hits of a ranking, each one's place in it, whether that is all of it)
         self._snapshots: OrderedDict[int, tuple[list[HitRow], dict[str, int], bool]] = OrderedDict()
         # Snapshot ids start anywhere, so a token from before a restart names none of this run's.
@@ -142,10 +150,24 @@ class ToolSearch:
                                        limit=limit)
         if not rows:
             return []
-        texts = await self.repo.texts([r.tool_id for r in rows])
+        texts = await self.texts([r.tool_id for r in rows])
         best = rows[0].score
         return [Ranked(r.tool_id, round(r.score / best, 4) if best > 0 else 1.0,
-                       why(words, Text(texts.get(r.tool_id, "")))) for r in rows]
+                       why(words, texts.get(r.tool_id, _NO_TEXT))) for r in rows]
+
+    async def texts(self, tool_ids: list[str]) -> dict[str, Text]:
+        """These tools' indexed texts (absent: not indexed), read once per index generation."""
+        generation = self.repo.generation
+        if generation != self._texts_generation:
+            self._texts, self._texts_generation = {}, generation
+        kept = self._texts
+        missing = [t for t in tool_ids if t not in kept]
+        read = {t: Text(v) for t, v in (await self.repo.texts(missing)).items()} if missing else {}
+        if read and self.repo.generation == generation:  # (not when the index moved meanwhile)
+            if len(kept) + len(read) > TEXTS:
+                kept.clear()
+            kept.update(read)
+        return {t: v for t in tool_ids if (v := kept.get(t) or read.get(t)) is not None}
 
     async def search(self, p: SearchToolsParams) -> SearchToolsResult:
         typed = words_of(p.q)
@@ -159,13 +181,13 @@ class ToolSearch:
         rows, snapshot = await self._ranked(match, p.include_disabled, toolsets, after, p.page_size)
         page, token = pages.page(rows, p.page_size, lambda r: (snapshot, *r.position()))
         tools = await self._views([r.tool_id for r in page])
-        texts = await self.repo.texts([r.tool_id for r in page]) if words else {}
+        texts = await self.texts([r.tool_id for r in page]) if words else {}
         rank = {r.tool_id: r for r in page}
         shown = await self.with_usage([t for r in page if (t := tools.get(r.tool_id)) is not None
                                        and (t.enabled or p.include_disabled)])
         return SearchToolsResult([
             SearchHit(t, MATCHES[rank[t.id].tier],
-                      [SearchTerm(q, term) for q, term in matched(words, Text(texts.get(t.id, "")), inside=True)],
+                      [SearchTerm(q, term) for q, term in matched(words, texts.get(t.id, _NO_TEXT), inside=True)],
                       round(rank[t.id].relevance / RELEVANCE_SCALE, 4))
             for t in shown], token)
 
