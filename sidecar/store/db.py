@@ -220,6 +220,12 @@ class Database:
         then may still roll back). Lets a copy kept outside ``cached`` (an index) tell it is stale."""
         return None if self._changing.get(name) else self._versions.get(name, 0)
 
+    def changes(self) -> int:
+        """Rows inserted, updated or deleted through this connection since it opened, triggers'
+        writes included (the only connection to the file: whatever did not move this wrote
+        nothing). Lets a reader skip a look at a table nothing can have written since."""
+        return self._conn.total_changes
+
     async def _settle(self, name: str) -> None:
         """Wait for the writes of ``name`` that are queued or open to end: this connection would
         show another task their rows half written (an upgrade deletes a toolset's tools before it

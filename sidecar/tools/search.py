@@ -118,6 +118,7 @@ class ToolSearch:
         self._mcp: dict[str, Tool] = {}  # their views, to answer with
         self._stored: dict[str, Tool] = {}  # stored tools' views read for hits, while the catalog stays
         self._views_version: int | None = None
+        self._clean_at = -1  # Database.changes() when the marks were last read and found empty
         self.mcp_diffs = 0  # how often every MCP tool's view was made and diffed (what refreshing costs)
         self._corrector: tuple[int, Corrector] | None = None  # with the index generation it was read at
         self._texts: dict[str, Text] = {}  # hits' indexed texts, of the index generation below
@@ -264,8 +265,14 @@ class ToolSearch:
 
     async def refresh(self) -> None:
         """Make the index match the catalog, if anything changed since it last did."""
-        if self._mcp_current() and not await self.repo.dirty():
-            return
+        if self._mcp_current():
+            # Nothing marked since the marks were last seen empty: no row was written meanwhile.
+            changes = self.db.changes()
+            if changes == self._clean_at:
+                return
+            if not await self.repo.dirty():
+                self._clean_at = changes  # (read before the marks: a write meanwhile moves it on)
+                return
         async with self._lock:
             # Read before the marks: a write landing after them moves the version again.
             version, listings = self.db.version(CATALOG), self.catalog.host.listings()

@@ -112,3 +112,62 @@ async def test_writes_mark_stored_tools_and_a_sync_clears_only_the_marks_it_read
     assert await search(repo, "map") == [("geo:map_a", 0), ("geo:map_b", 0)]
     await used(repo, geo__map_b=3)
     assert await search(repo, "map") == [("geo:map_b", 0), ("geo:map_a", 0)]
+
+
+async def test_merged_tables_rank_as_before_and_follow_later_changes(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch):
+    """Past MERGE_AFTER documents written both FTS5 tables are merged: the same hits in the same
+    order as an index never merged, then and after later changes."""
+    from sidecar.store import tool_search
+
+    docs = [doc(f"t{i % 7}:tool_{i}", modified=f"2026-0{1 + i % 9}-01T00:00:00Z",
+                description=f"reads {'maps' if i % 3 else 'roadmaps'} and file {i} of the research")
+            for i in range(60)]
+    merged = ToolSearchRepo(await Database.open(tmp_path / "merged.db"))
+    plain = ToolSearchRepo(await Database.open(tmp_path / "plain.db"))
+    try:
+        monkeypatch.setattr(tool_search, "MERGE_AFTER", 25)
+        for part in (docs[:20], docs[20:40], docs[40:]):
+            await merged.sync(part, [], [])
+        monkeypatch.setattr(tool_search, "MERGE_AFTER", 10**9)
+        for part in (docs[:20], docs[20:40], docs[40:]):
+            await plain.sync(part, [], [])
+        assert merged.merges == 1 and plain.merges == 0  # after the second part
+        queries = ("map", "file 7", "search", "reads", "tool_4", "roadmaps file")
+        for repo in (merged, plain):  # a changed document, found by its new words only
+            await repo.sync([doc("t1:tool_1", description="feeds the quokka")], ["t2:tool_2"], [])
+        for q in (*queries, "quokka"):
+            full = await merged.search(match_of(words_of(q)), include_disabled=False, toolset_ids=None,
+                                       after=None, limit=100)
+            assert full == await plain.search(match_of(words_of(q)), include_disabled=False, toolset_ids=None,
+                                              after=None, limit=100), q
+        assert await search(merged, "quokka") == [("t1:tool_1", 1)]
+        assert "t2:tool_2" not in {t for t, _ in await search(merged, "tool_2")}
+    finally:
+        await merged.db.close()
+        await plain.db.close()
+
+
+async def test_hits_found_only_inside_a_word_come_after_every_other_at_any_page_size(repo: ToolSearchRepo):
+    """A ranking read in pages of any size, or in one go, is the same: words found inside a word
+    (read only when a page needs them) come last, in recency order."""
+    await repo.sync([doc(f"a:map_{i}", modified=f"2026-01-{10 + i}T00:00:00Z") for i in range(6)]
+                    + [doc(f"b:plan_{i}", description="a roadmap", modified=f"2026-02-{10 + i}T00:00:00Z")
+                       for i in range(4)]
+                    + [doc("c:draw", description="draws a map", modified="2026-03-01T00:00:00Z")], [], [])
+    whole = await repo.search(match_of(words_of("map")), include_disabled=False, toolset_ids=None, after=None,
+                              limit=100)
+    assert [(r.tool_id, r.tier, r.relevance > 0) for r in whole] == [
+        *((f"a:map_{i}", 0, True) for i in reversed(range(6))), ("c:draw", 1, True),
+        *((f"b:plan_{i}", 2, False) for i in reversed(range(4)))]
+    for size in range(1, 12):
+        pages, after = [], None
+        while page := await repo.search(match_of(words_of("map")), include_disabled=False, toolset_ids=None,
+                                        after=after, limit=size):
+            pages += page
+            after = page[-1].position()
+        assert pages == whole, size
+    # Where one tool found inside a word ranks now (a page token's last hit, looked up alone).
+    alone = await repo.search(match_of(words_of("map")), include_disabled=False, toolset_ids=None, after=None,
+                              limit=1, tool_id="b:plan_2")
+    assert alone == [r for r in whole if r.tool_id == "b:plan_2"]

@@ -142,3 +142,16 @@ async def test_a_server_listing_the_same_tools_100_times_a_second_costs_no_diff(
         assert relists() >= 10 and searched >= 10
         assert services.search.mcp_diffs == diffs  # the same tools: never made into views and diffed again
         assert services.db.transactions - writes <= 2  # (the call's own record, at most): the index wrote nothing
+
+
+async def test_a_write_no_catalog_writer_announced_is_still_found_by_the_next_search(tmp_path: Path):
+    """Searches in a row skip the look at the index's marks while no row was written; any write
+    (here one outside the catalog's writers, marked by the triggers alone) makes the next look."""
+    async with built(tmp_path / "data") as (services, _):
+        await install_into(services, tmp_path / "ts", "zoo", {"feed": "Feed the quokka"})
+        assert await page(services, "quokka") == (["zoo:feed"], None)
+        assert await page(services, "quokka") == (["zoo:feed"], None)  # (nothing written: no look)
+        async with services.db.write() as w:
+            await w.execute("UPDATE tools SET description = 'Feed the wombat' WHERE tool_id = 'zoo:feed'")
+        assert await page(services, "quokka") == ([], None)
+        assert await page(services, "wombat") == (["zoo:feed"], None)
