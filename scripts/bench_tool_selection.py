@@ -8,8 +8,8 @@ how many definitions does a turn send, and what does it cost, on real tool defin
     .venv/bin/python scripts/bench_tool_selection.py --code DIR        measure the sidecar tree in DIR
     .venv/bin/python scripts/bench_tool_selection.py --latency-only [--code DIR]... [--data DIR]
         section 3 alone (tools/search and ping), each --code tree on its own copy of one 5,000-tool
-        data folder, their requests interleaved; --data keeps that folder between runs (the
-        embeddings cached in it: set-up then takes seconds, not minutes)
+        data folder, their requests interleaved; --data keeps that folder between runs (with
+        --relevant, the embeddings made in it too: set-up then takes seconds, not minutes)
 
 The corpus (scripts/data/tool_selection/, README there): the 59 tools of the seven MCP servers people
 install first and the built-ins, a 500 and a 3,000-tool catalog of real definitions from public MCP
@@ -105,7 +105,9 @@ METHOD_NOT_FOUND, INVALID_PARAMS = -32601, -32602
 
 def spawn(code: Path, data: Path, *, initialize: bool = True, args: tuple[str, ...] = ()) -> Any:
     """``python -m sidecar`` of the tree ``code`` (this one, REF's export, or --code), on ``data``."""
-    return SidecarClient.spawn(data, command=[sys.executable, "-m", "sidecar", "--data-dir", str(data), *args],
+    # -P: the working directory is not put first on sys.path, so PYTHONPATH's tree is the one that runs
+    # (run from a checkout, `-m sidecar` would otherwise import the checkout's, whatever --code says).
+    return SidecarClient.spawn(data, command=[sys.executable, "-P", "-m", "sidecar", "--data-dir", str(data), *args],
                                env={"PYTHONPATH": str(code)}, initialize=initialize, client_name="bench_tool_selection")
 
 
@@ -387,6 +389,12 @@ async def latency(rk: Rankers, rounds: int) -> dict[str, list[float]]:
     return times
 
 
+def _cpu_seconds(pid: int) -> float:
+    """utime + stime of a process (all its threads), in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 async def latency_only(args: argparse.Namespace, tmp: Path) -> tuple[Rows, list[str]]:
     """Section 3 for each ``--code`` tree, requests interleaved (A, B, A, B...): trees compared on
     the same machine load. ``tools/relevant`` is left out unless ``--relevant``; without it the
@@ -419,12 +427,11 @@ async def latency_only(args: argparse.Namespace, tmp: Path) -> tuple[Rows, list[
                          + (f", embeddings: {await wait_catalog_embedded(rk, BIG, 900)}" if args.relevant else ""))
             await rk.rank("search", "warm up")
             sides.append(rk)
-        if args.data is not None:  # the embeddings made meanwhile, kept for the next run
-            subprocess.run(["cp", "-a", str(tmp / "data-0" / "sidecar.db"), str(base / "sidecar.db")], check=True)
         load = os.getloadavg()[0]
         texts = [p["text"] for p in phrasings("59") + phrasings("_large")]
         random.Random(28).shuffle(texts)
         times: list[dict[str, list[float]]] = [{"search": [], "relevant": [], "ping": []} for _ in sides]
+        cpu = [_cpu_seconds(rk.sc.proc.pid) for rk in sides]
         for text in texts[:args.rounds]:
             for rk, t in zip(sides, times, strict=True):
                 for what in ("search", "ping", *(("relevant",) if args.relevant else ())):
@@ -437,9 +444,17 @@ async def latency_only(args: argparse.Namespace, tmp: Path) -> tuple[Rows, list[
                         await rk.sc.request("tools/relevant", {"text": text[:MAX_QUERY], "limit": LIMIT})
                     t[what].append((time.perf_counter() - t0) * 1000)
         notes.append(f"load average {load:.2f} before, {os.getloadavg()[0]:.2f} after")
+        for code, rk, before in zip(codes, sides, cpu, strict=True):
+            # The sidecar's own CPU time (all its threads) per request: what a loaded machine's
+            # waits for a core do not inflate.
+            used = _cpu_seconds(rk.sc.proc.pid) - before
+            notes.append(f"{code}: sidecar CPU {used * 1000 / args.rounds:.2f} ms per round (a search, a ping"
+                         + (", a tools/relevant)" if args.relevant else ")"))
         for code, t in zip(codes, times, strict=True):
             rows.add(f"{code}", "", "", "", None)
             add_latency(rows, t, 59 + BIG)
+    if args.data is not None and args.relevant:  # the embeddings made, kept for the next run (stopped: whole)
+        subprocess.run(["cp", "-a", f"{tmp / 'data-0'}/.", str(base)], check=True)
     return rows, notes
 
 

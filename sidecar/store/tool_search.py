@@ -115,12 +115,34 @@ _TRIGRAMS = "SELECT rowid FROM tool_search_trigrams WHERE tool_search_trigrams M
 _AFTER = ("(tier > ? OR (tier = ? AND (relevance < ? OR (relevance = ? AND (modified_at < ? OR (modified_at = ? "
           "AND (call_count < ? OR (call_count = ? AND tool_id > ?))))))))")
 RELEVANCE_SCALE = 1_000_000  # relevance is kept in millionths: equal documents tie, a token says it exactly
-# Documents written (indexed or dropped) after which both FTS5 tables are merged into one segment
-# each ('optimize'). Written in batches, an index is many segments, and every term of a query is
-# looked up in each: at 5,000 tools, merged, bm25 over a sentence's terms took half the time and
-# the trigram look-up a quarter. Merging costs about as much as writing the documents once did
-# (~0.5 s at 5,000 tools on a loaded machine), so it waits for that many writes.
+# An FTS5 table written in batches is many segments (b-trees), and every term of a query is looked up
+# in each: at 5,000 tools in 11 segments, merged into one ('optimize'), bm25 over a sentence's terms
+# took half the time and the trigram look-up a quarter. Merging costs about what writing every
+# document once did (~0.5 s at 5,000 tools on a loaded machine), so the tables are looked at by the
+# first sync of a run (an index built by earlier runs) and after MERGE_AFTER documents written, and
+# merged when either holds more than MAX_SEGMENTS segments (FTS5's own merging keeps a few per level).
 MERGE_AFTER = 1000
+MAX_SEGMENTS = 4
+_V2 = b"\xff\x00\x00\x01"  # FTS5's structure record, second version: after the cookie
+
+
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    """SQLite's varint at ``at`` (big-endian 7-bit groups; the ninth byte whole), and where it ends."""
+    value = 0
+    for i in range(8):
+        byte = data[at + i]
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            return value, at + i + 1
+    return (value << 8) | data[at + 8], at + 9
+
+
+def segments(structure: bytes) -> int:
+    """The number of segments an FTS5 structure record (its ``_data`` row 10) names: a 4-byte
+    cookie, the V2 mark if any, then the number of levels and of segments (fts5_index.c)."""
+    at = 4 + (len(_V2) if structure[4:8] == _V2 else 0)
+    _, at = _varint(structure, at)
+    return _varint(structure, at)[0]
 
 
 _INDEXED = """
@@ -161,7 +183,8 @@ class ToolSearchRepo:
         # Moves on every sync that changed a document: what is derived from the index (its
         # vocabulary) is kept until it moves.
         self.generation = 0
-        self.written = 0  # documents written since the tables were last merged (MERGE_AFTER)
+        self.written = 0  # documents written since the tables were last looked at (MERGE_AFTER)
+        self.looked = False  # whether this run looked at them yet
         self.merges = 0
 
     async def dirty(self) -> list[tuple[str, int]]:
@@ -220,13 +243,25 @@ class ToolSearchRepo:
             await w.executemany("DELETE FROM tool_search_dirty WHERE tool_id = ? AND seq = ?", done)
             await w.executemany("DELETE FROM tool_search_mcp_dirty WHERE toolset_id = ? AND seq = ?", mcp_done)
             written = self.written + len(drop)
-            merge = written >= MERGE_AFTER
+            look = written >= MERGE_AFTER or not self.looked
+            merge = look and await self._fragmented(w)
             if merge:
                 for table in ("tool_search_words", "tool_search_trigrams"):
                     await w.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
         # (Counted once committed: a rolled-back write wrote nothing.)
-        self.written = 0 if merge else written
+        self.written = 0 if look else written
+        self.looked = True
         self.merges += merge
+
+    async def _fragmented(self, w: Any) -> bool:
+        for table in ("tool_search_words", "tool_search_trigrams"):
+            row = await (await w.execute(f"SELECT block FROM {table}_data WHERE id = 10")).fetchone()
+            try:
+                if row is not None and segments(row[0]) > MAX_SEGMENTS:
+                    return True
+            except IndexError:  # (a record this reader cannot parse: left as it is)
+                pass
+        return False
 
     async def search(self, match: Match | None, *, include_disabled: bool, toolset_ids: list[str] | None,
                      after: Position | None, limit: int, tool_id: str | None = None) -> list[HitRow]:

@@ -114,10 +114,17 @@ async def test_writes_mark_stored_tools_and_a_sync_clears_only_the_marks_it_read
     assert await search(repo, "map") == [("geo:map_b", 0), ("geo:map_a", 0)]
 
 
+async def structure(repo: ToolSearchRepo) -> list[int]:
+    from sidecar.store.tool_search import segments
+
+    return [segments((await repo.db.fetchone(f"SELECT block FROM {t}_data WHERE id = 10"))[0])  # type: ignore[index]
+            for t in ("tool_search_words", "tool_search_trigrams")]
+
+
 async def test_merged_tables_rank_as_before_and_follow_later_changes(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch):
-    """Past MERGE_AFTER documents written both FTS5 tables are merged: the same hits in the same
-    order as an index never merged, then and after later changes."""
+    """An index of more than MAX_SEGMENTS segments, looked at after MERGE_AFTER documents written,
+    is merged: the same hits in the same order as one never merged, then and after later changes."""
     from sidecar.store import tool_search
 
     docs = [doc(f"t{i % 7}:tool_{i}", modified=f"2026-0{1 + i % 9}-01T00:00:00Z",
@@ -127,12 +134,14 @@ async def test_merged_tables_rank_as_before_and_follow_later_changes(tmp_path: P
     plain = ToolSearchRepo(await Database.open(tmp_path / "plain.db"))
     try:
         monkeypatch.setattr(tool_search, "MERGE_AFTER", 25)
+        monkeypatch.setattr(tool_search, "MAX_SEGMENTS", 1)
         for part in (docs[:20], docs[20:40], docs[40:]):
             await merged.sync(part, [], [])
-        monkeypatch.setattr(tool_search, "MERGE_AFTER", 10**9)
+        assert merged.merges >= 1 and await structure(merged) == [1, 1]  # looked at: at first, after 40 written
+        monkeypatch.setattr(tool_search, "MAX_SEGMENTS", 10**9)
         for part in (docs[:20], docs[20:40], docs[40:]):
             await plain.sync(part, [], [])
-        assert merged.merges == 1 and plain.merges == 0  # after the second part
+        assert plain.merges == 0 and min(await structure(plain)) > 1
         queries = ("map", "file 7", "search", "reads", "tool_4", "roadmaps file")
         for repo in (merged, plain):  # a changed document, found by its new words only
             await repo.sync([doc("t1:tool_1", description="feeds the quokka")], ["t2:tool_2"], [])
