@@ -71,6 +71,7 @@ class Corrector:
         for term in self.sorted:
             self._by_length.setdefault(len(term), []).append(term)
         self._memo: dict[str, tuple[str, ...]] = {}
+        self._choices: dict[tuple[int, int], list[str]] = {}  # (length, edits) -> the words that near
         self._stemmer: Any = None
 
     def nearest(self, word: str) -> tuple[str, ...]:
@@ -120,7 +121,10 @@ class Corrector:
             if not term.startswith(word):
                 break
             near[term] = (1, -self.docs[term], term)
-        choices = [t for n in range(len(word) - edits, len(word) + edits + 1) for t in self._by_length.get(n, ())]
+        choices = self._choices.get((len(word), edits))
+        if choices is None:  # (a few lengths: kept, not gathered again for every word)
+            choices = self._choices[len(word), edits] = [
+                t for n in range(len(word) - edits, len(word) + edits + 1) for t in self._by_length.get(n, ())]
         for term, distance, _ in process.extract(word, choices, scorer=OSA.distance, score_cutoff=edits,
                                                  limit=None):
             near[term] = min(near.get(term, (edits + 1, 0, term)), (int(distance), -self.docs[term], term))
