@@ -107,8 +107,8 @@ export interface ClientRequests {
   "mcpServers/setEnabled": { params: T.ServerSetEnabledParams; result: T.ServerResult };
   /** Drop the connection and connect again now (after fixing its environment, say). */
   "mcpServers/reconnect": { params: T.ServerIdParams; result: T.ServerResult };
-  /** Sign in to a remote server with OAuth: the sidecar asks the UI to open the authorization page (ui/openUrl), takes the redirect on a 127.0.0.1 listener, keeps the tokens in the secret store, and answers once the server is connected again (or failed). Errors: UpstreamError (source oauth) for a refused sign-in, Timeout when the user or an endpoint took too long. */
-  "mcpServers/login": { params: T.ServerIdParams; result: T.ServerResult };
+  /** Sign in to a remote server with OAuth: the sidecar asks the UI to open the authorization page (ui/openUrl), takes the redirect on a 127.0.0.1 listener, keeps the tokens in the secret store, and answers once the server is connected again (or failed). With a client whose grant is client_credentials no page is opened: the sidecar gets the token itself. Errors: UpstreamError (source oauth) for a refused sign-in, Timeout when the user or an endpoint took too long, InvalidParams for a client that cannot sign in (client_credentials without a secret or key). */
+  "mcpServers/login": { params: T.LoginParams; result: T.ServerResult };
   /** Sign out of a server: its OAuth tokens are revoked where the authorization server has a revocation endpoint, and forgotten with the client registration; it reconnects and then needs a sign-in. */
   "mcpServers/logout": { params: T.ServerIdParams; result: T.ServerResult };
   /** The resources a connected server offers. */

@@ -1580,6 +1580,34 @@ export interface ServerSetEnabledParams {
   enabled: boolean;
 }
 
+export interface LoginParams {
+  /** Server key (toolset~server); a bare server id works when it names one server. */
+  id: string;
+  /** A pre-registered client to sign in with (kept for later sign-ins and token refreshes). Absent: the one given before, else the app's client ID metadata document where the authorization server supports one, else dynamic client registration. */
+  client?: OAuthClient | null;
+}
+
+/** A client the user registered with the server's authorization server ahead of time (its
+ *     client id, and its secret or private key): used instead of a client ID metadata document or
+ *     dynamic registration. Kept with the sign-in in the secret store, never in the database; no
+ *     response, log line or error shows the secret or the key. Sent again, it replaces the one kept. */
+export interface OAuthClient {
+  /** The client id the authorization server issued. */
+  clientId: string;
+  /** The client secret, for client_secret_basic or client_secret_post (absent: a public client). */
+  clientSecret?: string | null;
+  /** A PEM private key that signs the client's assertion (private_key_jwt, RFC 7523); its client is registered with the matching public key. */
+  privateKey?: string | null;
+  /** The JWS algorithm of privateKey's assertions (absent: ES256 for an EC key, RS256 otherwise). */
+  signingAlgorithm?: "ES256" | "ES384" | "ES512" | "PS256" | "PS384" | "PS512" | "RS256" | "RS384" | "RS512" | null;
+  /** How the client authenticates at the token endpoint (absent: private_key_jwt with privateKey; with clientSecret the first of client_secret_basic and client_secret_post the authorization server lists, basic when it lists neither; none without either). */
+  tokenEndpointAuthMethod?: "client_secret_basic" | "client_secret_post" | "none" | "private_key_jwt" | null;
+  /** authorization_code (the default: the user signs in in the browser) or client_credentials (a machine client: no browser, the sidecar gets and renews tokens by itself; needs clientSecret or privateKey). */
+  grant?: "authorization_code" | "client_credentials";
+  /** Scopes to ask for with client_credentials (absent: what the server's challenge or metadata names). The authorization_code grant always asks for what the server names. */
+  scope?: string | null;
+}
+
 export interface OpenUrlParams {
   /** The page to open in the user's browser (an OAuth authorization page); it ends by redirecting to the sidecar's loopback listener. */
   url: string;

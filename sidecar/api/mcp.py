@@ -245,6 +245,48 @@ class ServerIdParams(Model):
     id: str  # server key (toolset~server); a bare server id works when it names one server
 
 
+TokenEndpointAuthMethod = Literal["none", "client_secret_basic", "client_secret_post", "private_key_jwt"]
+SigningAlgorithm = Literal["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512"]
+_CLIENT_TEXT = Annotated[str, msgspec.Meta(min_length=1, max_length=1024, pattern=r"^[^\x00-\x1f]*(?![\s\S])")]
+_PEM = Annotated[str, msgspec.Meta(min_length=1, max_length=16 * 1024)]
+
+
+class OAuthClient(Model):
+    """A client the user registered with the server's authorization server ahead of time (its
+    client id, and its secret or private key): used instead of a client ID metadata document or
+    dynamic registration. Kept with the sign-in in the secret store, never in the database; no
+    response, log line or error shows the secret or the key. Sent again, it replaces the one kept."""
+
+    client_id: Annotated[_CLIENT_TEXT, msgspec.Meta(description="The client id the authorization server issued.")]
+    client_secret: Annotated[_CLIENT_TEXT | None, msgspec.Meta(description=(
+        "The client secret, for client_secret_basic or client_secret_post (absent: a public client)."))] = None
+    private_key: Annotated[_PEM | None, msgspec.Meta(description=(
+        "A PEM private key that signs the client's assertion (private_key_jwt, RFC 7523); its client is "
+        "registered with the matching public key."))] = None
+    signing_algorithm: Annotated[SigningAlgorithm | None, msgspec.Meta(description=(
+        "The JWS algorithm of privateKey's assertions (absent: ES256 for an EC key, RS256 otherwise)."))] = None
+    token_endpoint_auth_method: Annotated[TokenEndpointAuthMethod | None, msgspec.Meta(description=(
+        "How the client authenticates at the token endpoint (absent: private_key_jwt with privateKey; "
+        "with clientSecret the first of client_secret_basic and client_secret_post the authorization "
+        "server lists, basic when it lists neither; none without either)."))] = None
+    grant: Annotated[Literal["authorization_code", "client_credentials"], msgspec.Meta(description=(
+        "authorization_code (the default: the user signs in in the browser) or client_credentials (a "
+        "machine client: no browser, the sidecar gets and renews tokens by itself; needs clientSecret or "
+        "privateKey)."))] = "authorization_code"
+    scope: Annotated[Annotated[str, msgspec.Meta(max_length=4096)] | None, msgspec.Meta(description=(
+        "Scopes to ask for with client_credentials (absent: what the server's challenge or metadata "
+        "names). The authorization_code grant always asks for what the server names."))] = None
+
+
+class LoginParams(Model):
+    id: Annotated[str, msgspec.Meta(description=(
+        "Server key (toolset~server); a bare server id works when it names one server."))]
+    client: Annotated[OAuthClient | None, msgspec.Meta(description=(
+        "A pre-registered client to sign in with (kept for later sign-ins and token refreshes). Absent: "
+        "the one given before, else the app's client ID metadata document where the authorization server "
+        "supports one, else dynamic client registration."))] = None
+
+
 class OpenUrlParams(Model):
     url: Annotated[str, msgspec.Meta(description="The page to open in the user's browser (an OAuth "
                                      "authorization page); it ends by redirecting to the sidecar's loopback listener.")]
@@ -464,9 +506,11 @@ SPECS = (
     MethodSpec("mcpServers/login", "clientToServer", "request",
                "Sign in to a remote server with OAuth: the sidecar asks the UI to open the authorization page "
                "(ui/openUrl), takes the redirect on a 127.0.0.1 listener, keeps the tokens in the secret store, "
-               "and answers once the server is connected again (or failed). Errors: UpstreamError (source "
-               "oauth) for a refused sign-in, Timeout when the user or an endpoint took too long.",
-               params=ServerIdParams, result=ServerResult, errors=(_NF, _CF, _UP, _TO, _ST)),
+               "and answers once the server is connected again (or failed). With a client whose grant is "
+               "client_credentials no page is opened: the sidecar gets the token itself. Errors: UpstreamError "
+               "(source oauth) for a refused sign-in, Timeout when the user or an endpoint took too long, "
+               "InvalidParams for a client that cannot sign in (client_credentials without a secret or key).",
+               params=LoginParams, result=ServerResult, errors=(_NF, _CF, _IP, _UP, _TO, _ST)),
     MethodSpec("mcpServers/logout", "clientToServer", "request",
                "Sign out of a server: its OAuth tokens are revoked where the authorization server has a "
                "revocation endpoint, and forgotten with the client registration; it reconnects and then "

@@ -8,6 +8,7 @@ from ..api.mcp import (
     GetPromptParams,
     GetPromptResult,
     ListServersParams,
+    LoginParams,
     McpImportParams,
     McpImportPreviewParams,
     McpImportPreviewResult,
@@ -57,8 +58,8 @@ class McpHandlers:
         return ServerResult(await self.servers.reconnect(p.id))
 
     @method("mcpServers/login")
-    async def login(self, p: ServerIdParams, ctx: RequestContext) -> ServerResult:
-        return ServerResult(await self.servers.login(p.id))
+    async def login(self, p: LoginParams, ctx: RequestContext) -> ServerResult:
+        return ServerResult(await self.servers.login(p.id, p.client))
 
     @method("mcpServers/logout")
     async def logout(self, p: ServerIdParams, ctx: RequestContext) -> ServerResult:

@@ -10,7 +10,7 @@ import logging
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
@@ -166,7 +166,7 @@ class Connector:
                                            client_metadata_url=self.client_metadata_url,
                                            http_timeout=config.connect_timeout, on_needs_user=conn.sign_in_needed)
 
-    async def sign_in(self, config: ServerConfig) -> None:
+    async def sign_in(self, config: ServerConfig, client: dict[str, Any] | None = None) -> None:
         """The browser step of OAuth for one server (``mcpServers/login``); the tokens go to the vault.
 
         Raises:
@@ -184,22 +184,22 @@ class Connector:
             raise Conflict("sign-in in progress", f"a sign-in to {config.key} is already waiting for the browser")
         self._signing_in.add(config.key)
         try:
-            await self._sign_in(config)
+            await self._sign_in(config, client)
         finally:
             self._signing_in.discard(config.key)
 
-    async def _sign_in(self, config: ServerConfig) -> None:
+    async def _sign_in(self, config: ServerConfig, client: dict[str, Any] | None) -> None:
         assert self.vault is not None and self.open_url is not None
         await self.load_sdk()
         try:
             spec = await prepare(config, self.variables)
         except Failure as exc:
             raise SignInFailed("refused", exc.message, server=config.key) from None
-        from . import oauth  # mcp SDK: loaded by load_sdk above
+        from . import oauth_login  # mcp SDK: loaded by load_sdk above
 
-        await oauth.sign_in(self.vault, config.key, spec.url, spec.headers, open_url=self.open_url,
-                            client_metadata_url=self.client_metadata_url, http_timeout=config.connect_timeout,
-                            kind=config.type)
+        await oauth_login.sign_in(self.vault, config.key, spec.url, spec.headers, open_url=self.open_url,
+                                  client_metadata_url=self.client_metadata_url,
+                                  http_timeout=config.connect_timeout, kind=config.type, client=client)
 
     async def sign_out(self, key: str, http_timeout: float) -> None:
         """Revoke (best effort) and forget a server's OAuth sign-in."""
@@ -207,10 +207,10 @@ class Connector:
             return
         if await self.vault.get(signin.record_name(key)):
             await self.load_sdk()
-            from . import oauth  # mcp SDK and httpx2: loaded by load_sdk above
+            from . import oauth_revoke  # mcp SDK and httpx2: loaded by load_sdk above
 
             with anyio.move_on_after(http_timeout):
-                await oauth.revoke(self.vault, key, http_timeout=http_timeout)
+                await oauth_revoke.revoke(self.vault, key, http_timeout=http_timeout)
         await signin.forget(self.vault, key)
 
     async def attempt(self, srv: LiveServer, conn: Conn) -> None:

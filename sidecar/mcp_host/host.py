@@ -127,7 +127,7 @@ class McpHost:
         srv.wake.set()
         await srv.set_status("connecting")
 
-    async def login(self, key: str) -> None:
+    async def login(self, key: str, client: dict[str, Any] | None = None) -> None:
         """Sign in to a remote server (OAuth, the browser step through the UI), then connect again
         and return once it is connected or has failed (bounded by its connect timeout).
 
@@ -135,7 +135,7 @@ class McpHost:
             SignInFailed: the sign-in did not succeed (the server keeps its state).
         """
         srv = self._servers[key]
-        await self._connector.sign_in(srv.config)
+        await self._connector.sign_in(srv.config, client)
         await self.reconnect(key)
         await self.settle(key)
 

@@ -28,15 +28,14 @@ import logging
 import time
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
-import anyio
 import httpx2
-from mcp.client.auth import OAuthClientProvider, OAuthFlowError, OAuthRegistrationError, OAuthTokenError
+from mcp.client.auth import OAuthClientProvider, OAuthFlowError, OAuthRegistrationError
 from mcp.client.auth.oauth2 import OAuthContext
+from mcp.client.auth.utils import union_scopes
 from mcp.shared._httpx_utils import next_request_within_origin  # the SDK's own rule for its flow's redirects
 from mcp.shared.auth import (
-    AuthorizationCodeResult,
     OAuthClientInformationFull,
     OAuthClientMetadata,
     OAuthMetadata,
@@ -44,13 +43,11 @@ from mcp.shared.auth import (
     ProtectedResourceMetadata,
 )
 
-from ..errors import SidecarError, SignInFailed
-from ..secrets import clean, mask_url
+from ..secrets import mask_url
 from ..secrets.known import remember_all
-from . import loopback, signin
-from .failures import flatten
+from . import oauth_challenge, oauth_client, signin
 from .oauth_guard import Destinations, check_endpoint, is_loopback
-from .signin import EXPIRY_MARGIN, OpenUrl, Vault
+from .signin import EXPIRY_MARGIN, Vault
 
 log = logging.getLogger("sidecar.mcp_host")
 
@@ -62,8 +59,12 @@ class NeedsUser(Exception):
     """A connection got a 401 that only the user can answer (no tokens, or they can't be refreshed)."""
 
 
-class _Storage:
-    """The SDK's `TokenStorage` over one secret-store record (see `signin.py`)."""
+class Storage:
+    """The SDK's `TokenStorage` over one secret-store record (see `signin.py`).
+
+    Besides what the SDK stores: ``preRegistered`` (the user's client, `oauth_client.py`),
+    ``challenge`` (what the server's last 401/403 asked for, `oauth_challenge.py`) and ``stepUps``
+    (sign-ins in a row that answered a 403 insufficient_scope)."""
 
     def __init__(self, vault: Vault, key: str, url: str, redirect_uri: str | None) -> None:
         self.vault, self.key, self.url, self.redirect_uri = vault, key, url, redirect_uri
@@ -90,8 +91,35 @@ class _Storage:
         tools' OAuth does: the store knows only the whole record, and a server that repeats a bearer
         token in its log or stderr would otherwise be masked only if it looked like a secret."""
         tokens, client = self.record.get("tokens") or {}, self.record.get("client") or {}
+        pre = self.pre or {}
         remember_all(str(v) for v in (tokens.get("access_token"), tokens.get("refresh_token"),
-                                       client.get("client_secret")) if v)
+                                       client.get("client_secret"), pre.get("clientSecret"),
+                                       pre.get("privateKey")) if v)
+
+    @property
+    def pre(self) -> dict[str, Any] | None:
+        """The user's pre-registered client (``OAuthClient`` on the wire), if one was given."""
+        pre = self.record.get("preRegistered")
+        return pre if isinstance(pre, dict) and pre.get("clientId") else None
+
+    @property
+    def grant(self) -> str:
+        return str((self.pre or {}).get("grant") or "authorization_code")
+
+    async def use_client(self, client: dict[str, Any]) -> None:
+        """Keep the client the user entered; it replaces any registration and its tokens."""
+        self.record = {"url": self.url, "preRegistered": client}
+        await self._save()
+
+    async def keep_challenge(self, response: httpx2.Response) -> None:
+        oauth_challenge.keep(self.record, response)
+        await self._save()
+
+    async def signed_in(self, step_up: bool) -> None:
+        """A sign-in got its tokens: the challenge it answered is done."""
+        self.record.pop("challenge", None)
+        self.record["stepUps"] = int(self.record.get("stepUps") or 0) + 1 if step_up else 0
+        await self._save()
 
     @property
     def expires_at(self) -> float | None:
@@ -108,6 +136,8 @@ class _Storage:
         await self._save()
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
+        if self.pre is not None:
+            return oauth_client.client_info(self.pre, self.redirect_uri, self.metadata)
         client = self.record.get("client")
         if not client:
             return None
@@ -145,7 +175,20 @@ class _Storage:
 
 @dataclasses.dataclass
 class _Context(OAuthContext):
-    """Tokens count as expired `EXPIRY_MARGIN` early, so they are refreshed before a request fails."""
+    """Tokens count as expired `EXPIRY_MARGIN` early, so they are refreshed before a request fails.
+    A pre-registered client with a private key signs every token request (`oauth_client.py`)."""
+
+    pre: dict[str, Any] | None = None
+
+    def prepare_token_auth(self, data: dict[str, str],
+                           headers: dict[str, str] | None = None) -> tuple[dict[str, str], dict[str, str]]:
+        info, pre = self.client_info, self.pre
+        if info is not None and info.token_endpoint_auth_method == "private_key_jwt" and pre is not None:
+            if not pre.get("privateKey") or self.oauth_metadata is None:
+                raise OAuthFlowError("private_key_jwt needs the client's private key and the authorization "
+                                     "server's metadata (its issuer is the assertion's audience)")
+            return oauth_client.add_assertion(pre, str(self.oauth_metadata.issuer), data), headers or {}
+        return super().prepare_token_auth(data, headers)
 
     def update_token_expiry(self, token: OAuthToken) -> None:
         self.token_expiry_time = (time.time() + int(token.expires_in) - _margin(int(token.expires_in))
@@ -159,11 +202,15 @@ def _margin(lifetime: float) -> float:
 class Provider(OAuthClientProvider):
     """The SDK's provider with our storage, early refresh, refresh on a 401, and endpoint checks."""
 
-    def __init__(self, *, storage: _Storage, interactive: bool, http_timeout: float,
+    def __init__(self, *, storage: Storage, interactive: bool, http_timeout: float,
                  on_needs_user: Callable[[str], None] | None = None, **kwargs: Any) -> None:
         super().__init__(storage=storage, **kwargs)
-        self.context = _Context(**{f.name: getattr(self.context, f.name) for f in dataclasses.fields(OAuthContext)})
+        self.context = _Context(**{f.name: getattr(self.context, f.name) for f in dataclasses.fields(OAuthContext)},
+                                pre=storage.pre)
         self.store = storage
+        self.machine = storage.grant == "client_credentials"
+        """A client-credentials client: it gets its tokens without the user, a connection too."""
+        self._step_up = False
         self.interactive = interactive
         self.refreshing = False
         self._may_refresh = not interactive
@@ -199,22 +246,41 @@ class Provider(OAuthClientProvider):
             check_endpoint("token", str(metadata.token_endpoint))
             check_endpoint("registration", str(metadata.registration_endpoint)
                            if metadata.registration_endpoint else None)
+        pre = self.store.pre
+        if pre is not None:  # its auth method may follow what the metadata found now lists
+            redirects = self.context.client_metadata.redirect_uris
+            self.context.client_info = oauth_client.client_info(pre, str(redirects[0]) if redirects else None,
+                                                                metadata)
         if self._may_refresh and self.context.can_refresh_token():
             # A 401 with tokens in hand: the access token was revoked or expired early. One refresh
             # before the user is asked (the SDK would go straight to the browser).
             self._may_refresh, self.refreshing = False, True
             return await self._refresh_token()
+        if self.machine and pre is not None:
+            return oauth_client.client_credentials_request(self.context, pre, self._get_token_endpoint())
         if not self.interactive:
             raise self._needs_user("this server needs you to sign in (mcpServers/login)")
+        kept = self.store.record.get("challenge") or {}
+        if kept.get("status") == 403:
+            # A step-up keeps what was granted and adds what the server named (SEP-2350), also when
+            # this sign-in began with a plain 401 (the stored tokens are not sent in a new sign-in).
+            granted = str((self.store.record.get("tokens") or {}).get("scope") or "") or None
+            wanted = oauth_challenge.field(str(kept.get("header") or ""), "scope")
+            self.context.client_metadata.scope = union_scopes(union_scopes(self.context.client_metadata.scope,
+                                                                           granted), wanted)
         return await super()._perform_authorization()
 
     async def _handle_token_response(self, response: httpx2.Response) -> None:
+        if response.status_code in (200, 201):
+            oauth_client.check_token_resource(await response.aread(), self.context.get_resource_url())
         if self.refreshing:
             self.refreshing = False
             if not await self._handle_refresh_response(response):
                 raise self._needs_user("the sign-in has expired or was revoked; sign in again (mcpServers/login)")
             return
         await super()._handle_token_response(response)
+        if self.interactive:
+            await self.store.signed_in(self._step_up)
 
     async def async_auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         # Every request of a connection passes here: with a token that is still good, send it without
@@ -243,12 +309,12 @@ class Provider(OAuthClientProvider):
         own: httpx2.AsyncClient | None = None
         try:
             outgoing = await flow.__anext__()
+            first = True
             while True:
                 if outgoing is request:
                     response = yield outgoing
-                    if (not self.interactive and response.status_code == 401
-                            and not self.context.can_refresh_token()):
-                        raise self._needs_user("this server needs you to sign in (mcpServers/login)")
+                    response = await self._challenged(request, response, first)
+                    first = False
                 else:
                     # The flow's own requests (discovery, registration, token) go where the server
                     # and its metadata point, so not through the connection's client, whose
@@ -264,6 +330,28 @@ class Provider(OAuthClientProvider):
             await flow.aclose()
             if own is not None:
                 await own.aclose()
+
+    async def _challenged(self, request: httpx2.Request, response: httpx2.Response, first: bool) -> httpx2.Response:
+        """The answer the SDK's flow gets for the MCP request itself (see `oauth_challenge.py`)."""
+        step_up = oauth_challenge.is_step_up(response)
+        if response.status_code == 401 or step_up:
+            oauth_challenge.check(response)
+        if not self.interactive and not self.machine and (
+                step_up or (response.status_code == 401 and not self.context.can_refresh_token())):
+            await self.store.keep_challenge(response)
+            raise self._needs_user("this server asks for more permissions (scope "
+                                   f"{oauth_challenge.field(response.headers.get('www-authenticate'), 'scope')}); "
+                                   "sign in again (mcpServers/login)" if step_up
+                                   else "this server needs you to sign in (mcpServers/login)")
+        if self.interactive and first:
+            if response.status_code not in (401, 403) and (kept := oauth_challenge.replay(self.store.record, request)):
+                await response.aclose()
+                response, step_up = kept, oauth_challenge.is_step_up(kept)
+                oauth_challenge.check(response)
+            if step_up:
+                oauth_challenge.check_step_up(self.store.record, response)
+            self._step_up = step_up or (self.store.record.get("challenge") or {}).get("status") == 403
+        return response
 
     async def _send_own(self, client: httpx2.AsyncClient, outgoing: httpx2.Request) -> httpx2.Response:
         # httpx times only the request it was handed: the flow's own would wait forever on an
@@ -284,7 +372,11 @@ class Provider(OAuthClientProvider):
         return await super()._refresh_token()
 
 
-def client_metadata(redirect_uri: str) -> OAuthClientMetadata:
+def client_metadata(redirect_uri: str | None) -> OAuthClientMetadata:
+    """What dynamic registration and a client ID metadata document say of us (None: a machine
+    client, which has no redirect)."""
+    if redirect_uri is None:
+        return OAuthClientMetadata(redirect_uris=None, grant_types=["client_credentials"])
     return OAuthClientMetadata.model_validate({
         "client_name": CLIENT_NAME, "redirect_uris": [redirect_uri],
         "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],
@@ -295,130 +387,15 @@ async def connection_auth(vault: Vault, key: str, url: str, *, client_metadata_u
                           http_timeout: float, on_needs_user: Callable[[str], None]) -> Provider:
     """The auth of a connection: the stored tokens, refreshed as needed; never the browser.
     `on_needs_user(reason)` is told (and the request fails) when only a sign-in would help."""
-    storage = _Storage(vault, key, url, None)
+    storage = Storage(vault, key, url, None)
     await storage.load()
     stored = await storage.get_client_info()
     redirect = str(stored.redirect_uris[0]) if stored is not None and stored.redirect_uris \
         else "http://127.0.0.1/callback"
+    if storage.grant == "client_credentials":
+        redirect = None
     return Provider(storage=storage, interactive=False, http_timeout=http_timeout, on_needs_user=on_needs_user,
                     server_url=url,
                     client_metadata=client_metadata(redirect), client_metadata_url=client_metadata_url)
 
-
-async def sign_in(vault: Vault, key: str, url: str, headers: dict[str, str], *, open_url: OpenUrl,
-                  client_metadata_url: str | None, http_timeout: float, kind: str,
-                  wait: float = signin.SIGN_IN_TIMEOUT) -> None:
-    """The browser step: discover, register, send the user to the authorization page through the UI,
-    take the one callback on the loopback listener, exchange the code; the tokens go to the store.
-
-    Raises:
-        SignInFailed: with what went wrong, for the user.
-    """
-    storage = _Storage(vault, key, url, None)
-    await storage.load()
-    stored = await storage.get_client_info()
-    port = urlsplit(str(stored.redirect_uris[0])).port or 0 if stored is not None and stored.redirect_uris else 0
-    try:
-        async with loopback.listen(port) as listener:
-            storage.redirect_uri = listener.redirect_uri
-
-            async def redirect_handler(authorization_url: str) -> None:
-                check_endpoint("authorization", authorization_url)
-                state = parse_qs(urlsplit(authorization_url).query).get("state", [""])[0]
-                listener.expect(state)
-                log.info("MCP server %s: asking the UI to open the sign-in page", key)
-                if not await open_url(key, authorization_url, f"Sign in to the MCP server {key}"):
-                    raise SignInFailed("cancelled", "the sign-in page was not opened", server=key)
-
-            async def callback_handler() -> AuthorizationCodeResult:
-                try:
-                    with anyio.fail_after(wait):
-                        got = await listener.wait()
-                except TimeoutError:
-                    raise SignInFailed("timeout", f"the sign-in was not finished within {wait:g} s",
-                                       server=key) from None
-                except loopback.CallbackRefused as exc:
-                    raise SignInFailed("refused", str(exc), server=key) from None
-                if got.error:
-                    detail = f" ({clean(got.error_description)})" if got.error_description else ""
-                    raise SignInFailed("refused", f"the authorization server refused: {clean(got.error)}{detail}",
-                                       server=key)
-                if not got.code:
-                    raise SignInFailed("refused", "the authorization server sent no code back", server=key)
-                return AuthorizationCodeResult(code=got.code, state=got.state, iss=got.iss)
-
-            provider = Provider(storage=storage, interactive=True, http_timeout=http_timeout, server_url=url,
-                                client_metadata=client_metadata(listener.redirect_uri),
-                                redirect_handler=redirect_handler, callback_handler=callback_handler,
-                                client_metadata_url=client_metadata_url)
-            async with httpx2.AsyncClient(auth=provider, headers=headers,
-                                          timeout=httpx2.Timeout(http_timeout)) as client:
-                # Any request to the endpoint starts the flow with its 401; the answer after the
-                # sign-in does not matter (a GET without a session may well be a 400), only that it
-                # is not another 401.
-                async with client.stream("GET", url, headers={"Accept": "text/event-stream"}) as response:
-                    status = response.status_code
-            if status in (401, 403):
-                raise SignInFailed("refused", f"the server still answers HTTP {status} after signing in", server=key)
-            if not provider.context.current_tokens:
-                log.info("MCP server %s: no sign-in was needed (%s answered %d)", key, kind, status)
-    except BaseException as exc:
-        failure = _failure(key, exc, http_timeout)
-        if failure is exc:
-            raise
-        raise failure from None
-
-
-def _failure(key: str, exc: BaseException, http_timeout: float) -> BaseException:
-    """What a sign-in that raised `exc` (maybe grouped by the listener's task group) fails with."""
-    leaves = [e for e in flatten(exc) if not isinstance(e, anyio.get_cancelled_exc_class())]
-    if not leaves or not all(isinstance(e, Exception) for e in leaves):
-        return exc  # cancelled, or a KeyboardInterrupt: not ours to reword
-    first = leaves[0]
-    if isinstance(first, SidecarError):
-        return first
-    if isinstance(first, httpx2.TimeoutException):
-        where = mask_url(str(first.request.url)) if _has_request(first) else "an OAuth endpoint"
-        return SignInFailed("timeout", f"{where} did not answer within {http_timeout:g} s", server=key)
-    if isinstance(first, OAuthFlowError | OAuthTokenError | OAuthRegistrationError):
-        return SignInFailed("refused", clean(str(first)), server=key)
-    if isinstance(first, httpx2.HTTPError):
-        return SignInFailed("refused", clean(f"{type(first).__name__}: {first}"), server=key)
-    if isinstance(first, ValueError):  # pydantic: metadata or a token answer that is not what OAuth says
-        return SignInFailed("refused", clean(f"an invalid answer from the authorization server: {first}"),
-                            server=key)
-    return first
-
-
-def _has_request(exc: httpx2.HTTPError) -> bool:
-    try:
-        exc.request  # noqa: B018 - raises RuntimeError when the error has no request
-    except RuntimeError:
-        return False
-    return True
-
-
-async def revoke(vault: Vault, key: str, *, http_timeout: float) -> None:
-    """Ask the authorization server to revoke a server's tokens (RFC 7009), where it has a revocation
-    endpoint. Best effort: signing out is forgetting them, which the caller does whatever happens here."""
-    record = await signin.load(vault, key)
-    tokens, client = record.get("tokens") or {}, record.get("client") or {}
-    endpoint = (record.get("metadata") or {}).get("revocation_endpoint")
-    if not endpoint or not tokens or not client.get("client_id"):
-        return
-    try:
-        check_endpoint("revocation", endpoint)
-        auth = {"client_id": client["client_id"]}
-        if client.get("client_secret") and client.get("token_endpoint_auth_method") != "none":
-            auth["client_secret"] = client["client_secret"]
-        destinations = Destinations(str(record.get("url") or ""))
-        async with httpx2.AsyncClient(transport=destinations.transport(), timeout=http_timeout,
-                                      follow_redirects=False) as http:
-            for hint in ("refresh_token", "access_token"):
-                if tokens.get(hint):
-                    response = await http.post(endpoint, data={"token": tokens[hint], "token_type_hint": hint, **auth})
-                    if response.status_code >= 400:
-                        log.info("MCP server %s: revoking its %s answered HTTP %d", key, hint, response.status_code)
-    except (httpx2.HTTPError, OAuthFlowError) as exc:
-        log.info("MCP server %s: its tokens could not be revoked (%s); they are forgotten here", key, clean(str(exc)))
 

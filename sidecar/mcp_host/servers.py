@@ -24,6 +24,7 @@ from ..api.mcp import (
     ListServersParams,
     McpImportParams,
     McpServer,
+    OAuthClient,
     ServerDecl,
     SkippedServer,
     UpdateParams,
@@ -42,6 +43,7 @@ from .elicitation import Elicit
 from .host import DEFAULT_MAX_RESULT_BYTES, McpHost
 from .importing import Importer
 from .logs import OnLog
+from .signin import check_client
 from .state import ServerState
 
 if TYPE_CHECKING:
@@ -251,12 +253,16 @@ class McpServers:
         await self.sync()
         return await self.get(row.key)
 
-    async def login(self, ref: str) -> McpServer:
-        """Sign in to a remote server with OAuth (the UI opens the page), then connect with the tokens."""
+    async def login(self, ref: str, client: OAuthClient | None = None) -> McpServer:
+        """Sign in to a remote server with OAuth (the UI opens the page, or with a client-credentials
+        client no page is needed), then connect with the tokens. `client`: the user's pre-registered
+        client, kept with the sign-in in the secret store."""
+        if client is not None:
+            check_client(client)
         row = await self.find(ref)
         if not row.should_run:
             raise Conflict("disabled", f"{row.key} is turned off; enable it with mcpServers/setEnabled")
-        await self.host.login(row.key)
+        await self.host.login(row.key, msgspec.to_builtins(client) if client is not None else None)
         return self.view(row)
 
     async def logout(self, ref: str) -> McpServer:

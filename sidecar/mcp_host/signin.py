@@ -18,7 +18,12 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..errors import InvalidParams
+
+if TYPE_CHECKING:
+    from ..api.mcp import OAuthClient
 
 log = logging.getLogger("sidecar.mcp_host")
 
@@ -70,3 +75,27 @@ async def forget_toolset(vault: Vault, toolset_id: str) -> None:
     for name in await vault.names():
         if name.startswith(prefix):
             await vault.delete(name)
+
+
+def check_client(client: OAuthClient) -> None:
+    """Refuse a pre-registered client that could not sign in, saying which field to fix (never
+    quoting the secret or the key)."""
+    method, secret, key = client.token_endpoint_auth_method, client.client_secret, client.private_key
+    if client.grant == "client_credentials" and not (secret or key):
+        raise InvalidParams("params.client", "a client_credentials client authenticates itself: give "
+                                             "clientSecret or privateKey")
+    if method == "private_key_jwt" and not key:
+        raise InvalidParams("params.client.privateKey", "private_key_jwt signs with a private key: give privateKey")
+    if method in ("client_secret_basic", "client_secret_post") and not secret:
+        raise InvalidParams("params.client.clientSecret", f"{method} sends the client secret: give clientSecret")
+    if key and method not in (None, "private_key_jwt"):
+        raise InvalidParams("params.client.tokenEndpointAuthMethod",
+                            "a privateKey is used with private_key_jwt only; leave the method out or name that one")
+    if key:
+        from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+        try:
+            load_pem_private_key(key.encode(), password=None)
+        except (ValueError, TypeError):
+            raise InvalidParams("params.client.privateKey", "not an unencrypted PEM private key "
+                                                            "(-----BEGIN PRIVATE KEY----- ...)") from None

@@ -31,7 +31,7 @@ class _Vault:
 
 
 async def test_tokens_read_back_from_the_store_are_scrubbed_from_text():
-    from sidecar.mcp_host.oauth import _Storage  # (loads the mcp SDK)
+    from sidecar.mcp_host.oauth import Storage  # (loads the mcp SDK)
 
     vault = _Vault()
     url = "https://mcp.example.com/mcp"
@@ -39,7 +39,7 @@ async def test_tokens_read_back_from_the_store_are_scrubbed_from_text():
                                      "refresh_token": "rt-3Jm6Ny1Bc5Xf0Gs2"},
               "client": {"client_id": "c1", "client_secret": "cs-9Tk4Wp7Ra2Qe6Lu1", "redirect_uris": []}}
     await vault.set(signin.record_name("ts~srv"), json.dumps(record))
-    await _Storage(vault, "ts~srv", url, None).load()
+    await Storage(vault, "ts~srv", url, None).load()
     line = "server said: Authorization: Bearer at-7Hq2xLw9Zr4Kp8Vd, refresh rt-3Jm6Ny1Bc5Xf0Gs2, cs-9Tk4Wp7Ra2Qe6Lu1"
     cleaned = scrub_known(line)
     assert "at-7Hq2xLw9Zr4Kp8Vd" not in cleaned and "rt-3Jm6Ny1Bc5Xf0Gs2" not in cleaned
