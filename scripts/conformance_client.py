@@ -54,21 +54,20 @@ async def browser(params: dict[str, Any]) -> dict[str, Any]:
     return {"opened": True}
 
 
-def server_params(url: str, scenario: str, context: dict[str, Any]) -> dict[str, Any]:
-    params: dict[str, Any] = {"id": "conformance", "type": "streamable-http", "url": url, "connectTimeout": 10}
-    oauth: dict[str, Any] = {}
+def login_params(scenario: str, context: dict[str, Any]) -> dict[str, Any]:
+    """``mcpServers/login``'s params: with the client the scenario hands out, as a user enters it."""
+    params: dict[str, Any] = {"id": KEY}
+    if not context.get("client_id"):
+        return params
+    client: dict[str, Any] = {"clientId": context["client_id"]}
     if scenario.startswith("auth/client-credentials"):
-        oauth["grant"] = "client_credentials"
-    if context.get("client_id"):
-        oauth["clientId"] = context["client_id"]
+        client["grant"] = "client_credentials"
     if context.get("client_secret"):
-        oauth["clientSecret"] = context["client_secret"]
+        client["clientSecret"] = context["client_secret"]
     if context.get("private_key_pem"):
-        oauth["privateKey"] = context["private_key_pem"]
-        oauth["signingAlgorithm"] = context.get("signing_algorithm", "ES256")
-    if oauth:
-        params["oauth"] = oauth
-    return params
+        client["privateKey"] = context["private_key_pem"]
+        client["signingAlgorithm"] = context.get("signing_algorithm", "ES256")
+    return params | {"client": client}
 
 
 async def settled(sc: SidecarClient) -> dict[str, Any]:
@@ -93,7 +92,8 @@ async def run(url: str, scenario: str, context: dict[str, Any]) -> int:
 
 
 async def _drive(sc: SidecarClient, url: str, scenario: str, context: dict[str, Any]) -> int:
-    await sc.request("mcpServers/add", server_params(url, scenario, context))
+    await sc.request("mcpServers/add", {"id": "conformance", "type": "streamable-http", "url": url,
+                                        "connectTimeout": 10})
     sign_ins = 0
     server = await settled(sc)
     say("after add:", server["status"], server.get("error"))
@@ -104,11 +104,13 @@ async def _drive(sc: SidecarClient, url: str, scenario: str, context: dict[str, 
                 return 1
             sign_ins += 1
             try:
-                server = (await sc.request("mcpServers/login", {"id": KEY}, timeout=60))["server"]
+                server = (await sc.request("mcpServers/login", login_params(scenario, context), timeout=60))["server"]
             except RemoteError as exc:
                 say("login failed:", exc.code, exc.message)
                 return 1
             say("after login:", server["status"], server.get("error"))
+            if server["status"] == "needsAuth":
+                continue  # the server wants more (a scope step-up at once): the user signs in again
         if server["status"] != "connected":
             say("not connected:", server["status"], server.get("error"))
             return 1

@@ -24,6 +24,7 @@ Import lazily: it imports the SDK and httpx2.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable
@@ -211,6 +212,7 @@ class Provider(OAuthClientProvider):
         self.machine = storage.grant == "client_credentials"
         """A client-credentials client: it gets its tokens without the user, a connection too."""
         self._step_up = False
+        self._legacy_issuer: str | None = None
         self.interactive = interactive
         self.refreshing = False
         self._may_refresh = not interactive
@@ -240,6 +242,9 @@ class Provider(OAuthClientProvider):
 
     async def _perform_authorization(self) -> httpx2.Request:
         metadata = self.context.oauth_metadata
+        if metadata is not None and self._legacy_issuer is not None:
+            metadata.issuer = self._legacy_issuer  # type: ignore[assignment]  # see _legacy_metadata
+            self._legacy_issuer = None
         self.store.note_discovery(self.context)
         if metadata is not None:
             check_endpoint("authorization", str(metadata.authorization_endpoint))
@@ -322,7 +327,7 @@ class Provider(OAuthClientProvider):
                     # connects only to the addresses it checked.
                     own = own or httpx2.AsyncClient(transport=self._destinations.transport(),
                                                     follow_redirects=False)
-                    response = await self._send_own(own, outgoing)
+                    response = await self._legacy_metadata(outgoing, await self._send_own(own, outgoing))
                 outgoing = await flow.asend(response)
         except StopAsyncIteration:
             return
@@ -345,13 +350,41 @@ class Provider(OAuthClientProvider):
                                    else "this server needs you to sign in (mcpServers/login)")
         if self.interactive and first:
             if response.status_code not in (401, 403) and (kept := oauth_challenge.replay(self.store.record, request)):
+                # The live answer is not used (it may be an endless event stream): closed, and
+                # marked read, as httpx reads every answer its auth flow has passed over.
                 await response.aclose()
+                response._content = b""  # noqa: SLF001
                 response, step_up = kept, oauth_challenge.is_step_up(kept)
                 oauth_challenge.check(response)
             if step_up:
                 oauth_challenge.check_step_up(self.store.record, response)
             self._step_up = step_up or (self.store.record.get("challenge") or {}).get("status") == 403
         return response
+
+    async def _legacy_metadata(self, outgoing: httpx2.Request, response: httpx2.Response) -> httpx2.Response:
+        """A 2025-03-26 server (no protected resource metadata) is its own authorization server, found
+        at its origin's root metadata, which may name an issuer with a path on that same origin
+        (``http://host/oauth``). RFC 8414 §3.3 would discard it, and the SDK does; the spec of that
+        version did not ask for the match, and the same origin is the same party. So the flow is
+        shown the origin as the issuer, and the real one is restored for the authorization
+        response's ``iss`` and assertions (`_perform_authorization`). Another origin stays refused."""
+        parts = urlsplit(self.context.server_url)
+        origin = f"{parts.scheme}://{parts.netloc}"
+        if (self.context.auth_server_url is not None or response.status_code != 200 or str(outgoing.url) not in (
+                f"{origin}/.well-known/oauth-authorization-server", f"{origin}/.well-known/openid-configuration")):
+            return response
+        try:
+            data = json.loads(await response.aread())
+        except ValueError:
+            return response
+        issuer = data.get("issuer") if isinstance(data, dict) else None
+        if not isinstance(issuer, str) or issuer.rstrip("/") == origin:
+            return response
+        found = urlsplit(issuer)
+        if (found.scheme, found.netloc) != (parts.scheme, parts.netloc):
+            return response
+        self._legacy_issuer = issuer
+        return httpx2.Response(200, json={**data, "issuer": origin}, request=outgoing)
 
     async def _send_own(self, client: httpx2.AsyncClient, outgoing: httpx2.Request) -> httpx2.Response:
         # httpx times only the request it was handed: the flow's own would wait forever on an
