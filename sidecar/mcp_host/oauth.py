@@ -11,8 +11,11 @@ its user:
 - refreshing ``EXPIRY_MARGIN`` before expiry (the SDK would wait for the expiry itself, and forgets
   the expiry of stored tokens), and on a 401 before asking the user;
 - a connection never opens a browser: a server that needs the user gets the status ``needsAuth``
-  with the reason, and `sign_in` (``mcpServers/login``) does the browser step: ``ui/openUrl`` with
-  the authorization URL, and a loopback listener (`loopback.py`) for the one callback;
+  with the reason (its challenge kept, `oauth_challenge.py`), and ``mcpServers/login``
+  (`oauth_login.py`) does the browser step: ``ui/openUrl`` with the authorization URL, and a
+  loopback listener (`loopback.py`) for the one callback;
+- the user's pre-registered client and the client-credentials grant (`oauth_client.py`), and a
+  2025-03-26 server's root metadata naming an issuer path on its own origin (`_legacy_metadata`);
 - refusals: an authorization, token or registration endpoint over plain HTTP on a host other than
   loopback, the flow's requests to addresses a public server should not steer us to (both in
   `oauth_guard.py`; those requests go through its pinned transport, never the connection's client),

@@ -104,6 +104,9 @@ async def request(srv: LiveServer, conn: Conn, what: str,
             # connection so the supervisor reconnects (or reports it) instead of waiting for
             # the next request to fail the same way.
             conn.lost.set()
+            if conn.needs_user is not None:  # a 401 or a scope step-up: say what the user can do
+                raise McpError("disconnected", f"MCP server {name} did not run {what}: {conn.needs_user}",
+                               server=key) from None
             if conn.transport is not None and (killed := conn.transport.memory_killed()) is not None:
                 raise McpError("disconnected", f"MCP server {name} {killed} before answering {what}",
                                server=key) from None

@@ -41,6 +41,12 @@ SCENARIOS = [
 ]
 
 
+# How the suite's servers spell the tokens and secrets they hand out: none may reach the sidecar's
+# log (it runs at debug level here) or what the adapter prints.
+LEAKS = ("test-token", "cc-token-", "pre-registered-secret", "test-client-secret", "conformance-test-xaa-secret",
+         "PRIVATE KEY")
+
+
 def _suite() -> tuple[str, str]:
     node, cli = SUITE / ".bin" / "node", SUITE / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
     if not node.exists() or not cli.exists():
@@ -75,6 +81,7 @@ async def test_conformance(scenario: str, tmp_path: Path) -> None:
     checks = json.loads(found[0].read_text())
     failed = [f"{c['id']}: {c['status']}: {c.get('description', '')}" for c in checks
               if c["status"] not in ("SUCCESS", "INFO")]
-    adapter = [line for line in (found[0].parent / "stderr.txt").read_text(errors="replace").splitlines()
-               if line.startswith("[adapter]")]
+    stderr = (found[0].parent / "stderr.txt").read_text(errors="replace")
+    adapter = [line for line in stderr.splitlines() if line.startswith("[adapter]")]
     assert not failed and checks, f"{scenario}: " + "\n".join(failed + adapter)
+    assert not [leak for leak in LEAKS if leak in stderr], f"{scenario}: a token or secret reached the log"
