@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,7 @@ from .failures import Failure, describe, flatten, only_cancelled
 from .logs import OnLog
 from .signin import OpenUrl, Vault
 from .state import Conn, LiveServer
+from .stdio import StdioTransport, Streams
 
 if TYPE_CHECKING:  # the SDK is imported in a worker thread on first connect, never at start-up
     import httpx2
@@ -213,6 +215,20 @@ class Connector:
                 await oauth_revoke.revoke(self.vault, key, http_timeout=http_timeout)
         await signin.forget(self.vault, key)
 
+    async def _start(self, config: ServerConfig, spec: Spec, conn: Conn, stack: AsyncExitStack) -> Streams:
+        """Start a stdio server's child; its streams, open until ``stack`` closes."""
+        transport = StdioTransport(spec.argv, env=spec.env, cwd=spec.cwd, label=config.key,
+                                   max_line=self.max_result_bytes + (1 << 20), closed=conn.lost,
+                                   sandbox=self.sandbox if config.sandbox is not None else None,
+                                   confinement=config.sandbox)
+        conn.transport = transport
+        # The args stay out of the log: people put tokens in them.
+        log.info("MCP server %s: starting %s (%d args)", config.key, config.command, len(config.args))
+        try:
+            return await stack.enter_async_context(transport.open())
+        except OSError as exc:
+            raise Failure(f"could not start {spec.argv[0]}: {exc.strerror or exc}") from None
+
     async def attempt(self, srv: LiveServer, conn: Conn) -> None:
         """One connection: connect, serve until lost. Always ends by raising `Failure` (or cancellation)."""
         config = srv.config
@@ -221,11 +237,15 @@ class Connector:
         srv.changed()
         try:
             with conn.scope:
-                await self.load_sdk()
                 spec = await prepare(config, self.variables)
-                from . import session  # mcp SDK: loaded by load_sdk above
+                async with AsyncExitStack() as stack:
+                    # A stdio child starts before the SDK is loaded: its own start-up (often an
+                    # interpreter importing its SDK) runs beside ours instead of after it.
+                    streams = await self._start(config, spec, conn, stack) if config.type == "stdio" else None
+                    await self.load_sdk()
+                    from . import session  # mcp SDK: loaded by load_sdk above
 
-                await session.connect_and_serve(self, srv, conn, spec)
+                    await session.connect_and_serve(self, srv, conn, spec, streams)
         except BaseException as exc:
             # The SDK's and our transports' task groups wrap whatever crosses them in exception groups.
             failures = [e for e in flatten(exc) if isinstance(e, Failure)]

@@ -22,7 +22,7 @@ from .failures import Failure, handshake_failure, lost_message
 from .logs import ServerLog, at_least, bounded, tell_drops
 from .requests import all_pages
 from .state import Conn, LiveServer, McpTool
-from .stdio import StdioTransport
+from .stdio import StdioTransport, Streams
 
 if TYPE_CHECKING:
     from .connect import Connector, Spec
@@ -42,21 +42,14 @@ class _Session(ClientSession):
         the path), off the event loop when the result is big, against the schema the catalog shows."""
 
 
-async def connect_and_serve(connector: Connector, srv: LiveServer, conn: Conn, spec: Spec) -> None:
+async def connect_and_serve(connector: Connector, srv: LiveServer, conn: Conn, spec: Spec,
+                            streams: Streams | None = None) -> None:
+    """Serve ``srv`` until the connection is lost: over ``streams`` (a stdio child's, started by
+    the caller while the SDK was loading), or over a remote transport opened here."""
     config = srv.config
     async with AsyncExitStack() as stack:
-        if config.type == "stdio":
-            transport = StdioTransport(spec.argv, env=spec.env, cwd=spec.cwd, label=config.key,
-                                       max_line=connector.max_result_bytes + (1 << 20), closed=conn.lost,
-                                       sandbox=connector.sandbox if config.sandbox is not None else None,
-                                       confinement=config.sandbox)
-            conn.transport = transport
-            # The args stay out of the log: people put tokens in them.
-            log.info("MCP server %s: starting %s (%d args)", config.key, config.command, len(config.args))
-            try:
-                read, write = await stack.enter_async_context(transport.open())
-            except OSError as exc:
-                raise Failure(f"could not start {spec.argv[0]}: {exc.strerror or exc}") from None
+        if streams is not None:
+            read, write = streams
         else:
             log.info("MCP server %s: connecting to %s", config.key, mask_url(spec.url))
             opener = remote.sse if config.type == "sse" else remote.streamable_http

@@ -16,7 +16,8 @@ line cap (an oversized response fails its request instead of filling memory).
   10 MB line); a line over `max_line` bytes is skipped while streaming and its request (id found at
   either end of the line) is answered with `TOO_LARGE_CODE`.
 
-Import this module lazily: it imports the SDK's types.
+Cheap to import, so the child can be started while the SDK is still loading in a worker thread:
+the SDK's types are needed only to read and answer messages, which the session does once it is loaded.
 """
 
 from __future__ import annotations
@@ -29,12 +30,10 @@ from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from types import TracebackType
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import anyio
 import anyio.abc
-import mcp_types as types
-from mcp.shared.message import SessionMessage
 
 from ..api.debug import SandboxMechanism
 from ..children import Child, spawn
@@ -42,7 +41,10 @@ from ..sandbox import cgroups
 from ..sandbox.policy import Confinement, format_size
 from ..sandbox.runner import Sandbox, python_paths
 
-__all__ = ["TOO_LARGE_CODE", "StdioTransport"]
+if TYPE_CHECKING:
+    from mcp.shared.message import SessionMessage
+
+__all__ = ["TOO_LARGE_CODE", "StdioTransport", "Streams"]
 
 log = logging.getLogger(__name__)
 
@@ -193,6 +195,10 @@ class _StdoutReader:
     async def __aexit__(self, exc_type: type[BaseException] | None, exc_val: BaseException | None,
                         exc_tb: TracebackType | None) -> None:
         await self.aclose()
+
+
+Streams = tuple[_StdoutReader, _StdinWriter]
+"""What a `ClientSession` reads from and writes to: the child's stdout and stdin."""
 
 
 def _server_group(confinement: Confinement) -> cgroups.WorkerGroup | None:
@@ -350,11 +356,15 @@ class StdioTransport:
     # -- pipes -------------------------------------------------------------------------------------
 
     def _parse(self, line: bytes) -> SessionMessage | None:
+        # The SDK is loaded before the session reads its first message (Connector.load_sdk).
+        from mcp.shared.message import SessionMessage
+        from mcp_types import jsonrpc_message_adapter
+
         line = line.rstrip(b"\r")
         if not line.strip():
             return None
         try:
-            message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+            message = jsonrpc_message_adapter.validate_json(line, by_name=False)
         except ValueError:
             text = line[:300].decode("utf-8", "replace")
             if len(self.garbage) < 5:
@@ -367,6 +377,9 @@ class StdioTransport:
         return SessionMessage(message)
 
     def _oversized(self, head: bytes, tail: bytes, size: int) -> SessionMessage | None:
+        import mcp_types as types
+        from mcp.shared.message import SessionMessage
+
         request_id = _find_id(head, tail)
         log.warning("[%s] skipped a %d-byte message over the %d-byte limit (id %r)",
                     self.label, size, self.max_line, request_id)

@@ -1,0 +1,106 @@
+"""The mcp SDK (over a second of imports on these machines) stays off the sidecar's start-up path:
+``initialize`` is answered, pings and the services are served, and a configured stdio server's
+process is already started, all while the SDK's import is held back (issue 29, "Figures").
+
+The sidecar runs as ``python -m sidecar`` would, in a subprocess whose first act is to put a gate
+in front of every import of ``mcp`` or ``mcp_types``: the thread that asks for either first blocks
+until the test opens the gate. Had the import moved onto the event loop, into ``initialize``'s
+path or in front of a server's start, the step that waits for it here would never come; and the
+server connecting once the gate opens shows the gate really was where the SDK was loaded.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from sidecar.client import SidecarClient
+from tests.timing import scaled
+
+pytestmark = pytest.mark.anyio
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "mcp"
+
+# argv: the gate's folder, then the sidecar's own arguments. "asked" names the first module held
+# back; one byte written to the "open" FIFO lets every import through.
+GATED_SIDECAR = r"""
+import os, runpy, sys, threading
+gate = sys.argv[1]
+opened = threading.Event()
+held = threading.Lock()
+
+class Gate:
+    def find_spec(self, name, path=None, target=None):
+        if not opened.is_set() and name.partition(".")[0] in ("mcp", "mcp_types"):
+            with held:
+                if not opened.is_set():
+                    with open(os.path.join(gate, "asking"), "w") as f:
+                        f.write(f"{name} {threading.current_thread() is threading.main_thread()}")
+                    os.replace(os.path.join(gate, "asking"), os.path.join(gate, "asked"))
+                    with open(os.path.join(gate, "open"), "rb") as f:
+                        f.read(1)
+                    opened.set()
+        return None
+
+sys.meta_path.insert(0, Gate())
+sys.argv = ["sidecar", *sys.argv[2:]]
+runpy.run_module("sidecar", run_name="__main__", alter_sys=True)
+"""
+
+
+def statuses(client: SidecarClient, key: str) -> list[str]:
+    return [n["params"]["server"]["status"] for n in client.notifications
+            if n["method"] == "mcpServers/status" and n["params"]["server"]["id"] == key]
+
+
+async def wait_path(path: Path, deadline: float, what: str) -> None:
+    """Until ``path`` exists (a file another process makes); fails saying ``what`` did not happen."""
+    with anyio.move_on_after(deadline):
+        while not await anyio.Path(path).exists():  # noqa: ASYNC110 - another process's file: nothing to wait on
+            await anyio.sleep(0.01)
+        return
+    pytest.fail(f"{what} (waited {deadline:.0f} s)")
+
+
+async def test_initialize_pings_services_and_server_starts_do_not_wait_for_the_mcp_sdk(tmp_path: Path):
+    data_dir = tmp_path / "data"
+    marker = tmp_path / "server-started"
+    server = tmp_path / "server"  # notes that it started, then serves MCP (its own SDK import is not gated)
+    server.write_text(f'#!/bin/sh\n: > "$STARTED_MARKER"\nexec "{sys.executable}" "{FIXTURES / "basic.py"}"\n')
+    server.chmod(0o755)
+    async with SidecarClient.spawn(data_dir) as client:
+        added = await client.request("mcpServers/add", {"id": "basic", "command": str(server),
+                                                        "env": {"STARTED_MARKER": str(marker)}})
+        key = added["server"]["id"]
+        await client.wait_for(lambda: "connected" in statuses(client, key), scaled(60))
+    assert client.proc.returncode == 0, client.stderr_text()
+    marker.unlink()
+
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    os.mkfifo(gate / "open")
+    command = [sys.executable, "-c", GATED_SIDECAR, str(gate), "--data-dir", str(data_dir)]
+    async with SidecarClient.spawn(command=command, initialize=False) as client:
+        with anyio.fail_after(scaled(30)):
+            answer = await client.request("initialize", {"clientInfo": {"name": "test", "version": "0"}})
+        assert answer["serverInfo"]["name"] == "covalt-sidecar"
+
+        # The configured server makes the sidecar load the SDK: it asks for it off the event loop.
+        await wait_path(gate / "asked", scaled(30), "the sidecar never imported the mcp SDK")
+        asked, on_main_thread = (gate / "asked").read_text().split()
+        assert asked in ("mcp", "mcp_types") and on_main_thread == "False", asked
+        # Held there, the sidecar still answers, has built its services, and has started the server.
+        with anyio.fail_after(scaled(10)):
+            await client.request("ping")
+            listed = await client.request("mcpServers/list")
+        assert [s["status"] for s in listed["servers"]] == ["connecting"]
+        await wait_path(marker, scaled(30), "the server was not started while the SDK import was held")
+
+        async with await anyio.open_file(gate / "open", "wb") as f:
+            await f.write(b"x")
+        await client.wait_for(lambda: "connected" in statuses(client, key), scaled(60))
+    assert client.proc.returncode == 0, client.stderr_text()
