@@ -19,6 +19,7 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 from anyio.abc import TaskGroup
 
 from . import process
@@ -235,8 +236,12 @@ async def serve(
 
         async def start_services(tg: TaskGroup, conn: Connection) -> None:
             # The service modules are imported here, after the ``initialize`` answer, to keep the
-            # first answer within its start-up budget (they cost more than anyio + msgspec + aiosqlite).
+            # first answer within its start-up budget (they cost more than anyio + msgspec + aiosqlite),
+            # and in a worker thread, so the event loop answers pings meanwhile (about a second of
+            # imports on these machines; the GIL passes between the two every few milliseconds).
             try:
+                # Abandoned if the sidecar stops meanwhile: the thread only imports; nothing waits for it.
+                await anyio.to_thread.run_sync(_import_services, abandon_on_cancel=True)
                 from . import compose
                 from .handlers.notify import Notifier
 
@@ -258,6 +263,11 @@ async def serve(
         return await app.run(transport, deferred.table, start_services)
     finally:
         lock.release()
+
+
+def _import_services() -> None:
+    from . import compose  # noqa: F401
+    from .handlers import notify  # noqa: F401
 
 
 def main(argv: list[str] | None = None) -> int:
