@@ -17,7 +17,11 @@ from tests/fixtures/mcp/ (basic.py, meta.py, paged.py) run with this interpreter
    run: a fresh Python process that imports the SDK and starts the same five servers at once
    with its ``stdio_client`` + ``ClientSession`` (legacy ``initialize``, then ``list_tools()``, as
    the sidecar does), spawn -> its line saying all five are ready; the time its ``import`` of the
-   SDK took (inside it) is shown. Interleaved, one unmeasured run of each first; medians.
+   SDK took (inside it) is shown. Also the floor: the five servers started by a fresh Python
+   process with no MCP library (raw JSON lines: initialize, initialized, tools/list), spawn -> all
+   five listed their tools; what any client pays for the servers' own start-up (on 2 cores, three
+   interpreters importing the mcp SDK 2.x take about 2 s of CPU each). Interleaved, one
+   unmeasured run of each first; medians.
                                                   budget: sidecar median <= 1.5 s
 2. Ping while seven servers install: a data dir with seven stdio servers whose command is a fake
    ``npx`` (tests/fixtures/mcp/installs.py: download progress on stderr for a few seconds, then it
@@ -102,6 +106,43 @@ async def main():
             tg.start_soon(one, command, args)
 
 anyio.run(main)
+"""
+
+# The floor: the same five servers started at once by a fresh Python process with no MCP library,
+# speaking raw JSON lines (initialize, initialized, tools/list); "READY" once all five listed tools.
+FLOOR = r"""
+import json, subprocess, sys, threading
+servers = json.loads(sys.argv[1])
+err = open(sys.argv[2], "w")
+hello = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+          "capabilities": {}, "clientInfo": {"name": "floor", "version": "0"}}},
+         {"jsonrpc": "2.0", "method": "notifications/initialized"},
+         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]
+procs = [subprocess.Popen([c, *a], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err) for c, a in servers]
+left = threading.Semaphore(0)
+
+def serve(p):
+    p.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in hello))
+    p.stdin.flush()
+    for line in p.stdout:
+        if json.loads(line).get("id") == 2:
+            left.release()
+            break
+
+for p in procs:
+    threading.Thread(target=serve, args=(p,), daemon=True).start()
+for _ in procs:
+    left.acquire()
+print("READY 0", flush=True)
+sys.stdin.read()
+for p in procs:
+    p.stdin.close()
+for p in procs:
+    try:
+        p.wait(5)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
 """
 
 
@@ -297,11 +338,12 @@ async def pings_while(data_dir: Path, keys: list[str], window: float | None, run
 # The SDK side (the reference)
 
 
-async def reference(servers: list[dict[str, Any]], tmp: Path, run: Run) -> tuple[float, float]:
-    """A fresh Python process with the SDK alone: spawn -> all five ready (ms), its SDK import (ms)."""
+async def reference(servers: list[dict[str, Any]], tmp: Path, run: Run, script: str = REFERENCE) -> tuple[float, float]:
+    """A fresh Python process with the SDK alone (or ``FLOOR``): spawn -> all five ready (ms), its
+    SDK import (ms)."""
     spec = json.dumps([[s["command"], s["args"]] for s in servers])
     t0 = time.perf_counter()
-    async with await anyio.open_process([PYTHON, "-c", REFERENCE, spec, str(tmp / "reference-servers.err")],
+    async with await anyio.open_process([PYTHON, "-c", script, spec, str(tmp / "reference-servers.err")],
                                         stderr=None) as proc:
         assert proc.stdout is not None and proc.stdin is not None
         line = b""
@@ -324,13 +366,14 @@ async def reference(servers: list[dict[str, Any]], tmp: Path, run: Run) -> tuple
 
 
 async def run_all(args: argparse.Namespace, run: Run, tmp: Path) -> dict[str, Any]:
-    out: dict[str, Any] = {"init": [], "side": [], "ref": [], "ref_import": [], "pings": [], "idle": [],
-                           "spans": []}
+    out: dict[str, Any] = {"init": [], "side": [], "ref": [], "ref_import": [], "floor": [], "pings": [],
+                           "idle": [], "spans": []}
     servers = five_servers(tmp)
     five = tmp / "five" / "data"
     keys = await configure(five, servers, run, wait=True)
     await spawn_connected(five, keys, run)  # unmeasured: page cache, the first start's own work
     await reference(servers, tmp, run)
+    await reference(servers, tmp, run, FLOOR)
     for _ in range(args.starts):
         init_ms, all_ms = await spawn_connected(five, keys, run)
         out["init"].append(init_ms)
@@ -338,6 +381,7 @@ async def run_all(args: argparse.Namespace, run: Run, tmp: Path) -> dict[str, An
         ready_ms, import_ms = await reference(servers, tmp, run)
         out["ref"].append(ready_ms)
         out["ref_import"].append(import_ms)
+        out["floor"].append((await reference(servers, tmp, run, FLOOR))[0])
 
     seven = tmp / "seven" / "data"
     idle = tmp / "idle" / "data"
@@ -375,6 +419,8 @@ def main() -> int:
         f"<= {BUDGET_CONNECTED_MS:.0f} ms", med(side) <= BUDGET_CONNECTED_MS)
     add("  spawn -> 5 connected, min..max", f"{min(side):.0f}..{max(side):.0f} ms",
         f"{min(ref):.0f}..{max(ref):.0f} ms", "-", None)
+    add("  the five servers alone (raw JSON client, no MCP library), median", "-",
+        f"{med(out['floor']):.0f} ms", "-", None)
     add("  spawn -> initialize reply, median", f"{med(init):.0f} ms", "-", "-", None)
     add("  the reference's import of the SDK, median", "-", f"{med(out['ref_import']):.0f} ms", "-", None)
     pings, idle = out["pings"], out["idle"]
