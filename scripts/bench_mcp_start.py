@@ -68,6 +68,7 @@ NODE_MODULES = ROOT / "tests" / "node" / "node_modules" / "@modelcontextprotocol
 BUDGET_CONNECTED_MS = 1500.0
 BUDGET_PING_P99_MS = 20.0
 PING_EVERY = 0.010
+CLOSE_TIMEOUT = 60.0  # shutdown + exit, generous: on a loaded machine seven children take a while to stop
 N_INSTALLING = 7
 
 # The reference: the SDK alone in a fresh interpreter, five servers at once. argv[1] is a JSON list
@@ -284,7 +285,7 @@ async def configure(data_dir: Path, servers: list[dict[str, Any]], run: Run, wai
         if wait:
             await watch.until_connected(keys)
         run.pids |= descendants(client.proc.pid)
-        run.exit("setup", await client.close())
+        run.exit("setup", await client.close(timeout=CLOSE_TIMEOUT))
     return keys
 
 
@@ -297,7 +298,7 @@ async def spawn_connected(data_dir: Path, keys: list[str], run: Run) -> tuple[fl
         init_ms = (time.perf_counter() - t0) * 1000
         all_ms = (await watch.until_connected(keys) - t0) * 1000
         run.pids |= descendants(client.proc.pid)
-        run.exit("spawn -> connected", await client.close())
+        run.exit("spawn -> connected", await client.close(timeout=CLOSE_TIMEOUT))
     return init_ms, all_ms
 
 
@@ -330,7 +331,7 @@ async def pings_while(data_dir: Path, keys: list[str], window: float | None, run
         if keys:
             await watch.until_connected(keys)
         run.pids |= descendants(client.proc.pid)
-        run.exit("pings", await client.close())
+        run.exit("pings", await client.close(timeout=CLOSE_TIMEOUT))
     return pings, span
 
 

@@ -148,7 +148,9 @@ class Connector:
             self._sdk_lock = anyio.Lock()
         async with self._sdk_lock:
             if not _sdk_loaded:
-                await anyio.to_thread.run_sync(_import_sdk)
+                # Abandoned when the attempt is cancelled (a stop, the server removed): the thread
+                # only imports, and a stop need not wait the seconds it may take on a busy machine.
+                await anyio.to_thread.run_sync(_import_sdk, abandon_on_cancel=True)
                 _sdk_loaded = True
                 freeze_heap()  # the SDK's modules are most of the heap from now on
 

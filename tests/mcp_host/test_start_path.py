@@ -66,10 +66,12 @@ async def wait_path(path: Path, deadline: float, what: str) -> None:
     pytest.fail(f"{what} (waited {deadline:.0f} s)")
 
 
-async def test_initialize_pings_services_and_server_starts_do_not_wait_for_the_mcp_sdk(tmp_path: Path):
+async def configured(tmp_path: Path) -> tuple[Path, Path, str]:
+    """A data dir with one stdio server (basic.py behind a script that first makes a marker file):
+    the data dir, the marker (removed again), the server's key."""
     data_dir = tmp_path / "data"
     marker = tmp_path / "server-started"
-    server = tmp_path / "server"  # notes that it started, then serves MCP (its own SDK import is not gated)
+    server = tmp_path / "server"  # its own SDK import (a process of its own) is not gated
     server.write_text(f'#!/bin/sh\n: > "$STARTED_MARKER"\nexec "{sys.executable}" "{FIXTURES / "basic.py"}"\n')
     server.chmod(0o755)
     async with SidecarClient.spawn(data_dir) as client:
@@ -79,20 +81,32 @@ async def test_initialize_pings_services_and_server_starts_do_not_wait_for_the_m
         await client.wait_for(lambda: "connected" in statuses(client, key), scaled(60))
     assert client.proc.returncode == 0, client.stderr_text()
     marker.unlink()
+    return data_dir, marker, key
 
+
+def gated(tmp_path: Path, data_dir: Path) -> tuple[Path, list[str]]:
+    """The gate's folder and the command of a sidecar behind it."""
     gate = tmp_path / "gate"
     gate.mkdir()
     os.mkfifo(gate / "open")
-    command = [sys.executable, "-c", GATED_SIDECAR, str(gate), "--data-dir", str(data_dir)]
-    async with SidecarClient.spawn(command=command, initialize=False) as client:
-        with anyio.fail_after(scaled(30)):
-            answer = await client.request("initialize", {"clientInfo": {"name": "test", "version": "0"}})
-        assert answer["serverInfo"]["name"] == "covalt-sidecar"
+    return gate, [sys.executable, "-c", GATED_SIDECAR, str(gate), "--data-dir", str(data_dir)]
 
-        # The configured server makes the sidecar load the SDK: it asks for it off the event loop.
-        await wait_path(gate / "asked", scaled(30), "the sidecar never imported the mcp SDK")
-        asked, on_main_thread = (gate / "asked").read_text().split()
-        assert asked in ("mcp", "mcp_types") and on_main_thread == "False", asked
+
+async def initialize_until_sdk_asked(client: SidecarClient, gate: Path) -> None:
+    with anyio.fail_after(scaled(30)):
+        answer = await client.request("initialize", {"clientInfo": {"name": "test", "version": "0"}})
+    assert answer["serverInfo"]["name"] == "covalt-sidecar"
+    # The configured server makes the sidecar load the SDK: it asks for it off the event loop.
+    await wait_path(gate / "asked", scaled(30), "the sidecar never imported the mcp SDK")
+    asked, on_main_thread = (gate / "asked").read_text().split()
+    assert asked in ("mcp", "mcp_types") and on_main_thread == "False", asked
+
+
+async def test_initialize_pings_services_and_server_starts_do_not_wait_for_the_mcp_sdk(tmp_path: Path):
+    data_dir, marker, key = await configured(tmp_path)
+    gate, command = gated(tmp_path, data_dir)
+    async with SidecarClient.spawn(command=command, initialize=False) as client:
+        await initialize_until_sdk_asked(client, gate)
         # Held there, the sidecar still answers, has built its services, and has started the server.
         with anyio.fail_after(scaled(10)):
             await client.request("ping")
@@ -104,3 +118,13 @@ async def test_initialize_pings_services_and_server_starts_do_not_wait_for_the_m
             await f.write(b"x")
         await client.wait_for(lambda: "connected" in statuses(client, key), scaled(60))
     assert client.proc.returncode == 0, client.stderr_text()
+
+
+async def test_a_stop_does_not_wait_for_the_mcp_sdk_import(tmp_path: Path):
+    """On a busy machine the import takes many seconds; shutdown + exit must not sit through it."""
+    data_dir, marker, _key = await configured(tmp_path)
+    gate, command = gated(tmp_path, data_dir)
+    async with SidecarClient.spawn(command=command, initialize=False) as client:
+        await initialize_until_sdk_asked(client, gate)
+        await wait_path(marker, scaled(30), "the server was not started while the SDK import was held")
+        assert await client.close(timeout=scaled(10)) == 0, client.stderr_text()
