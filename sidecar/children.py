@@ -117,6 +117,11 @@ class StderrTail:
         self._line_chars = line_chars
         self._log = logger
         self.lines: deque[str] = deque(maxlen=lines)
+        self.count = 0
+        """Lines read so far (the ring keeps the last few)."""
+        self.on_line: Callable[[], None] | None = None
+        """Called on the reading thread after each line (a package runner's install progress): it
+        must only hand off, never block or do the work."""
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._pump, args=(fd,), name=f"stderr-{label}", daemon=True)
         self._thread.start()
@@ -158,7 +163,10 @@ class StderrTail:
         if len(raw) > self._line_chars:
             line += "…"
         self.lines.append(line)
+        self.count += 1
         self._log.debug("%s: %s", self._label, line)
+        if self.on_line is not None:
+            self.on_line()
 
 
 class Child:

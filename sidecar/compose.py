@@ -163,7 +163,8 @@ async def build(settings: Settings, db: Database, notifier: Notifier, tg: TaskGr
     toolsets = ToolsetService(db, data_dir, workers, secrets, on_change=toolset_changed)
     servers = McpServers(db, toolsets, secrets, on_status=notifier.mcp_server_changed, elicit=notifier.elicit,
                          on_log=notifier.mcp_log, open_url=notifier.open_url,
-                         client_metadata_url=settings.oauth_client_metadata_url, sandbox=sandbox)
+                         client_metadata_url=settings.oauth_client_metadata_url, sandbox=sandbox,
+                         installs=data_dir / "mcp-installs")
     servers.bind(tg)
     catalog = Catalog(db, servers.host, data_dir, sandbox)
     await _recover(db, catalog, data_dir)

@@ -111,6 +111,8 @@ export interface ClientRequests {
   "mcpServers/login": { params: T.LoginParams; result: T.ServerResult };
   /** Sign out of a server: its OAuth tokens are revoked where the authorization server has a revocation endpoint, and forgotten with the client registration; it reconnects and then needs a sign-in. */
   "mcpServers/logout": { params: T.ServerIdParams; result: T.ServerResult };
+  /** Warm a server's package ahead of use: a server started through a package runner (npx, uvx, ...) is started once with its install budget (status installing, with progress, as on a first connect) and answers when its handshake is done. An enabled server stays connected; a disabled one is stopped again, its package now in the runner's cache. A server run directly just connects. Errors: UpstreamError when the install or the handshake failed (data.message says why), Timeout past its installTimeout. */
+  "mcpServers/prepare": { params: T.ServerIdParams; result: T.ServerResult };
   /** The resources a connected server offers. */
   "mcpServers/resources": { params: T.ServerIdParams; result: T.ResourcesResult };
   /** Read one resource of a server. */
@@ -201,7 +203,7 @@ export interface ServerNotifications {
   "workspace/changed": { params: T.ChangedParams };
   /** A toolset imported from a folder (sourceType local) followed an edit of that folder. */
   "toolsets/changed": { params: T.ToolsetChangedParams };
-  /** A server's status changed (connecting, connected, error, disabled) or its tools did. */
+  /** A server's status changed (connecting, installing, connected, error, disabled, needsAuth), its install progressed, or its tools changed. */
   "mcpServers/status": { params: T.ServerStatusParams };
   /** A server logged a message (MCP notifications/message) at or above its logLevel; rate-limited per server, with a count of what was dropped. */
   "mcpServers/log": { params: T.ServerLogParams };

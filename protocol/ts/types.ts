@@ -1471,6 +1471,8 @@ export interface AddParams {
   callTimeout?: number | null;
   /** The least severe log message wanted from it: sent to it with logging/setLevel when it supports that, and applied to what it sends either way (absent: all it sends). */
   logLevel?: "alert" | "critical" | "debug" | "emergency" | "error" | "info" | "notice" | "warning" | null;
+  /** For a stdio server started through a package runner (npx, uvx, pipx run, bunx, pnpm dlx, docker run): seconds its first start may take to download and install before the handshake, instead of connectTimeout, at most 3600 (absent: 300). Past it the runner is stopped (SIGTERM, time to clean up) and the start is retried with backoff. */
+  installTimeout?: number | null;
   /** Run this stdio server in the OS sandbox: {} for seed 004's defaults (no network, 256m, 64 processes, writes nowhere but a private /tmp), or the settings to change. null or absent: the server runs unconfined, as any program of the user's (it reads and writes what the user can and reaches any host). Only a stdio server can be sandboxed. */
   sandbox?: ServerSandbox | null;
 }
@@ -1489,7 +1491,7 @@ export interface McpServer {
   /** How it is reached: stdio (a process), sse or streamable-http. */
   type: "sse" | "stdio" | "streamable-http";
   /** Its connection now; mcpServers/status announces every change. */
-  status: "connected" | "connecting" | "disabled" | "error" | "needsAuth";
+  status: "connected" | "connecting" | "disabled" | "error" | "installing" | "needsAuth";
   /** Whether it is switched on (mcpServers/setEnabled); off, it is not started. */
   enabled: boolean;
   /** How many tools it listed when it last connected. */
@@ -1522,6 +1524,33 @@ export interface McpServer {
   sandbox?: ServerSandbox | null;
   /** What confines the running server process now: bubblewrap, landlock or seatbelt; 'none' when its sandbox is on but this machine has no mechanism (it runs unconfined: debug/info's sandbox.warning says why). Absent while it does not run, and for a server without sandbox. */
   confinedBy?: "bubblewrap" | "landlock" | "none" | "seatbelt" | null;
+  /** Seconds a package runner's first start may take to install, when set (default 300). */
+  installTimeout?: number | null;
+  /** The package runner its command starts (npx, uvx, pipx, bunx, pnpm, docker); absent for a program run directly. */
+  runner?: string | null;
+  /** While status is installing: how the install goes. Each new stderr line of the runner is an mcpServers/status (at most about four a second). */
+  install?: InstallProgress | null;
+}
+
+/** How the first start of a server run through a package runner is going: what the runner last
+ *     said on its stderr, while it downloads and installs the server's package. */
+export interface InstallProgress {
+  /** The package runner the command starts: npx, uvx, pipx, bunx, pnpm or docker. */
+  runner: string;
+  /** The package (or image) it runs, as the arguments name it. */
+  package?: string | null;
+  /** The runner's last line on stderr (secrets masked, cut to 300 characters); absent until it writes one. */
+  message?: string | null;
+  /** Lines the runner has written to stderr so far in this attempt. */
+  lines?: number;
+  /** Milliseconds since this attempt started the runner. */
+  elapsedMs?: number;
+  /** Milliseconds the install may take before the attempt fails and is retried with backoff (the server's installTimeout). */
+  budgetMs?: number;
+  /** npx only: the exact folder of the runner's shared install cache (~/.npm/_npx/<hash>) this server uses. */
+  cache?: string | null;
+  /** What was found in that cache before the start: a half-finished install or a stale lock the sidecar's own earlier run left (removed, so npx installs again), or one it did not leave (named, with the folder to remove). */
+  note?: string | null;
 }
 
 /** A page of servers, by toolset id and then in the order their toolset declares them. */
@@ -1565,6 +1594,8 @@ export interface UpdateParams {
   callTimeout?: number | null;
   /** The least severe log message wanted from it (null: all it sends). Left out: unchanged. */
   logLevel?: "alert" | "critical" | "debug" | "emergency" | "error" | "info" | "notice" | "warning" | null;
+  /** Seconds a package runner's first start may install, at most 3600 (null: the default, 300). Left out: unchanged. */
+  installTimeout?: number | null;
   /** Connect (true) or disconnect and stop (false), as mcpServers/setEnabled. Left out: unchanged. */
   enabled?: boolean;
   /** The whole new sandbox of a stdio server ({}: seed 004's defaults); null turns it off (the server runs unconfined). A change restarts the server. Left out: unchanged. */
@@ -1769,6 +1800,8 @@ export interface McpImportParams {
   rename?: Record<string, string>;
   /** A picked server whose id is taken and that is not renamed: rename (added under its suggestedId, result.renamed says so; one that runs the same command or URL as the installed server is the same server and is skipped), skip it (result.skipped names it), or fail (the whole import is refused before anything is added; the error names each such id). One clash never stops the others but with fail. */
   onConflict?: "fail" | "rename" | "skip";
+  /** installTimeout for each imported server started through a package runner (npx, uvx, ...): seconds its first start may take to install, at most 3600 (absent: 300). Servers run directly do not take it. */
+  installTimeout?: number | null;
 }
 
 export interface McpImportResult {

@@ -31,8 +31,12 @@ ServerType = Literal["stdio", "sse", "streamable-http"]
 # MCP's log levels (RFC 5424's), least severe first.
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 # needsAuth: a remote server wants an OAuth sign-in (mcpServers/login); error says why.
-ServerStatus = Literal["connecting", "connected", "error", "disabled", "needsAuth"]
+# installing: a package runner (npx, uvx, ...) is fetching the server on its first start; install says how far.
+ServerStatus = Literal["connecting", "connected", "error", "disabled", "needsAuth", "installing"]
 
+
+DEFAULT_INSTALL_TIMEOUT = 300.0
+"""Seconds a package runner's first start gets to install (npx's first run takes 25-85 s on a fresh machine)."""
 
 _SIZE = "Bytes, or a number with k, m or g as toolset.yaml writes it (\"512m\", \"1g\")"
 
@@ -75,6 +79,25 @@ def _d(text: str) -> msgspec.Meta:
     return msgspec.Meta(description=text)
 
 
+class InstallProgress(Model):
+    """How the first start of a server run through a package runner is going: what the runner last
+    said on its stderr, while it downloads and installs the server's package."""
+
+    runner: Annotated[str, _d("The package runner the command starts: npx, uvx, pipx, bunx, pnpm or docker.")]
+    package: Annotated[str | None, _d("The package (or image) it runs, as the arguments name it.")] = None
+    message: Annotated[str | None, _d("The runner's last line on stderr (secrets masked, cut to 300 characters); "
+                                      "absent until it writes one.")] = None
+    lines: Annotated[int, _d("Lines the runner has written to stderr so far in this attempt.")] = 0
+    elapsed_ms: Annotated[int, _d("Milliseconds since this attempt started the runner.")] = 0
+    budget_ms: Annotated[int, _d("Milliseconds the install may take before the attempt fails and is retried "
+                                 "with backoff (the server's installTimeout).")] = 0
+    cache: Annotated[str | None, _d("npx only: the exact folder of the runner's shared install cache "
+                                    "(~/.npm/_npx/<hash>) this server uses.")] = None
+    note: Annotated[str | None, _d("What was found in that cache before the start: a half-finished install or "
+                                   "a stale lock the sidecar's own earlier run left (removed, so npx installs "
+                                   "again), or one it did not leave (named, with the folder to remove).")] = None
+
+
 class McpServer(Model):
     id: Annotated[str, _d("The server key, toolset~server: what mcpServers/* methods take as id.")]
     server_id: Annotated[str, _d("The server's id inside its toolset (mcp_servers[].id, or mcpServers/add's id).")]
@@ -112,6 +135,14 @@ class McpServer(Model):
         "What confines the running server process now: bubblewrap, landlock or seatbelt; 'none' when its "
         "sandbox is on but this machine has no mechanism (it runs unconfined: debug/info's sandbox.warning "
         "says why). Absent while it does not run, and for a server without sandbox."))] = None
+    install_timeout: Annotated[float | None, msgspec.Meta(description=(
+        f"Seconds a package runner's first start may take to install, when set (default "
+        f"{DEFAULT_INSTALL_TIMEOUT:g})."))] = None
+    runner: Annotated[str | None, _d("The package runner its command starts (npx, uvx, pipx, bunx, pnpm, "
+                                     "docker); absent for a program run directly.")] = None
+    install: Annotated[InstallProgress | None, _d("While status is installing: how the install goes. Each "
+                                                  "new stderr line of the runner is an mcpServers/status "
+                                                  "(at most about four a second).")] = None
 
 
 MAX_PATH_CHARS = 4096  # PATH_MAX
@@ -124,6 +155,7 @@ MAX_HEADER_VALUE_CHARS = 8 * 1024
 MAX_URL_CHARS = 8 * 1024
 MAX_CONNECT_TIMEOUT = 600.0
 MAX_CALL_TIMEOUT = 3600.0
+MAX_INSTALL_TIMEOUT = 3600.0
 
 Command = Annotated[str, msgspec.Meta(max_length=MAX_PATH_CHARS)]
 Args = Annotated[list[Annotated[str, msgspec.Meta(max_length=MAX_ARG_CHARS)]], msgspec.Meta(max_length=MAX_ARGS)]
@@ -139,6 +171,7 @@ HeaderValue = Annotated[str, msgspec.Meta(max_length=MAX_HEADER_VALUE_CHARS, pat
 Headers = Annotated[dict[HeaderName, HeaderValue], msgspec.Meta(max_length=MAX_HEADERS)]
 ConnectTimeout = Annotated[float, msgspec.Meta(gt=0, le=MAX_CONNECT_TIMEOUT)]
 CallTimeout = Annotated[float, msgspec.Meta(gt=0, le=MAX_CALL_TIMEOUT)]
+InstallTimeout = Annotated[float, msgspec.Meta(gt=0, le=MAX_INSTALL_TIMEOUT)]
 
 _SECRETS = (" Values may be ${VAR} references, resolved at connect time: the secrets (secrets/set), then the "
             "environment; a literal secret is moved to the secret store and replaced by one.")
@@ -172,6 +205,11 @@ class ServerDecl(Model, kw_only=True):
     log_level: Annotated[LogLevel | None, msgspec.Meta(description=(
         "The least severe log message wanted from it: sent to it with logging/setLevel when it supports that, "
         "and applied to what it sends either way (absent: all it sends)."))] = None
+    install_timeout: Annotated[InstallTimeout | None, msgspec.Meta(description=(
+        "For a stdio server started through a package runner (npx, uvx, pipx run, bunx, pnpm dlx, docker run): "
+        "seconds its first start may take to download and install before the handshake, instead of "
+        f"connectTimeout, at most {MAX_INSTALL_TIMEOUT:g} (absent: {DEFAULT_INSTALL_TIMEOUT:g}). Past it the "
+        "runner is stopped (SIGTERM, time to clean up) and the start is retried with backoff."))] = None
     sandbox: Annotated[ServerSandbox | None, msgspec.Meta(description=(
         "Run this stdio server in the OS sandbox: {} for seed 004's defaults (no network, 256m, 64 "
         "processes, writes nowhere but a private /tmp), or the settings to change. " + _SANDBOX_OFF))] = None
@@ -217,6 +255,10 @@ class UpdateParams(Model):
     )] = msgspec.UNSET
     log_level: Annotated[LogLevel | None | msgspec.UnsetType, msgspec.Meta(
         description="The least severe log message wanted from it (null: all it sends)." + _UNCHANGED
+    )] = msgspec.UNSET
+    install_timeout: Annotated[InstallTimeout | None | msgspec.UnsetType, msgspec.Meta(
+        description=f"Seconds a package runner's first start may install, at most {MAX_INSTALL_TIMEOUT:g} "
+                    f"(null: the default, {DEFAULT_INSTALL_TIMEOUT:g})." + _UNCHANGED
     )] = msgspec.UNSET
     enabled: Annotated[bool | msgspec.UnsetType, msgspec.Meta(
         description="Connect (true) or disconnect and stop (false), as mcpServers/setEnabled." + _UNCHANGED
@@ -464,6 +506,10 @@ class McpImportParams(Model):
                     "server is the same server and is skipped), skip it (result.skipped names it), or fail (the "
                     "whole import is refused before anything is added; the error names each such id). One clash "
                     "never stops the others but with fail.")] = "rename"
+    install_timeout: Annotated[InstallTimeout | None, msgspec.Meta(description=(
+        "installTimeout for each imported server started through a package runner (npx, uvx, ...): seconds "
+        f"its first start may take to install, at most {MAX_INSTALL_TIMEOUT:g} (absent: "
+        f"{DEFAULT_INSTALL_TIMEOUT:g}). Servers run directly do not take it."))] = None
 
 
 class McpImportResult(Model):
@@ -519,8 +565,17 @@ SPECS = (
     MethodSpec("ui/openUrl", "serverToClient", "request",
                "Open a page in the user's browser (an MCP server's OAuth sign-in); answer once it is opened.",
                params=OpenUrlParams, result=OpenUrlResult),
+    MethodSpec("mcpServers/prepare", "clientToServer", "request",
+               "Warm a server's package ahead of use: a server started through a package runner (npx, uvx, "
+               "...) is started once with its install budget (status installing, with progress, as on a first "
+               "connect) and answers when its handshake is done. An enabled server stays connected; a disabled "
+               "one is stopped again, its package now in the runner's cache. A server run directly just "
+               "connects. Errors: UpstreamError when the install or the handshake failed (data.message says "
+               "why), Timeout past its installTimeout.",
+               params=ServerIdParams, result=ServerResult, errors=(_NF, _CF, _UP, _TO)),
     MethodSpec("mcpServers/status", "serverToClient", "notification",
-               "A server's status changed (connecting, connected, error, disabled) or its tools did.",
+               "A server's status changed (connecting, installing, connected, error, disabled, needsAuth), "
+               "its install progressed, or its tools changed.",
                params=ServerStatusParams),
     MethodSpec("mcpServers/log", "serverToClient", "notification",
                "A server logged a message (MCP notifications/message) at or above its logLevel; "

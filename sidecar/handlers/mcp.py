@@ -57,6 +57,10 @@ class McpHandlers:
     async def reconnect(self, p: ServerIdParams, ctx: RequestContext) -> ServerResult:
         return ServerResult(await self.servers.reconnect(p.id))
 
+    @method("mcpServers/prepare")
+    async def prepare(self, p: ServerIdParams, ctx: RequestContext) -> ServerResult:
+        return ServerResult(await self.servers.prepare(p.id))
+
     @method("mcpServers/login")
     async def login(self, p: LoginParams, ctx: RequestContext) -> ServerResult:
         return ServerResult(await self.servers.login(p.id, p.client))

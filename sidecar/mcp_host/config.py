@@ -16,7 +16,7 @@ from types import MappingProxyType
 
 import msgspec
 
-from ..api.mcp import LogLevel, ServerSandbox, ServerType
+from ..api.mcp import DEFAULT_INSTALL_TIMEOUT, LogLevel, ServerSandbox, ServerType
 from ..sandbox.policy import Confinement, resolve
 from ..sandbox.settings import SettingError, layer
 
@@ -43,6 +43,8 @@ class ServerConfig:
     """HTTP headers for `sse` / `streamable-http`. Values may hold `${VAR}`."""
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     call_timeout: float = 120.0
+    install_timeout: float = DEFAULT_INSTALL_TIMEOUT
+    """A package runner's (npx, uvx, ...) first start: how long it may install before its handshake."""
     enabled: bool = True
     log_level: LogLevel | None = None
     """The least severe log message wanted (sent with logging/setLevel, applied to what arrives)."""

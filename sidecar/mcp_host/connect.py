@@ -11,6 +11,7 @@ import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -22,12 +23,14 @@ from ..process import freeze_heap
 from ..sandbox.runner import Sandbox
 from ..secrets import MissingVariable, references_in, resolve, resolve_mapping, secret_values
 from ..secrets.known import remember_all
-from . import signin
+from . import runners, signin
 from .commands import CommandNotFound, resolve_command
 from .config import ServerConfig
 from .elicitation import Elicit, ElicitAnswer, Elicitation
 from .failures import Failure, describe, flatten, only_cancelled
+from .install import TERM_GRACE, Install
 from .logs import OnLog
+from .npx_cache import Journal
 from .signin import OpenUrl, Vault
 from .state import Conn, LiveServer
 from .stdio import StdioTransport, Streams
@@ -125,8 +128,10 @@ class Connector:
                  elicit: Elicit | None, variables: Variables = process_environment,
                  on_log: OnLog | None = None, vault: Vault | None = None,
                  open_url: OpenUrl | None = None, client_metadata_url: str | None = None,
-                 sandbox: Sandbox | None = None) -> None:
+                 sandbox: Sandbox | None = None, installs: Path | None = None) -> None:
         self.max_result_bytes = max_result_bytes
+        self.journal = Journal(installs)
+        """The npx installs this sidecar began and has not seen finish (``npx_cache.py``)."""
         self.sandbox = sandbox or Sandbox()
         """Confines the stdio servers the user opted in (``ServerConfig.sandbox``)."""
         self.on_log = on_log
@@ -217,17 +222,29 @@ class Connector:
                 await oauth_revoke.revoke(self.vault, key, http_timeout=http_timeout)
         await signin.forget(self.vault, key)
 
-    async def _start(self, config: ServerConfig, spec: Spec, conn: Conn, stack: AsyncExitStack) -> Streams:
-        """Start a stdio server's child; its streams, open until ``stack`` closes."""
+    async def _start(self, srv: LiveServer, spec: Spec, conn: Conn,
+                     stack: AsyncExitStack) -> tuple[Install | None, Streams]:
+        """Start a stdio server's child (a package runner's first start with its ``Install``); its
+        streams, open until ``stack`` closes."""
+        config = srv.config
+        install: Install | None = None
+        runner = runners.recognise(spec.argv[0], spec.argv[1:])
+        srv.runner = runner.name if runner is not None else None
+        if runner is not None and not srv.installed:
+            install = Install(srv, runner, self.journal, spec.env)
+            await install.before()
+            stack.push_async_callback(install.after)  # runs once the runner is stopped
         transport = StdioTransport(spec.argv, env=spec.env, cwd=spec.cwd, label=config.key,
                                    max_line=self.max_result_bytes + (1 << 20), closed=conn.lost,
                                    sandbox=self.sandbox if config.sandbox is not None else None,
                                    confinement=config.sandbox)
         conn.transport = transport
+        if install is not None:  # stopped mid-install: SIGTERM at once, and time to roll back
+            transport.stop_grace, transport.kill_grace = 0.0, TERM_GRACE
         # The args stay out of the log: people put tokens in them.
         log.info("MCP server %s: starting %s (%d args)", config.key, config.command, len(config.args))
         try:
-            return await stack.enter_async_context(transport.open())
+            return install, await stack.enter_async_context(transport.open())
         except OSError as exc:
             raise Failure(f"could not start {spec.argv[0]}: {exc.strerror or exc}") from None
 
@@ -243,11 +260,12 @@ class Connector:
                 async with AsyncExitStack() as stack:
                     # A stdio child starts before the SDK is loaded: its own start-up (often an
                     # interpreter importing its SDK) runs beside ours instead of after it.
-                    streams = await self._start(config, spec, conn, stack) if config.type == "stdio" else None
+                    install, streams = (await self._start(srv, spec, conn, stack) if config.type == "stdio"
+                                        else (None, None))
                     await self.load_sdk()
                     from . import session  # mcp SDK: loaded by load_sdk above
 
-                    await session.connect_and_serve(self, srv, conn, spec, streams)
+                    await session.connect_and_serve(self, srv, conn, spec, streams, install)
         except BaseException as exc:
             # The SDK's and our transports' task groups wrap whatever crosses them in exception groups.
             failures = [e for e in flatten(exc) if isinstance(e, Failure)]

@@ -113,6 +113,7 @@ def describe(config: ServerConfig, url: str | None, exc: BaseException) -> str:
 
 def not_connected(server_id: str, status: str, error: str | None) -> str:
     why = {"disabled": "it is disabled", "connecting": "it is still connecting",
+           "installing": "its package runner is still installing it (mcpServers/status shows how far)",
            "needsAuth": "it needs you to sign in (mcpServers/login)"}.get(status)
     if why is None:
         why = f"it failed: {error}" if error else "it is not connected"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -43,12 +44,13 @@ class McpHost:
                  elicit: Elicit | None = None, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
                  variables: Variables = process_environment, on_log: OnLog | None = None,
                  vault: Vault | None = None, open_url: OpenUrl | None = None,
-                 client_metadata_url: str | None = None, sandbox: Sandbox | None = None) -> None:
+                 client_metadata_url: str | None = None, sandbox: Sandbox | None = None,
+                 installs: Path | None = None) -> None:
         self._on_status = on_status
         self._connector = Connector(max_result_bytes=max_result_bytes, on_tools_changed=on_tools_changed,
                                     elicit=elicit, variables=variables, on_log=on_log, vault=vault,
                                     open_url=open_url, client_metadata_url=client_metadata_url,
-                                    sandbox=sandbox)
+                                    sandbox=sandbox, installs=installs)
         self._tg: TaskGroup | None = None
         self._servers: dict[str, LiveServer] = {}
         self._live: set[LiveServer] = set()  # every server whose supervisor has not finished, removed ones too
@@ -165,6 +167,12 @@ class McpHost:
         with anyio.move_on_after(srv.config.connect_timeout):
             while srv.settling:
                 await srv.wait_changed()
+
+    async def prepare(self, key: str) -> None:
+        """Warm a server's package (``mcpServers/prepare``): see `warm.prepare`."""
+        from .warm import prepare  # small, but only for this request
+
+        await prepare(self._servers[key], self._connector, self.reconnect)
 
     async def call_tool(self, key: str, name: str, args: dict[str, Any], *,
                         timeout: float | None = None,  # noqa: ASYNC109 - it stands still during elicitations

@@ -19,6 +19,7 @@ from .. import secrets
 from ..api.mcp import FoundServer, McpImportParams, McpServer, SecretInput, ServerDecl, SkippedServer
 from ..errors import Conflict, InvalidParams, NotFound, StorageError
 from . import app_configs, edits
+from .runners import recognise
 
 if TYPE_CHECKING:
     from .servers import McpServers
@@ -92,7 +93,7 @@ class Importer:
             try:
                 toolset = await self.servers._add_user_server(ServerDecl(  # noqa: SLF001 - the service's own helper
                     id=new_id, type=f.type, command=f.command, args=f.args, env=f.env, cwd=f.cwd, url=f.url,
-                    headers=f.headers))
+                    headers=f.headers, install_timeout=p.install_timeout if recognise(f.command, f.args) else None))
             except Conflict:  # mcpServers/add took the id meanwhile: the others still go in
                 skipped.append(SkippedServer(f.id, f"a server or toolset {new_id!r} was added meanwhile; "
                                                    "preview again to import it under another id"))

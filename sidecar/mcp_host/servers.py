@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio.to_thread
@@ -69,7 +70,8 @@ class Toolsets(Protocol):
 def config_of(row: McpServerRow) -> ServerConfig:
     """What the host needs to run a stored server."""
     timeouts = {k: float(v) for k, v in (("connect_timeout", row.connect_timeout),
-                                         ("call_timeout", row.call_timeout)) if v}
+                                         ("call_timeout", row.call_timeout),
+                                         ("install_timeout", row.install_timeout)) if v}
     return ServerConfig(server_id=row.id, toolset_id=row.toolset_id, type=row.type,
                         command=row.command, args=tuple(row.args), env=row.env, cwd=row.cwd, url=row.url,
                         headers=row.headers, enabled=row.should_run, log_level=row.log_level,
@@ -92,7 +94,7 @@ class McpServers:
                  on_status: OnServerStatus | None = None, elicit: Elicit | None = None,
                  open_url: signin.OpenUrl | None = None, client_metadata_url: str | None = None,
                  max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES, on_log: OnLog | None = None,
-                 sandbox: Sandbox | None = None) -> None:
+                 sandbox: Sandbox | None = None, installs: Path | None = None) -> None:
         self.repo = McpServerRepo(db)
         self.toolsets = toolsets
         self.vault = vault
@@ -104,7 +106,7 @@ class McpServers:
         self.importer = Importer(self)
         self.host = McpHost(on_status=self._host_status, elicit=elicit, max_result_bytes=max_result_bytes,
                             variables=vault.environ, on_log=on_log, vault=vault, open_url=open_url,
-                            client_metadata_url=client_metadata_url, sandbox=sandbox)
+                            client_metadata_url=client_metadata_url, sandbox=sandbox, installs=installs)
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
@@ -162,10 +164,10 @@ class McpServers:
         try:
             state = self.host.state(row.key)
             status, error, tools, name = state.status, state.error, state.tool_count, state.server_name
-            confined_by = state.confined_by
+            confined_by, runner, install = state.confined_by, state.runner, state.install
         except KeyError:  # not handed to the host yet (added a moment ago)
             status, error, tools, name = ("connecting" if row.should_run else "disabled"), None, 0, None
-            confined_by = None
+            confined_by = runner = install = None
         return McpServer(
             id=row.key, server_id=row.server_id, toolset_id=row.toolset_id, type=row.type,
             status=status, enabled=row.should_run, tool_count=tools, error=error, user_mcp=row.user_mcp,
@@ -175,6 +177,7 @@ class McpServers:
             headers=secrets.mask_map(row.headers), cwd=row.cwd,
             connect_timeout=row.connect_timeout, call_timeout=row.call_timeout, log_level=row.log_level,
             sandbox=row.sandbox if row.type == "stdio" else None, confined_by=confined_by,
+            install_timeout=row.install_timeout, runner=runner, install=install,
         )
 
     # -- changing --------------------------------------------------------------------------------------
@@ -281,6 +284,12 @@ class McpServers:
         if not row.should_run:
             raise Conflict("disabled", f"{row.key} is turned off; enable it with mcpServers/setEnabled")
         await self.host.reconnect(row.key)
+        return self.view(row)
+
+    async def prepare(self, ref: str) -> McpServer:
+        """mcpServers/prepare: the server's package installed and its handshake done once (``warm.py``)."""
+        row = await self.find(ref)
+        await self.host.prepare(row.key)
         return self.view(row)
 
     # -- asking a connected server (the host raises McpError not_connected otherwise, after a restart's wait) ---

@@ -18,7 +18,8 @@ from ..api.tools import ToolIcon
 from ..secrets import mask_url
 from . import remote
 from .elicitation import elicitation_callback
-from .failures import Failure, handshake_failure, lost_message
+from .failures import Failure, handshake_failure, lost_message, with_stderr
+from .install import Install
 from .logs import ServerLog, at_least, bounded, tell_drops
 from .requests import all_pages
 from .state import Conn, LiveServer, McpTool
@@ -43,9 +44,10 @@ class _Session(ClientSession):
 
 
 async def connect_and_serve(connector: Connector, srv: LiveServer, conn: Conn, spec: Spec,
-                            streams: Streams | None = None) -> None:
+                            streams: Streams | None = None, install: Install | None = None) -> None:
     """Serve ``srv`` until the connection is lost: over ``streams`` (a stdio child's, started by
-    the caller while the SDK was loading), or over a remote transport opened here."""
+    the caller while the SDK was loading, with its ``install`` when it is a package runner's first
+    start), or over a remote transport opened here."""
     config = srv.config
     async with AsyncExitStack() as stack:
         if streams is not None:
@@ -68,13 +70,16 @@ async def connect_and_serve(connector: Connector, srv: LiveServer, conn: Conn, s
             client_info=types.Implementation(name=CLIENT_NAME, version=CLIENT_VERSION),
         ))
 
-        handshake = anyio.CancelScope(deadline=anyio.current_time() + config.connect_timeout)
+        budget = install.budget if install is not None else config.connect_timeout
+        handshake = anyio.CancelScope(deadline=anyio.current_time() + budget)
         garbage = anyio.Event()
         greeted: tuple[types.InitializeResult, list[McpTool]] | None = None
         try:
             async with anyio.create_task_group() as guard:
                 if conn.transport is not None:
                     guard.start_soon(_garbage_guard, conn.transport, handshake, garbage)
+                    if install is not None:
+                        guard.start_soon(install.watch, conn.transport)
                 try:
                     with handshake:
                         greeted = (await session.initialize(), await fetch_tools(session))
@@ -84,12 +89,21 @@ async def connect_and_serve(connector: Connector, srv: LiveServer, conn: Conn, s
             _hurry_stop(conn)
             if conn.needs_user is not None:
                 raise Failure(conn.needs_user, needs_auth=True) from None
-            raise Failure(await handshake_failure(config, conn, exc)) from None
+            raise Failure(_noted(install, await handshake_failure(config, conn, exc))) from None
         if conn.needs_user is not None:
             raise Failure(conn.needs_user, needs_auth=True)
         if greeted is None:  # the handshake's deadline, or garbage on stdout, cancelled it
             _hurry_stop(conn)
-            raise Failure(await handshake_failure(config, conn, None, garbage.is_set()))
+            transport = conn.transport
+            if (install is not None and transport is not None and not garbage.is_set()
+                    and not conn.lost.is_set() and transport.returncode is None):
+                raise Failure(with_stderr(install.timed_out(), transport))
+            raise Failure(_noted(install, await handshake_failure(config, conn, None, garbage.is_set())))
+        if install is not None:
+            srv.installed = True
+            await install.connected()
+            if conn.transport is not None:  # installed: from now on it stops as any server does
+                conn.transport.stop_grace, conn.transport.kill_grace = 1.0, 1.0
 
         init, tools = greeted
         srv.server_name = init.server_info.name if init.server_info else None
@@ -111,6 +125,13 @@ async def connect_and_serve(connector: Connector, srv: LiveServer, conn: Conn, s
         if conn.needs_user is not None:
             raise Failure(conn.needs_user, needs_auth=True)
         raise Failure(await lost_message(conn, spec.url))
+
+
+def _noted(install: Install | None, message: str) -> str:
+    """A failed first start of a runner says what was found in its install cache."""
+    if install is None or not install.note:
+        return message
+    return f"{message}\n({install.runner.name}: {install.note})"
 
 
 def _hurry_stop(conn: Conn) -> None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ..api.debug import SandboxMechanism
-from ..api.mcp import ServerStatus
+from ..api.mcp import InstallProgress, ServerStatus
 from ..api.tools import ToolIcon
 from ..secrets import clean
 from .config import ServerConfig
@@ -46,6 +46,10 @@ class ServerState:
     """The name the server gave in its initialize answer."""
     confined_by: SandboxMechanism | None = None
     """The sandbox mechanism of the running stdio child ("none": asked for, none available)."""
+    runner: str | None = None
+    """The package runner its command starts (npx, uvx, ...), once an attempt has looked."""
+    install: InstallProgress | None = None
+    """While installing: how it goes."""
 
 
 OnStatus = Callable[[ServerState], Awaitable[None]]
@@ -142,6 +146,10 @@ class LiveServer:
         self.pending: set[Pending] = set()
         self.log_gate = LogGate()
         self.elicits = 0
+        self.runner: str | None = None
+        self.installed = False
+        """It connected once: the runner's package is in its cache, later starts get the connect timeout."""
+        self.install: InstallProgress | None = None
         self._on_status = on_status
         self._last_published: ServerState | None = None
         self._changed = anyio.Event()
@@ -156,7 +164,8 @@ class LiveServer:
         return ServerState(key=c.key, server_id=c.server_id, toolset_id=c.toolset_id, type=c.type,
                            status=self.status, error=self.error, tool_count=len(self.tools),
                            server_name=self.server_name,
-                           confined_by=transport.confined_by if transport is not None else None)
+                           confined_by=transport.confined_by if transport is not None else None,
+                           runner=self.runner, install=self.install if self.status == "installing" else None)
 
     @property
     def ready(self) -> bool:
@@ -166,8 +175,8 @@ class LiveServer:
     @property
     def settling(self) -> bool:
         """(Re)connecting: a request now would rather wait for it than fail."""
-        return not self.done.is_set() and (self.status == "connecting" or (self.status == "connected"
-                                                                           and not self.ready))
+        return not self.done.is_set() and (self.status in ("connecting", "installing")
+                                           or (self.status == "connected" and not self.ready))
 
     def changed(self) -> None:
         """Wake whoever waits in `wait_changed` (status, connection or supervisor end)."""
@@ -181,10 +190,17 @@ class LiveServer:
         # Every error shown in lists and mcpServers/status passes here: it may quote what the server
         # printed or what a library saw, so it is masked once, at the source.
         self.status, self.error = status, clean(error) if error else error
+        if status != "installing":
+            self.install = None
         if status != "connected":
             self.tools = []
         self.changed()
         await self.publish()
+
+    async def set_install(self, progress: InstallProgress) -> None:
+        """The runner's install went on: status installing with ``progress`` (an mcpServers/status)."""
+        self.install = progress
+        await self.set_status("installing")
 
     async def publish(self, *, tools_changed: bool = False) -> None:
         """Tell `on_status` about a change of the snapshot (only a real one, never stale news), or

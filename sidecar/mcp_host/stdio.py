@@ -36,7 +36,7 @@ import anyio
 import anyio.abc
 
 from ..api.debug import SandboxMechanism
-from ..children import Child, spawn
+from ..children import Child, StderrTail, spawn
 from ..sandbox import cgroups
 from ..sandbox.policy import Confinement, format_size
 from ..sandbox.runner import Sandbox, python_paths
@@ -263,6 +263,11 @@ class StdioTransport:
     @property
     def returncode(self) -> int | None:
         return None if self._child is None else self._child.returncode
+
+    @property
+    def stderr(self) -> StderrTail | None:
+        """The reader of the child's stderr (None before it started)."""
+        return None if self._child is None else self._child.stderr
 
     @property
     def stderr_tail(self) -> deque[str]:
