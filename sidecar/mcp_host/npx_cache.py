@@ -148,10 +148,24 @@ class Journal:
         return note is not None and note.is_file()
 
 
+def _settle(folder: Path, packages: Sequence[str]) -> Health:
+    """A lock in a folder our own earlier start was installing into, touched a moment ago: a live npx
+    (another app's) touches it every second, one killed with our start never again. Watch it until
+    it tells (at most `LOCK_STALE` and a bit): npm itself would wait 60 s before taking it over."""
+    deadline = time.monotonic() + LOCK_STALE + 2
+    health = inspect(folder, packages)
+    while health.state == "busy" and time.monotonic() < deadline:
+        time.sleep(1.0)
+        health = inspect(folder, packages)
+    return health
+
+
 def before_start(folder: Path, packages: Sequence[str], journal: Journal, server: str) -> str | None:
     """Look at npx's folder before a start; repair it when this sidecar broke it. Returns a note for
     the user when something was found (repaired, or someone else's, named). Blocking: run in a thread."""
     health = inspect(folder, packages)
+    if health.state == "busy" and journal.ours(folder):
+        health = _settle(folder, packages)
     note: str | None = None
     if health.state == "broken":
         if journal.ours(folder):
