@@ -3,6 +3,8 @@ mcpServers/status notifications with status installing and install progress, mcp
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -64,3 +66,20 @@ async def test_prepare_of_a_disabled_runner_says_why_it_failed(sidecar: SidecarC
     assert failed.value.code == -32020 and "ECONNRESET" in failed.value.data["message"]
     warmed = await sidecar.request("mcpServers/prepare", {"id": KEY}, timeout=120)
     assert warmed["server"]["status"] == "disabled"
+
+
+async def test_an_import_gives_its_runner_servers_the_install_timeout(app: SidecarClient, tmp_path: Path) -> None:
+    config = tmp_path / "claude_desktop_config.json"
+    config.write_text(json.dumps({"mcpServers": {
+        "memory": {"command": fake_npx(tmp_path), "args": ["-y", "fake-pkg"],
+                   "env": {"npm_config_cache": str(tmp_path / "cache")}},
+        "plain": {"command": sys.executable, "args": [str(Path(__file__).parents[1] / "fixtures/mcp/basic.py")]},
+    }}))
+    added = await app.request("mcpServers/import", {"path": str(config), "ids": ["memory", "plain"],
+                                                    "installTimeout": 900})
+    by_id = {s["id"]: s for s in added["servers"]}
+    assert by_id["memory~memory"]["installTimeout"] == 900
+    assert "installTimeout" not in by_id["plain~plain"]  # run directly: nothing to install
+    bad = await app.request_raw("mcpServers/import", {"path": str(config), "ids": ["plain"],
+                                                      "installTimeout": 3601})
+    assert bad["error"]["code"] == -32602 and bad["error"]["data"]["path"] == "params.installTimeout"
