@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -49,16 +51,23 @@ LEAKS = ("test-token", "cc-token-", "pre-registered-secret", "test-client-secret
 
 def _suite() -> tuple[str, str]:
     node, cli = SUITE / ".bin" / "node", SUITE / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
-    if not node.exists() or not cli.exists():
+    if not cli.exists():
         pytest.fail("the conformance suite is missing: run scripts/test, which runs "
                     "`npm ci --prefix tests/conformance`")
-    return str(node), str(cli)
+    if node.exists():
+        return str(node), str(cli)
+    # The registry's Node 22 packages are Linux-only (tests/conformance/package.json): elsewhere a
+    # node >= 22 on PATH runs the suite.
+    found = shutil.which("node")
+    version = subprocess.run([found, "--version"], capture_output=True, text=True).stdout if found else ""
+    if not found or int(version.lstrip("v").split(".")[0] or 0) < 22:
+        pytest.skip(f"the conformance suite needs Node >= 22 (found {version.strip() or 'none'}); "
+                    "npm installs one on Linux only")
+    return found, str(cli)
 
 
 def test_the_suite_lists_every_auth_scenario_tested_here() -> None:
     # A new release's new scenario is noticed here, not silently left out.
-    import subprocess
-
     node, cli = _suite()
     listed = subprocess.run([node, cli, "list"], capture_output=True, text=True, check=True).stdout
     names = {line.strip().removeprefix("- ").split(" ")[0] for line in listed.splitlines()
