@@ -15,8 +15,9 @@ waits for the child to reach exec, off the event loop.
     await child.stop(stdin_grace=0.5, term_grace=0.5)  # close stdin -> SIGTERM group -> SIGKILL group
     exit_reason(child.returncode)                  # "exited with code 3", "was killed by SIGSEGV (...)"
 
-Tool code gets ``scrubbed_env()``: an allow-list, so the sidecar's own secrets (provider API keys,
-tokens the desktop app passed in) never reach a tool, a worker, an MCP server or a shell command.
+Tool code gets ``scrubbed_env()``: an allow-list (``secrets/inherited.py`` holds it, with this
+machine's certificate and proxy settings), so the sidecar's own secrets (provider API keys, tokens the
+desktop app passed in) never reach a tool, a worker, an MCP server or a shell command.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import subprocess
 import sys
 import threading
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import suppress
 from functools import cache
 from typing import IO, Any, Literal, Protocol
@@ -42,6 +43,7 @@ import anyio.to_thread
 
 from . import spawner
 from .secrets import clean
+from .secrets.inherited import inherited
 
 log = logging.getLogger("sidecar.children")
 
@@ -55,16 +57,12 @@ KILL_WAIT = 5.0  # a process in uninterruptible sleep may outlive SIGKILL for a 
 STDIN_FLUSH = 0.5  # closing stdin waits for buffered bytes that a child that never reads never takes
 _POLL = 0.01  # seconds between probes of a process group, which has no exit event
 
-_KEEP_ENV = frozenset({"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR",
-                       "TERM", "SYSTEMROOT", "WINDIR", "COMSPEC", "PATHEXT", "TEMP", "TMP"})
-
-
-# Coverage's own settings (scripts/coverage measures tool workers and MCP servers too); no secrets.
-_KEEP_ENV_PREFIXES = ("LC_", "COVERAGE_PROCESS_")
-
-
-def scrubbed_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k in _KEEP_ENV or k.startswith(_KEEP_ENV_PREFIXES)}
+def scrubbed_env(extra: Mapping[str, str] | None = None, *, network: bool = True, package_runners: bool = False,
+                 passthrough: Iterable[str] = ()) -> dict[str, str]:
+    """The environment a child gets: the allow-list of ``secrets/inherited.py`` (the basics; with
+    ``network`` this machine's certificate and proxy settings; with ``package_runners`` the package
+    managers' settings; ``passthrough``: a server's envPassthrough names), then ``extra`` over it."""
+    env = inherited(network=network, package_runners=package_runners, names=passthrough)
     env.setdefault("PATH", os.defpath)
     env["PYTHONIOENCODING"] = "utf-8"
     if extra:

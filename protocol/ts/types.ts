@@ -1459,6 +1459,8 @@ export interface AddParams {
   env?: Record<string, string>;
   /** A stdio server's working folder (absent: the default). */
   cwd?: string | null;
+  /** Names of variables of the sidecar's own environment this stdio server also gets, as they are set there (at most 64). Every stdio server already gets the basics (PATH, HOME, LANG...), this machine's certificate and proxy settings (SSL_CERT_FILE, SSL_CERT_DIR, REQUESTS_CA_BUNDLE, NODE_EXTRA_CA_CERTS, HTTP(S)_PROXY, NO_PROXY...) and the package managers' (UV_*, npm_config_*, PIP_*, XDG_*...): list others here. Refused: a model provider's key (OPENAI_API_KEY...), the sidecar's own SIDECAR_* settings and any name that says it holds a secret (give those in env as "${NAME}"). mcpServers/list's envNames shows what it gets. */
+  envPassthrough?: string[];
   /** A remote server's endpoint, http:// or https://. Values may be ${VAR} references, resolved at connect time: the secrets (secrets/set), then the environment; a literal secret is moved to the secret store and replaced by one. */
   url?: string | null;
   /** A remote server's HTTP headers. Values may be ${VAR} references, resolved at connect time: the secrets (secrets/set), then the environment; a literal secret is moved to the secret store and replaced by one. */
@@ -1514,6 +1516,12 @@ export interface McpServer {
   headers?: Record<string, string>;
   /** A stdio server's working folder. */
   cwd?: string | null;
+  /** The extra variables of the sidecar's environment it was declared to get (envPassthrough). */
+  envPassthrough?: string[];
+  /** A stdio server: the names of the variables it gets from this machine beyond the basics (PATH, HOME, LANG...): certificate, proxy and package-manager settings, its envPassthrough, and its own env's names, sorted; never their values. Read from the sidecar's environment now. */
+  envNames?: string[];
+  /** What may stop it from starting as configured (a sandboxed server that cannot read its own command, script or working folder; a command written as a whole shell line): mcpServers/add, update and import fill it in; absent when nothing was found, and in other answers. */
+  warnings?: string[];
   /** Seconds to wait for the server to connect, when set (default 30). */
   connectTimeout?: number | null;
   /** Seconds a tool call may take, when set (default 120). */
@@ -1582,6 +1590,8 @@ export interface UpdateParams {
   env?: Record<string, string>;
   /** Working folder (null: the default). Left out: unchanged. */
   cwd?: string | null;
+  /** The whole new list of variables passed through from the sidecar's environment ([]: none beyond the allow-list). Left out: unchanged. */
+  envPassthrough?: string[];
   /** Endpoint of a remote server. A value sent back exactly as mcpServers/list shows it (masked, ****) keeps the value it stands for; any other **** is refused. Left out: unchanged. */
   url?: string | null;
   /** The whole new set of HTTP headers. A value sent back exactly as mcpServers/list shows it (masked, ****) keeps the value it stands for; any other **** is refused. Left out: unchanged. */

@@ -121,6 +121,16 @@ class McpServer(Model):
     headers: Annotated[dict[str, str], msgspec.Meta(
         description="A remote server's HTTP headers, masked as env is.")] = {}
     cwd: Annotated[str | None, msgspec.Meta(description="A stdio server's working folder.")] = None
+    env_passthrough: Annotated[list[str], msgspec.Meta(description=(
+        "The extra variables of the sidecar's environment it was declared to get (envPassthrough)."))] = []
+    env_names: Annotated[list[str], msgspec.Meta(description=(
+        "A stdio server: the names of the variables it gets from this machine beyond the basics (PATH, HOME, "
+        "LANG...): certificate, proxy and package-manager settings, its envPassthrough, and its own env's "
+        "names, sorted; never their values. Read from the sidecar's environment now."))] = []
+    warnings: Annotated[list[str], msgspec.Meta(description=(
+        "What may stop it from starting as configured (a sandboxed server that cannot read its own "
+        "command, script or working folder; a command written as a whole shell line): mcpServers/add, update "
+        "and import fill it in; absent when nothing was found, and in other answers."))] = []
     connect_timeout: Annotated[float | None, msgspec.Meta(
         description="Seconds to wait for the server to connect, when set (default 30).")] = None
     call_timeout: Annotated[float | None, msgspec.Meta(
@@ -164,6 +174,10 @@ EnvName = Annotated[str, msgspec.Meta(pattern=r"^[^=\x00]{1,256}(?![\s\S])")]
 Env = Annotated[dict[EnvName, Annotated[str, msgspec.Meta(max_length=MAX_ENV_VALUE_CHARS)]],
                 msgspec.Meta(max_length=MAX_ENV)]
 Cwd = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_PATH_CHARS)]
+MAX_PASSTHROUGH = 64
+# A variable's name as a program reads it: letters, digits and underscores, not starting with a digit.
+PassName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,255}(?![\s\S])")]
+EnvPassthrough = Annotated[list[PassName], msgspec.Meta(max_length=MAX_PASSTHROUGH)]
 Url = Annotated[str, msgspec.Meta(max_length=MAX_URL_CHARS)]
 # A header's name is an RFC 9110 token; a value holds no line break (it would start another header).
 HeaderName = Annotated[str, msgspec.Meta(pattern=r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}(?![\s\S])")]
@@ -175,6 +189,16 @@ InstallTimeout = Annotated[float, msgspec.Meta(gt=0, le=MAX_INSTALL_TIMEOUT)]
 
 _SECRETS = (" Values may be ${VAR} references, resolved at connect time: the secrets (secrets/set), then the "
             "environment; a literal secret is moved to the secret store and replaced by one.")
+
+
+_PASSTHROUGH = (
+    "Names of variables of the sidecar's own environment this stdio server also gets, as they are set there "
+    f"(at most {MAX_PASSTHROUGH}). Every stdio server already gets the basics (PATH, HOME, LANG...), this "
+    "machine's certificate and proxy settings (SSL_CERT_FILE, SSL_CERT_DIR, REQUESTS_CA_BUNDLE, "
+    "NODE_EXTRA_CA_CERTS, HTTP(S)_PROXY, NO_PROXY...) and the package managers' (UV_*, npm_config_*, PIP_*, "
+    "XDG_*...): list others here. Refused: a model provider's key (OPENAI_API_KEY...), the sidecar's own "
+    "SIDECAR_* settings and any name that says it holds a secret (give those in env as \"${NAME}\"). "
+    "mcpServers/list's envNames shows what it gets.")
 
 
 class ServerDecl(Model, kw_only=True):
@@ -192,6 +216,7 @@ class ServerDecl(Model, kw_only=True):
         "A stdio server's extra environment, over the scrubbed one it gets." + _SECRETS))] = {}
     cwd: Annotated[Cwd | None, msgspec.Meta(description=(
         "A stdio server's working folder (absent: the default)."))] = None
+    env_passthrough: Annotated[EnvPassthrough, msgspec.Meta(description=_PASSTHROUGH)] = []
     url: Annotated[Url | None, msgspec.Meta(description=(
         "A remote server's endpoint, http:// or https://." + _SECRETS))] = None
     headers: Annotated[Headers, msgspec.Meta(description=(
@@ -240,6 +265,9 @@ class UpdateParams(Model):
                     "mcpServers/add does it." + _KEEP_MASKED + _UNCHANGED)] = msgspec.UNSET
     cwd: Annotated[Cwd | None | msgspec.UnsetType, msgspec.Meta(
         description="Working folder (null: the default)." + _UNCHANGED)] = msgspec.UNSET
+    env_passthrough: Annotated[EnvPassthrough | msgspec.UnsetType, msgspec.Meta(
+        description="The whole new list of variables passed through from the sidecar's environment ([]: "
+                    "none beyond the allow-list)." + _UNCHANGED)] = msgspec.UNSET
     url: Annotated[Url | None | msgspec.UnsetType, msgspec.Meta(
         description="Endpoint of a remote server." + _KEEP_MASKED + _UNCHANGED)] = msgspec.UNSET
     headers: Annotated[Headers | msgspec.UnsetType, msgspec.Meta(

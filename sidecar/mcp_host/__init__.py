@@ -65,9 +65,11 @@ Behaviour:
   'auto' mode probes `server/discover`, which older servers answer with garbage or not at all),
   bounded by `connect_timeout`. Tools are listed after it (paginated) and re-listed on
   ``notifications/tools/list_changed``.
-- stdio children (`stdio.StdioTransport`): own process group; environment = `scrubbed_env()` plus the
-  server's env; stderr read continuously (last 40 lines kept); stop = close stdin, 1 s, SIGTERM to the
-  group, 1 s, SIGKILL to the group. A command not on PATH is looked up on the user's login-shell PATH.
+- stdio children (`stdio.StdioTransport`): own process group; environment = `scrubbed_env()` with this
+  machine's certificate, proxy and package-manager settings (`secrets/inherited.py`), the server's
+  envPassthrough names, then the server's env; stderr read continuously (last 40 lines kept); stop =
+  close stdin, 1 s, SIGTERM to the group, 1 s, SIGKILL to the group. A command not on PATH is looked
+  up on the user's login-shell PATH.
 - Results over `max_result_bytes` fail ``too_large``: stdio lines over the cap are skipped while
   being read; HTTP answers are checked after parsing (their event cap is twice the limit).
 

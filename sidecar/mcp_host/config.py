@@ -37,6 +37,8 @@ class ServerConfig:
     env: Mapping[str, str] = field(default_factory=dict)
     """Extra environment for a stdio child, over the scrubbed base. Values may hold `${VAR}`."""
     cwd: str | None = None
+    env_passthrough: tuple[str, ...] = ()
+    """Names of the sidecar's environment this stdio child also gets (beyond ``secrets/inherited.py``'s list)."""
     url: str | None = None
     """Endpoint of an `sse` or `streamable-http` server. May hold `${VAR}`."""
     headers: Mapping[str, str] = field(default_factory=dict)
@@ -59,6 +61,7 @@ class ServerConfig:
     def __post_init__(self) -> None:
         # Frozen for real: a caller mutating its dict afterwards must not change a config in use.
         object.__setattr__(self, "args", tuple(self.args))
+        object.__setattr__(self, "env_passthrough", tuple(self.env_passthrough))
         object.__setattr__(self, "env", MappingProxyType(dict(self.env)))
         object.__setattr__(self, "headers", MappingProxyType(dict(self.headers)))
 

@@ -99,7 +99,9 @@ async def prepare(config: ServerConfig, variables: Variables = process_environme
             args = [resolve(a, found_vars) for a in config.args]
             resolved_env = resolve_mapping(config.env, found_vars)
             remember_all(secret_values(env=resolved_env, args=args))
-            env = scrubbed_env(resolved_env)
+            # This machine's certificate, proxy and package-manager settings: what `npx -y` and `uvx`
+            # need to install a server at all behind a company CA or proxy (secrets/inherited.py).
+            env = scrubbed_env(resolved_env, package_runners=True, passthrough=config.env_passthrough)
             cwd = resolve(config.cwd, found_vars) if config.cwd else None
             if cwd is not None and not await anyio.Path(cwd).is_dir():
                 raise Failure(f"the working directory {cwd} does not exist", permanent=True)

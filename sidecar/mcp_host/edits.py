@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 # What mcpServers/update may change: every field of the declaration but its id.
 EDITABLE = tuple(f for f in ServerDecl.__struct_fields__ if f != "id")
 # A change of type drops the fields of the other kind of server (unless the update gives them).
-OF_STDIO = ("command", "args", "cwd", "sandbox")
+OF_STDIO = ("command", "args", "cwd", "sandbox", "env_passthrough")
 OF_REMOTE = ("url", "headers")
 
 

@@ -40,7 +40,14 @@ def only_cancelled(exc: BaseException) -> bool:
 
 
 def with_stderr(message: str, transport: StdioTransport | None) -> str:
-    if transport is not None and transport.stderr_tail:
+    """``message`` with the server's last stderr lines and, for a sandboxed server that the sandbox
+    stopped, what was denied and the setting that allows it (as a Python tool's error has it)."""
+    if transport is None:
+        return message
+    hint = transport.sandbox_hint()
+    if hint is not None:
+        message = f"{message}. {hint}"
+    if transport.stderr_tail:
         return f"{message}. Last lines of its stderr:\n{transport.stderr_text()}"
     return message
 

@@ -100,7 +100,8 @@ class Importer:
                 renamed.pop(f.id, None)
                 continue
             key = f"{toolset.id}~{toolset.id}"
-            added.append(await (self.servers.set_enabled(key, False) if not f.enabled else self.servers.get(key)))
+            added.append(await (self.servers.set_enabled(key, False) if not f.enabled
+                                 else self.servers.checked_view(key)))
         return added, skipped, renamed
 
     async def _installed_already(self, f: app_configs.Found) -> bool:

@@ -9,6 +9,7 @@ reach the connections through `McpServers.host`.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -32,12 +33,15 @@ from ..api.mcp import (
 )
 from ..errors import Conflict, NotFound, StorageError
 from ..paging import Pages
+from ..sandbox.bwrap import SYSTEM
 from ..sandbox.hints import warnings_of
-from ..sandbox.runner import Sandbox
+from ..sandbox.runner import Sandbox, python_paths
+from ..secrets import inherited
 from ..store import Database
 from ..store.mcp_servers import AmbiguousServer, McpServerRepo, McpServerRow
 from ..store.mcp_tools_seen import McpToolsSeenRepo
-from . import edits, signin
+from . import edits, server_files, signin
+from .commands import CommandNotFound, resolve_command
 from .config import ServerConfig, sandbox_of
 from .connect import config_references
 from .elicitation import Elicit
@@ -74,6 +78,7 @@ def config_of(row: McpServerRow) -> ServerConfig:
                                          ("install_timeout", row.install_timeout)) if v}
     return ServerConfig(server_id=row.id, toolset_id=row.toolset_id, type=row.type,
                         command=row.command, args=tuple(row.args), env=row.env, cwd=row.cwd, url=row.url,
+                        env_passthrough=tuple(row.env_passthrough),
                         headers=row.headers, enabled=row.should_run, log_level=row.log_level,
                         sandbox=sandbox_of(row.sandbox) if row.type == "stdio" else None, **timeouts)
 
@@ -102,6 +107,7 @@ class McpServers:
         # One add, import or edit at a time: each picks secret names against what the store holds,
         # and a refused one deletes the names it stored, which a concurrent one must not share.
         self._editing = anyio.Lock()
+        self._sandbox = sandbox = sandbox or Sandbox()
         # One mcpServers/status per change: a re-listing of tools comes through on_status too.
         self.importer = Importer(self)
         self.host = McpHost(on_status=self._host_status, elicit=elicit, max_result_bytes=max_result_bytes,
@@ -178,14 +184,21 @@ class McpServers:
             connect_timeout=row.connect_timeout, call_timeout=row.call_timeout, log_level=row.log_level,
             sandbox=row.sandbox if row.type == "stdio" else None, confined_by=confined_by,
             install_timeout=row.install_timeout, runner=runner, install=install,
+            env_passthrough=list(row.env_passthrough), env_names=_env_names(row),
         )
+
+    async def checked_view(self, key: str) -> McpServer:
+        """``view`` with the warnings of a server just added or changed: what will stop it from starting."""
+        row = await self.find(key)
+        found = await _start_warnings(row, self._sandbox)
+        return msgspec.structs.replace(self.view(row), warnings=found)
 
     # -- changing --------------------------------------------------------------------------------------
 
     async def add(self, p: AddParams) -> McpServer:
         """A standalone server: a userMcp toolset whose id is the server's (the toolset's change syncs it)."""
         toolset = await self._add_user_server(p)
-        return await self.get(f"{toolset.id}~{toolset.id}")
+        return await self.checked_view(f"{toolset.id}~{toolset.id}")
 
     async def update(self, p: UpdateParams) -> McpServer:
         """Change a server in place; the host restarts it only when its `ServerConfig` changed."""
@@ -207,7 +220,7 @@ class McpServers:
         if new != row:
             await self.repo.update(new)
             await self.sync()
-        return await self.get(row.key)
+        return await self.checked_view(row.key)
 
     async def _edited(self, row: McpServerRow, given: dict[str, Any]) -> McpServerRow:
         """`row` with the `given` fields changed, checked as mcpServers/add checks a server, and the
@@ -378,3 +391,27 @@ class McpServers:
         if vanished:
             log.info("%s no longer lists %s; kept as unavailable (overrides and past calls stay)",
                      row.key, ", ".join(vanished))
+
+
+def _env_names(row: McpServerRow) -> list[str]:
+    """The names a stdio server gets from this machine beyond the basics, and its own env's: never values."""
+    if row.type != "stdio":
+        return []
+    machine = inherited.inherited_names(network=True, package_runners=True, names=row.env_passthrough)
+    return sorted({*machine, *row.env})
+
+
+async def _start_warnings(row: McpServerRow, sandbox: Sandbox) -> list[str]:
+    """What will keep a sandboxed stdio server from its own files or its download (server_files.py)."""
+    confinement = sandbox_of(row.sandbox) if row.type == "stdio" else None
+    if confinement is None or not row.command or secrets.is_reference(row.command) or "${" in row.command:
+        return []
+    try:
+        program = (await resolve_command(row.command, os.environ.get("PATH") or os.defpath, row.cwd)).path
+    except CommandNotFound as exc:
+        return [str(exc)]
+    args = [a for a in row.args if "${" not in a]
+    system = [*python_paths(), *SYSTEM]
+    return await anyio.to_thread.run_sync(lambda: server_files.unseen(program, args, row.cwd, confinement,
+                                                                       sandbox.private, system))
+

@@ -37,9 +37,10 @@ import anyio.abc
 
 from ..api.debug import SandboxMechanism
 from ..children import Child, StderrTail, spawn
-from ..sandbox import cgroups
+from ..sandbox import cgroups, hints
 from ..sandbox.policy import Confinement, format_size
 from ..sandbox.runner import Sandbox, python_paths
+from . import server_files
 
 if TYPE_CHECKING:
     from mcp.shared.message import SessionMessage
@@ -256,6 +257,8 @@ class StdioTransport:
         self._confinement = confinement
         self._group: cgroups.WorkerGroup | None = None
         self._oom_killed: bool | None = None
+        self.readable: list[str] = []
+        """What the sandbox shows the server besides the system (server_files.py); empty unconfined."""
         self.confined_by: SandboxMechanism | None = None
         """What confines the running child (bubblewrap, landlock, seatbelt, or none when no mechanism
         could); None: it was not asked to be confined."""
@@ -318,17 +321,17 @@ class StdioTransport:
         if self._sandbox is None or self._confinement is None:
             return await spawn(self.argv, env=self.env, cwd=self.cwd, label=f"[{self.label}]",
                                stderr_lines=self.stderr_lines, stderr_line_chars=1000, logger=log)
-        # Opted in: the server reads its own folder and its working folder, writes nowhere but
-        # ``sandbox.writable`` (and a private /tmp), and has the network its sandbox gives it.
+        # Opted in: the server reads its command, its script's project and its working folder
+        # (server_files.py), writes nowhere but ``sandbox.writable`` (and a private /tmp), and has
+        # the network its sandbox gives it.
         confinement = self._confinement
         group = await anyio.to_thread.run_sync(_server_group, confinement)
         program = self.argv[0]
-        folders = {os.path.dirname(program), os.path.dirname(os.path.realpath(program))}  # noqa: ASYNC240 - no I/O but readlink of one path
-        if self.cwd:
-            folders.add(self.cwd)
+        self.readable = await anyio.to_thread.run_sync(
+            server_files.readable, program, self.argv[1:], self.cwd, self._sandbox.private)
         jail = await self._sandbox.prepare(
             self.argv, env=self.env, cwd=self.cwd or os.path.dirname(program), workspace=None,
-            read_only=[*python_paths(), *sorted(folders)], confinement=confinement)
+            read_only=[*python_paths(), *self.readable], confinement=confinement)
         self.confined_by = cast("SandboxMechanism", jail.mechanism)
         if group is not None:
             jail.argv = [*_entering(group), *jail.argv]
@@ -344,6 +347,15 @@ class StdioTransport:
             child.on_stop(self._note_limits)  # read before the group goes
             child.on_stop(group.remove)  # kills what is left in it (a setsid daemon), then removes it
         return child
+
+    def sandbox_hint(self) -> str | None:
+        """When the sandbox is what stopped the server (a file it could not see, a write it could not
+        make, a connection it could not open, read from its stderr): what, and the setting that allows
+        it; else None."""
+        if self._confinement is None or self._child is None:
+            return None
+        return hints.server_hint(self.stderr_text(40, 8000), self._confinement, self.confined_by,
+                                 [*python_paths(), *self.readable])
 
     def _note_limits(self) -> None:
         self.memory_killed()

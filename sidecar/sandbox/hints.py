@@ -52,6 +52,40 @@ def hint(text: str, confinement: Confinement, workspace: str | None, mechanism: 
     return None
 
 
+# Where a program names a path it could not open: Python's interpreter and OSError, Node's loader
+# and fs, a shell, bubblewrap's exec.
+_SERVER_PATHS = (
+    re.compile(r"can't open file '([^'\n]+)': \[Errno (?:2|13)\]"),
+    re.compile(r"Cannot find module '([^'\n]+)'"),
+    re.compile(r"(?:ENOENT|EACCES|EPERM)[^,\n]*, \w+ '([^'\n]+)'"),
+    re.compile(r"\[Errno (?:2|13)\] [^:'\n]*: '([^'\n]+)'"),
+    re.compile(r"execvp ([^:\n]+): (?:No such file|Permission denied)"),
+    re.compile(r"(?:^|\n)[^\n:]*: (?:\d+: )?([^:\n]+): (?:not found|Permission denied|No such file)"),
+)
+
+
+def server_hint(text: str, confinement: Confinement, mechanism: str | None, shown: list[str]) -> str | None:
+    """What to add to the error of a sandboxed MCP server that ``text`` (its stderr) says the sandbox
+    stopped: a file outside what it is shown (``shown``: the folders it reads besides the system), a
+    write outside its private /tmp, a refused connection. None when nothing there points at the sandbox."""
+    for pattern in _SERVER_PATHS:
+        for match in pattern.finditer(text):
+            path = match[1].strip()
+            if (os.path.isabs(path) and not _inside(path, None, (*shown, *confinement.writable))
+                    and (os.path.lexists(path) or os.path.isdir(os.path.dirname(path)))):
+                return (f"{path} is outside the server's sandbox, which shows it the system, the sidecar's "
+                        "Python, its command's folder, its script's project and its working folder (cwd), "
+                        "read-only: set cwd to the folder it needs, list that folder in sandbox.writable (the "
+                        "server may then also write there), or run it without sandbox")
+    if any(marker in text for marker in _READ_ONLY) or _SHELL_WRITE.search(text):
+        return ("The sandbox lets this server write only in its private /tmp (its HOME is there too); the setting "
+                "sandbox.writable allows more folders")
+    if confinement.network != "full" and (any(m in text for m in _NETWORK) or _DENIED_CONNECT.search(text)
+                                          or "ENOTFOUND" in text or "EAI_AGAIN" in text or "ECONNREFUSED" in text):
+        return network_hint(confinement, mechanism).replace("this tool", "this server").rstrip(".")
+    return None
+
+
 def writable_hint(workspace: str | None) -> str:
     where = f"its chat's workspace ({workspace})" if workspace else "its chat's workspace"
     return (f"The sandbox lets a tool write only in {where}; the setting sandbox.writable "

@@ -131,6 +131,12 @@ class Sandbox:
         self.record = record  # where the probe's finding is kept for the next start (detect.RECORD_FILE)
         self._private_tmp: str | None = None
 
+    @property
+    def private(self) -> tuple[str, ...]:
+        """The app's data directory (where the probe's record lies), which no sandbox may show a process:
+        the database, the secret file and every chat's workspace are there."""
+        return (str(self.record.parent),) if self.record is not None else ()
+
     async def status(self) -> Detected:
         return await probe(self.choice, self.record)
 

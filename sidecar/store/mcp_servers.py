@@ -6,7 +6,7 @@ switch and its toolset's. What the host does with a row is `mcp_host/servers.py`
 A row is the server's declaration (`api.mcp.ServerDecl`, the one mcpServers/add and toolset.yaml
 take) plus where it lives and its switches. The declaration's columns hold what they are named for;
 ``options`` (JSON) holds the rest of it: ``connect_timeout``, ``call_timeout``, ``install_timeout``, ``log_level``,
-``sandbox`` (the block, sizes in bytes; ``{}``: seed 004's defaults) and the manifest's
+``env_passthrough``, ``sandbox`` (the block, sizes in bytes; ``{}``: seed 004's defaults) and the manifest's
 ``tool_output``, each only when set. Rows written before the block existed say ``sandboxed: true``,
 read as the block it meant (``{network: full}``). A row was checked against the declaration's bounds
 when it was written, so reading one builds it without checking it again: a bound made stricter later
@@ -92,7 +92,8 @@ def _row(r: Sequence[Any]) -> McpServerRow:
                         requires_confirmation=bool(r[10]), connect_timeout=options.get("connect_timeout"),
                         call_timeout=options.get("call_timeout"), log_level=options.get("log_level"),
                         install_timeout=options.get("install_timeout"),
-                        sandbox=sandbox_option(options), tool_output=options.get("tool_output") or {},
+                        env_passthrough=options.get("env_passthrough") or [], sandbox=sandbox_option(options),
+                        tool_output=options.get("tool_output") or {},
                         toolset_enabled=bool(r[12]), user_mcp=bool(r[13]), toolset_deleted_at=r[14])
 
 
@@ -116,6 +117,7 @@ def _options(s: McpServerRow) -> str:
     options: dict[str, Any] = {k: v for k, v in (("connect_timeout", s.connect_timeout),
                                                  ("call_timeout", s.call_timeout), ("log_level", s.log_level),
                                                  ("install_timeout", s.install_timeout),
+                                                 ("env_passthrough", s.env_passthrough),
                                                  ("tool_output", s.tool_output)) if v}
     if s.sandbox is not None:  # {} too: the defaults, which are not "unconfined"
         options["sandbox"] = msgspec.to_builtins(s.sandbox)

@@ -11,7 +11,10 @@ manifest is decoded (`_declared`) and an error's path is named back in toolset.y
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +29,7 @@ from ..api.render_plans import RENDERERS, Renderer
 from ..errors import ManifestError
 from ..sandbox import settings as sandbox_settings
 from ..sandbox.policy import Patch
+from ..secrets import inherited
 from ..store.mcp_servers import McpServerRow
 from ..tools import slugs
 from ..tools.config_schema import CONFIG_KEY_RULE, ConfigFieldDecl, ConfigSchema, check_config_schema
@@ -489,8 +493,15 @@ def _check_server(where: str, s: ServerDecl) -> None:
             raise ManifestError(f"{where}.command", "a stdio server needs the command to start it")
         if s.url:
             raise ManifestError(f"{where}.url", "a stdio server has no url; set type to sse or streamable-http")
+        _check_command(where, s)
+        for i, name in enumerate(s.env_passthrough):
+            if (why := inherited.refusal(name)) is not None:
+                raise ManifestError(f"{where}.env_passthrough[{i}]", why)
         _check_server_sandbox(where, s)
         return
+    if s.env_passthrough:
+        raise ManifestError(f"{where}.env_passthrough", f"a {s.type} server runs elsewhere: no variable of this "
+                                                        "machine reaches it; remove env_passthrough")
     if s.sandbox is not None:
         raise ManifestError(f"{where}.sandbox", f"only a stdio server runs as a process of this machine that the "
                                                 f"sandbox can confine; a {s.type} server runs elsewhere: remove "
@@ -499,6 +510,26 @@ def _check_server(where: str, s: ServerDecl) -> None:
         raise ManifestError(f"{where}.url", f"a {s.type} server needs an http:// or https:// url")
     if s.command:
         raise ManifestError(f"{where}.command", f"a {s.type} server is reached by url, not started by a command")
+
+
+def _check_command(where: str, s: ServerDecl) -> None:
+    """A command is one program: a whole shell line (``npx -y foo``, as a config file's one string)
+    or a path relative to nothing (the sidecar's own folder is no place a user knows) is refused with
+    the declaration that works."""
+    command = s.command or ""
+    if "${" in command:
+        return  # a reference: what it resolves to is checked when the server starts
+    try:
+        words = shlex.split(command, posix=os.name != "nt")
+    except ValueError:
+        words = command.split()
+    if len(words) > 1 and not (os.path.isabs(command) and os.path.exists(command)):
+        fixed = json.dumps({"command": words[0], "args": [*words[1:], *s.args]})
+        raise ManifestError(f"{where}.command", f"{command!r} is a whole command line, not a program: give the "
+                                                f"program as command and the rest as args: {fixed}")
+    if not os.path.isabs(command) and (os.sep in command or (os.altsep or os.sep) in command) and not s.cwd:
+        raise ManifestError(f"{where}.command", f"{command!r} is a relative path, relative to nothing the server "
+                                                "knows: give its absolute path, or set cwd to the folder it is in")
 
 
 def _check_server_sandbox(where: str, s: ServerDecl) -> None:
