@@ -1988,6 +1988,8 @@ export interface DebugInfo {
   frozenObjects?: number;
   /** Which sandbox confines tool processes, what enforces their limits, and a warning when they run unconfined. */
   sandbox?: SandboxInfo | null;
+  /** Which of this process's environment variables reach tools and MCP servers, by name. */
+  childEnvironment?: ChildEnvironmentInfo | null;
   /** The tool relevance model: loaded or not, its file, dimension, and why tools rank by words only when they do. */
   relevanceModel?: RelevanceModelInfo | null;
 }
@@ -2003,6 +2005,15 @@ export interface SandboxInfo {
   landlockAbi?: number;
   /** What is not confined and why, worded for the user; absent when fully confined. Show it: 'none' means a tool can read and write whatever this user can. */
   warning?: string | null;
+}
+
+/** The names (never the values) of this process's environment variables that reach child processes
+ *     beyond the basics every child gets (PATH, HOME, USER, LANG, TZ, TMPDIR, LC_*...). */
+export interface ChildEnvironmentInfo {
+  /** What Python toolset workers and run_command get: this machine's certificate and proxy settings (SSL_CERT_FILE, REQUESTS_CA_BUNDLE, HTTPS_PROXY...) that are set here, sorted. */
+  tools: string[];
+  /** What every stdio MCP server gets: those, and the package managers' settings (UV_*, npm_config_*, PIP_*, XDG_*...) that are set here, sorted. A server also gets its envPassthrough and its env (mcpServers/list's envNames). */
+  mcpServers: string[];
 }
 
 export interface RelevanceModelInfo {

@@ -49,6 +49,19 @@ class RelevanceModelInfo(Model):
         description="Tool texts embedded since start (the others came from the cache in the database).")] = 0
 
 
+class ChildEnvironmentInfo(Model):
+    """The names (never the values) of this process's environment variables that reach child processes
+    beyond the basics every child gets (PATH, HOME, USER, LANG, TZ, TMPDIR, LC_*...)."""
+
+    tools: Annotated[list[str], msgspec.Meta(description=(
+        "What Python toolset workers and run_command get: this machine's certificate and proxy settings "
+        "(SSL_CERT_FILE, REQUESTS_CA_BUNDLE, HTTPS_PROXY...) that are set here, sorted."))]
+    mcp_servers: Annotated[list[str], msgspec.Meta(description=(
+        "What every stdio MCP server gets: those, and the package managers' settings (UV_*, npm_config_*, "
+        "PIP_*, XDG_*...) that are set here, sorted. A server also gets its envPassthrough and its env "
+        "(mcpServers/list's envNames)."))]
+
+
 class DebugInfo(Model):
     pid: Annotated[int, msgspec.Meta(description="The sidecar's process id.")]
     version: Annotated[str, msgspec.Meta(description="The sidecar's version (as initialize serverInfo.version).")]
@@ -84,6 +97,8 @@ class DebugInfo(Model):
     sandbox: Annotated[SandboxInfo | None, msgspec.Meta(
         description="Which sandbox confines tool processes, what enforces their limits, and a warning when "
                     "they run unconfined.")] = None
+    child_environment: Annotated[ChildEnvironmentInfo | None, msgspec.Meta(
+        description="Which of this process's environment variables reach tools and MCP servers, by name.")] = None
     relevance_model: Annotated[RelevanceModelInfo | None, msgspec.Meta(
         description="The tool relevance model: loaded or not, its file, dimension, and why tools rank by "
                     "words only when they do.")] = None

@@ -11,6 +11,7 @@ import anyio
 
 from .. import __version__
 from ..api.debug import (
+    ChildEnvironmentInfo,
     DebugInfo,
     RaiseParams,
     RelevanceModelInfo,
@@ -24,6 +25,7 @@ from ..errors import InvalidParams
 from ..process import rss_bytes
 from ..rpc import RequestContext
 from ..sandbox.runner import Sandbox
+from ..secrets import inherited
 from ..secrets.store import SecretStore
 from ..settings import Settings
 from ..store import Database
@@ -72,6 +74,9 @@ class DebugHandlers:
                                 limits=await self.sandbox.limits(), landlock_abi=sandbox.landlock_abi,
                                 warning=sandbox.warning),
             relevance_model=self._relevance(),
+            child_environment=ChildEnvironmentInfo(
+                tools=inherited.inherited_names(network=True),
+                mcp_servers=inherited.inherited_names(network=True, package_runners=True)),
         )
 
     def _relevance(self) -> RelevanceModelInfo | None:

@@ -523,7 +523,8 @@ def _check_command(where: str, s: ServerDecl) -> None:
         words = shlex.split(command, posix=os.name != "nt")
     except ValueError:
         words = command.split()
-    if len(words) > 1 and not (os.path.isabs(command) and os.path.exists(command)):
+    where_file = command if os.path.isabs(command) else os.path.join(s.cwd, command) if s.cwd else None
+    if len(words) > 1 and not (where_file is not None and os.path.exists(where_file)):
         fixed = json.dumps({"command": words[0], "args": [*words[1:], *s.args]})
         raise ManifestError(f"{where}.command", f"{command!r} is a whole command line, not a program: give the "
                                                 f"program as command and the rest as args: {fixed}")
