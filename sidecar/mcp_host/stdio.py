@@ -40,6 +40,7 @@ from ..children import Child, StderrTail, spawn
 from ..sandbox import cgroups, hints
 from ..sandbox.policy import Confinement, format_size
 from ..sandbox.runner import Sandbox, python_paths
+from ..secrets import clean
 from . import server_files
 
 if TYPE_CHECKING:
@@ -354,8 +355,11 @@ class StdioTransport:
         it; else None."""
         if self._confinement is None or self._child is None:
             return None
-        return hints.server_hint(self.stderr_text(40, 8000), self._confinement, self.confined_by,
-                                 [*python_paths(), *self.readable])
+        # The raw lines: a masked path could not be checked against what the sandbox shows. The
+        # hint is masked as the stderr lines are.
+        found = hints.server_hint("\n".join(self.stderr_tail), self._confinement, self.confined_by,
+                                  [*python_paths(), *self.readable])
+        return clean(found) if found is not None else None
 
     def _note_limits(self) -> None:
         self.memory_killed()
