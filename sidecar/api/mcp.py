@@ -44,8 +44,10 @@ _SIZE = "Bytes, or a number with k, m or g as toolset.yaml writes it (\"512m\", 
 class ServerSandbox(Model):
     """The OS sandbox of a stdio server, as toolset.yaml's ``mcp_servers[].sandbox`` writes it. Every
     key left out keeps seed 004's default, so ``{}`` is the whole default sandbox. The server reads
-    the system's programs and libraries, the sidecar's Python, the folder of its command and its
-    working folder (cwd), all read-only: a script given by path in args must lie in one of them. It
+    the system's programs and libraries, the sidecar's Python, the folder of its command, the project
+    of each argument that names a file (the nearest folder above it holding package.json,
+    pyproject.toml, setup.py, node_modules or .git, else its folder) and its working folder (cwd), all
+    read-only; never the whole home folder, / or the app's data directory. It
     writes only to a private temporary folder (its TMPDIR and HOME; with bubblewrap a fresh, empty
     /tmp of its own, HOME /tmp/home, gone when it stops) and to the folders in writable. It has no
     network, cannot signal the sidecar (with bubblewrap it sees only its own processes), and the

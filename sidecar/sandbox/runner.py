@@ -31,6 +31,7 @@ import anyio.to_thread
 import msgspec
 
 from ..children import Child, spawn
+from ..secrets import inherited
 from . import bwrap, cgroups, seatbelt
 from .detect import Choice, Detected, detect, probe, probed
 from .policy import DEFAULT, Confinement
@@ -193,6 +194,10 @@ class Sandbox:
             # a confined process cannot write its data file beside the checkout, and coverage's
             # traceback about it landed in the tool's stderr and in its helpers' errors.
             env = {k: v for k, v in env.items() if not k.startswith("COVERAGE_PROCESS_")}
+        if confinement.network != "none":
+            # TLS needs the certificate authorities the environment names (a company CA may live
+            # outside /etc/ssl, which the sandbox shows anyway).
+            read_only = [*read_only, *inherited.certificate_paths(env)]
         # A missing extra path would stop bwrap: it is left out (the tool's write there fails).
         writable = [*([workspace] if workspace else []), *filter(os.path.exists, confinement.writable)]
         if found.mechanism == "bubblewrap" and found.bwrap is not None:

@@ -42,13 +42,15 @@ BASE_NAMES = frozenset({"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LAN
 BASE_PREFIXES = ("LC_", "COVERAGE_PROCESS_")
 
 _PROXIES = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "FTP_PROXY")
+# Certificate authorities, as OpenSSL, Python's requests and httpx, curl, Node, pip, git, the AWS and
+# Google SDKs, gRPC, httplib2, Nix and Deno read them: each names a file or a folder.
+CERTIFICATE_NAMES = frozenset({
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "PIP_CERT",
+    "GIT_SSL_CAINFO", "GIT_SSL_CAPATH", "AWS_CA_BUNDLE", "CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE",
+    "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH", "HTTPLIB2_CA_CERTS", "NIX_SSL_CERT_FILE", "DENO_CERT",
+})
 NETWORK_NAMES = frozenset({
-    # Certificate authorities, as OpenSSL, Python's requests and httpx, curl, Node, pip, git, the
-    # AWS and Google SDKs, gRPC, httplib2 and Nix read them.
-    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
-    "NODE_USE_SYSTEM_CA", "PIP_CERT", "GIT_SSL_CAINFO", "GIT_SSL_CAPATH", "AWS_CA_BUNDLE",
-    "CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE", "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH", "HTTPLIB2_CA_CERTS",
-    "NIX_SSL_CERT_FILE", "DENO_CERT",
+    *CERTIFICATE_NAMES, "NODE_USE_SYSTEM_CA",
     # Proxies, in the upper and the lower case programs variously read.
     *_PROXIES, *(p.lower() for p in _PROXIES),
 })
@@ -138,3 +140,15 @@ def _remember_url_credentials(value: str) -> None:
             known.remember(url.password)
         if url.username and url.password is None and "@" in url.netloc:
             known.remember(url.username)  # https://TOKEN@host: the user is the credential
+
+
+def certificate_paths(env: Mapping[str, str]) -> list[str]:
+    """The files and folders ``env``'s certificate settings name (absolute, existing; ``SSL_CERT_DIR``
+    may list several): what a sandbox with a network must show, read-only, for TLS to work with a
+    company CA kept outside the system's folders."""
+    found: set[str] = set()
+    for name in CERTIFICATE_NAMES:
+        for path in env.get(name, "").split(os.pathsep):
+            if os.path.isabs(path) and os.path.exists(path):
+                found.add(os.path.normpath(path))
+    return sorted(found)

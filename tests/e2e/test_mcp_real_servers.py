@@ -105,8 +105,8 @@ async def test_the_servers_people_run_install_import_connect_and_answer(tmp_path
             pytest.skip(f"PyPI could not be used here: {why}")
 
     with HttpServer() as site:
-        site.route("GET", "/page", Response(200, headers={"Content-Type": "text/html"},
-                                            body=b"<html><body><h1>Local page</h1><p>served for fetch</p></body></html>"))
+        page = b"<html><body><h1>Local page</h1><p>served for fetch</p></body></html>"
+        site.route("GET", "/page", Response(200, headers={"Content-Type": "text/html"}, body=page))
         config = claude_config(tmp_path)
         local = {"NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
         async with SidecarClient.spawn(data_dir, env=local) as sc:
@@ -115,8 +115,9 @@ async def test_the_servers_people_run_install_import_connect_and_answer(tmp_path
             assert ids == ["everything", "fetch", "filesystem", "git", "memory", "thinking", "time"], preview
             imported = await sc.request("mcpServers/import", {"path": str(config), "ids": ids})
             assert sorted(s["serverId"] for s in imported["servers"]) == ids
+            certificates = {n for n in ("SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS") if n in os.environ}
             for s in imported["servers"]:  # names only, and the machine's certificate settings among them
-                assert {n for n in ("SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS") if n in os.environ} <= set(s["envNames"])
+                assert certificates <= set(s["envNames"]), s
 
             for key in (f"{i}~{i}" for i in ids):
                 await connected(sc, key)

@@ -91,3 +91,11 @@ def test_scrubbed_env_puts_the_allow_list_under_what_it_is_given(monkeypatch: py
     assert "OPENAI_API_KEY" not in worker and worker["COVALT_TOOLSET_ID"] == "t"
     server = scrubbed_env({"SSL_CERT_FILE": "/mine.pem"}, package_runners=True)
     assert server["SSL_CERT_FILE"] == "/mine.pem" and server["UV_CACHE_DIR"] == "/var/cache/uv"
+
+
+def test_the_certificate_files_the_environment_names_are_what_a_sandbox_must_show(tmp_path):
+    ca = tmp_path / "corp-ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    env = {"SSL_CERT_FILE": str(ca), "SSL_CERT_DIR": f"{tmp_path}:/nonexistent/certs", "NODE_EXTRA_CA_CERTS": "rel.pem",
+           "HTTPS_PROXY": "http://proxy:3128"}
+    assert inherited.certificate_paths(env) == sorted([str(ca), str(tmp_path)])
