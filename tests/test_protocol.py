@@ -19,24 +19,6 @@ from sidecar.transcripts import Mismatch, mismatches, replay
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "protocol" / "examples").glob("*.jsonl"))
 
-# Wire types whose fields may still lack a description. Every one is defined in sidecar/api/mcp.py,
-# whose MCP server types were being reworked when the rest of the contract was described; describe
-# them once that work lands, then take each off this list (test_undescribed_allow_list_is_current
-# insists). Nothing outside sidecar/api/mcp.py belongs here.
-UNDESCRIBED_MCP_TYPES = frozenset({
-    "ElicitResult",
-    "GetPromptParams",
-    "GetPromptResult",
-    "PromptsResult",
-    "ReadResourceParams",
-    "ReadResourceResult",
-    "ResourcesResult",
-    "ServerIdParams",
-    "ServerResult",
-    "ServerSetEnabledParams",
-    "ServerStatusParams",
-})
-
 
 def _undescribed_fields() -> list[str]:
     """``Type.field`` for every property of protocol/schema.json's $defs without a description (one
@@ -54,21 +36,10 @@ def test_protocol_directory_is_generated_from_the_current_api():
 
 
 def test_every_field_of_the_contract_has_a_description():
-    missing = [f for f in _undescribed_fields() if f.partition(".")[0] not in UNDESCRIBED_MCP_TYPES]
+    missing = _undescribed_fields()
     assert not missing, (f"{len(missing)} field(s) of protocol/schema.json have no description; give each an "
                          "Annotated[T, msgspec.Meta(description=...)] in sidecar/api/ and run "
                          "scripts/gen_protocol.py: " + ", ".join(missing))
-
-
-def test_undescribed_allow_list_is_current():
-    from sidecar.api import mcp
-
-    still = {f.partition(".")[0] for f in _undescribed_fields()}
-    done = sorted(UNDESCRIBED_MCP_TYPES - still)
-    assert not done, f"fully described (or gone) now, take them off UNDESCRIBED_MCP_TYPES: {', '.join(done)}"
-    elsewhere = sorted(n for n in UNDESCRIBED_MCP_TYPES
-                       if getattr(getattr(mcp, n, None), "__module__", None) != mcp.__name__)
-    assert not elsewhere, f"not defined in sidecar/api/mcp.py, so not to be excused: {', '.join(elsewhere)}"
 
 
 def test_every_method_has_a_summary():

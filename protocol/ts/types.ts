@@ -1482,6 +1482,7 @@ export interface AddParams {
 }
 
 export interface ServerResult {
+  /** The server as it is now (its status may still change: mcpServers/status says). */
   server: McpServer;
 }
 
@@ -1615,11 +1616,14 @@ export interface UpdateParams {
 }
 
 export interface ServerIdParams {
+  /** The server's key (toolset~server); a bare server id works when exactly one server has it. */
   id: string;
 }
 
 export interface ServerSetEnabledParams {
+  /** The server's key (toolset~server), or a bare id naming one server. */
   id: string;
+  /** true: connect it (and keep it connected); false: disconnect and stop it, stored across restarts. */
   enabled: boolean;
 }
 
@@ -1666,6 +1670,7 @@ export interface OpenUrlResult {
 }
 
 export interface ServerStatusParams {
+  /** The whole server after the change (status, error, install progress, tool count), as mcpServers/list shows it. */
   server: McpServer;
 }
 
@@ -1683,30 +1688,40 @@ export interface ServerLogParams {
 }
 
 export interface ResourcesResult {
+  /** Every resource the server lists (all pages), each as MCP gives it: uri, name, and optionally title, description, mimeType, size. */
   resources: Record<string, unknown>[];
 }
 
 export interface ReadResourceParams {
+  /** The server's key (toolset~server), or a bare id naming one server. */
   id: string;
+  /** The resource's URI, as mcpServers/resources listed it. */
   uri: string;
 }
 
 export interface ReadResourceResult {
+  /** The resource's contents as MCP gives them: each item has uri, optionally mimeType, and either text or blob (base64). */
   contents: Record<string, unknown>[];
 }
 
 export interface PromptsResult {
+  /** Every prompt the server offers (all pages), as MCP gives it: name, and optionally title, description and arguments (each with name, description, required). */
   prompts: Record<string, unknown>[];
 }
 
 export interface GetPromptParams {
+  /** The server's key (toolset~server), or a bare id naming one server. */
   id: string;
+  /** The prompt's name, as mcpServers/prompts listed it. */
   name: string;
+  /** The prompt's arguments by name, each a string (the server checks which are required). */
   arguments?: Record<string, string>;
 }
 
 export interface GetPromptResult {
+  /** The filled-in prompt as MCP gives it: messages with role (user or assistant) and content (text, image, audio or an embedded resource). */
   messages: Record<string, unknown>[];
+  /** The server's description of the prompt; null when it gave none. */
   description?: string | null;
 }
 
@@ -1730,7 +1745,9 @@ export interface ElicitParams {
 }
 
 export interface ElicitResult {
+  /** accept: the user answered (content holds it); decline: the user said no; cancel: the user dismissed the question without choosing. */
   action: "accept" | "cancel" | "decline";
+  /** With accept: the answer, an object matching the question's requestedSchema (flat: strings, numbers, booleans, enums); null otherwise. */
   content?: Record<string, unknown> | null;
 }
 

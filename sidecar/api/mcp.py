@@ -299,7 +299,8 @@ class UpdateParams(Model):
 
 
 class ServerResult(Model):
-    server: McpServer
+    server: Annotated[McpServer, msgspec.Meta(description=(
+        "The server as it is now (its status may still change: mcpServers/status says)."))]
 
 
 class ListServersParams(PageParams, kw_only=True):
@@ -314,7 +315,8 @@ class ServersResult(Model):
 
 
 class ServerIdParams(Model):
-    id: str  # server key (toolset~server); a bare server id works when it names one server
+    id: Annotated[str, msgspec.Meta(description=(
+        "The server's key (toolset~server); a bare server id works when exactly one server has it."))]
 
 
 TokenEndpointAuthMethod = Literal["none", "client_secret_basic", "client_secret_post", "private_key_jwt"]
@@ -371,12 +373,15 @@ class OpenUrlResult(Model):
 
 
 class ServerSetEnabledParams(Model):
-    id: str
-    enabled: bool
+    id: Annotated[str, msgspec.Meta(description="The server's key (toolset~server), or a bare id naming one server.")]
+    enabled: Annotated[bool, msgspec.Meta(description=(
+        "true: connect it (and keep it connected); false: disconnect and stop it, stored across restarts."))]
 
 
 class ServerStatusParams(Model):
-    server: McpServer
+    server: Annotated[McpServer, msgspec.Meta(description=(
+        "The whole server after the change (status, error, install progress, tool count), as mcpServers/list "
+        "shows it."))]
 
 
 class ServerLogParams(Model):
@@ -391,31 +396,41 @@ class ServerLogParams(Model):
 
 
 class ResourcesResult(Model):
-    resources: list[dict[str, Any]]  # as the server lists them: uri, name, mimeType, ...
+    resources: Annotated[list[dict[str, Any]], msgspec.Meta(description=(
+        "Every resource the server lists (all pages), each as MCP gives it: uri, name, and optionally title, "
+        "description, mimeType, size."))]
 
 
 class ReadResourceParams(Model):
-    id: str
-    uri: str
+    id: Annotated[str, msgspec.Meta(description="The server's key (toolset~server), or a bare id naming one server.")]
+    uri: Annotated[str, msgspec.Meta(description="The resource's URI, as mcpServers/resources listed it.")]
 
 
 class ReadResourceResult(Model):
-    contents: list[dict[str, Any]]  # text or base64 blob items, as MCP gives them
+    contents: Annotated[list[dict[str, Any]], msgspec.Meta(description=(
+        "The resource's contents as MCP gives them: each item has uri, optionally mimeType, and either text "
+        "or blob (base64)."))]
 
 
 class PromptsResult(Model):
-    prompts: list[dict[str, Any]]  # name, description, arguments
+    prompts: Annotated[list[dict[str, Any]], msgspec.Meta(description=(
+        "Every prompt the server offers (all pages), as MCP gives it: name, and optionally title, description "
+        "and arguments (each with name, description, required)."))]
 
 
 class GetPromptParams(Model):
-    id: str
-    name: str
-    arguments: dict[str, str] = {}
+    id: Annotated[str, msgspec.Meta(description="The server's key (toolset~server), or a bare id naming one server.")]
+    name: Annotated[str, msgspec.Meta(description="The prompt's name, as mcpServers/prompts listed it.")]
+    arguments: Annotated[dict[str, str], msgspec.Meta(description=(
+        "The prompt's arguments by name, each a string (the server checks which are required)."))] = {}
 
 
 class GetPromptResult(Model):
-    messages: list[dict[str, Any]]
-    description: str | None = None
+    messages: Annotated[list[dict[str, Any]], msgspec.Meta(description=(
+        "The filled-in prompt as MCP gives it: messages with role (user or assistant) and content (text, image, "
+        "audio or an embedded resource)."))]
+    description: Annotated[str | None, msgspec.Meta(description="The server's description of the prompt; null when it "
+                                                                "gave none.")] = None
 
 
 class ElicitParams(Model):
@@ -439,8 +454,12 @@ class ElicitParams(Model):
 
 
 class ElicitResult(Model):
-    action: Literal["accept", "decline", "cancel"]
-    content: dict[str, Any] | None = None
+    action: Annotated[Literal["accept", "decline", "cancel"], msgspec.Meta(description=(
+        "accept: the user answered (content holds it); decline: the user said no; cancel: the user dismissed "
+        "the question without choosing."))]
+    content: Annotated[dict[str, Any] | None, msgspec.Meta(description=(
+        "With accept: the answer, an object matching the question's requestedSchema (flat: strings, numbers, "
+        "booleans, enums); null otherwise."))] = None
 
 
 ImportSource = Literal["claude", "claudeCode", "vscode", "cursor", "windsurf", "zed", "goose"]
