@@ -250,6 +250,7 @@ async def run(data_dir: Path, verbose: bool) -> int:
         show("a turn ran", "the scripted model answered in the chat (chat/event notifications)")
 
         await secret_for_a_server(sc)
+        await servers_from_other_apps(sc, data_dir)
         await oauth_sign_in(sc)
 
         await what_a_server_says(sc)
@@ -662,6 +663,51 @@ async def secret_for_a_server(sc: SidecarClient) -> None:
     show("its echo tool", done["toolCall"]["result"]["content"][0]["text"])
     await sc.request("secrets/delete", {"name": "DEMO_GREETING"})  # a keystore keeps entries beyond the demo
     await sc.request("mcpServers/remove", {"id": "greeter~greeter"})
+
+
+async def servers_from_other_apps(sc: SidecarClient, data_dir: Path) -> None:
+    step("servers people already run: a VS Code workspace's mcp.json (JSONC, an ${input:}, a shell line) imported")
+    project = data_dir.parent / "a-project"
+    (project / ".vscode").mkdir(parents=True, exist_ok=True)
+    fixture = ROOT / "tests" / "fixtures" / "mcp" / "basic.py"
+    (project / ".vscode" / "mcp.json").write_text("""{
+  // VS Code writes comments and trailing commas
+  "inputs": [{"type": "promptString", "id": "greeting", "description": "What the server says", "password": true}],
+  "servers": {
+    "greeter": {"type": "stdio", "command": "@PY@ @SERVER@", "env": {"FIXTURE_ECHO_PREFIX": "${input:greeting}"},},
+  },
+}""".replace("@PY@", sys.executable).replace("@SERVER@", str(fixture)))
+    found = await sc.request("mcpServers/importPreview", {"path": str(project / ".vscode" / "mcp.json"),
+                                                         "project": str(project)})
+    for f in found["servers"]:
+        show(f"found {f['id']} ({f['source']})", f"command split into {len(f['command'])} words; asks for secret "
+             f"{[i['name'] for i in f['inputs']]}")
+    name = found["servers"][0]["inputs"][0]["name"]
+    await sc.request("secrets/set", {"name": name, "value": "imported, hello to"})
+    mark = len(sc.notifications)
+    done = await sc.request("mcpServers/import", {"ids": [f["id"] for f in found["servers"]],
+                                                  "path": str(project / ".vscode" / "mcp.json"),
+                                                  "project": str(project)})
+    key = done["servers"][0]["id"]
+    def settled() -> dict | None:
+        return next((n["params"]["server"] for n in sc.notifications[mark:] if n["method"] == "mcpServers/status"
+                     and n["params"]["server"]["id"] == key
+                     and n["params"]["server"]["status"] in ("connected", "error")), None)
+
+    server = await sc.wait_for(settled, timeout=30)
+    show("mcpServers/import", f"{key}: {server['status']}")
+    listed = next(s for s in (await sc.request("mcpServers/list"))["servers"] if s["id"] == key)
+    names = listed["envNames"]
+    more = f" and {len(names) - 6} more" if len(names) > 6 else ""
+    show("what it gets (names only)", ", ".join(names[:6]) + more)
+    try:
+        await sc.request("mcpServers/update", {"id": key, "envPassthrough": ["OPENAI_API_KEY"]})
+    except RemoteError as exc:
+        show("envPassthrough OPENAI_API_KEY", f"refused ({exc.code}): {exc.message[:90]}...")
+    done = await sc.request("tools/call", {"toolId": f"mcp:{key}:echo", "args": {"text": " the world"}})
+    show("its echo tool", done["toolCall"]["result"]["content"][0]["text"])
+    await sc.request("mcpServers/remove", {"id": key})
+    await sc.request("secrets/delete", {"name": name})
 
 
 async def what_a_server_says(sc: SidecarClient) -> None:
