@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -47,10 +48,8 @@ def pct(values: list[float], q: float) -> float:
     return s[lo] + (s[hi] - s[lo]) * (k - lo)
 
 
-def tree_rss_bytes(pid: int) -> int | None:
-    """The memory of ``pid`` and every process below it: a sandboxed worker is bwrap, its
-    namespace's init, the Python worker and the next call's child forked from it. Proportional
-    set size (Pss), so pages the child shares with the worker count once, not twice as VmRSS would."""
+def process_children() -> dict[int, list[int]]:
+    """Every process's children now, by parent pid (from /proc)."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -60,6 +59,60 @@ def tree_rss_bytes(pid: int) -> int | None:
             except (OSError, ValueError, IndexError):
                 continue
             children.setdefault(ppid, []).append(int(entry))
+    return children
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process below ``pid`` now (servers, their children, a sandbox's)."""
+    children = process_children()
+    found: set[int] = set()
+    todo = list(children.get(pid, []))
+    while todo:
+        p = todo.pop()
+        found.add(p)
+        todo += children.get(p, [])
+    return found
+
+
+class StatusWatch:
+    """Times of ``mcpServers/status`` notifications, taken as a SidecarClient's read loop sees them."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.connected: dict[str, float] = {}
+        self.errors: dict[str, str] = {}
+        client.on_notification = self._on
+
+    def _on(self, message: dict[str, Any]) -> None:
+        if message.get("method") != "mcpServers/status":
+            return
+        server = message["params"]["server"]
+        if server["status"] == "connected":
+            self.connected.setdefault(server["id"], time.perf_counter())
+        elif server["status"] == "error":
+            self.errors[server["id"]] = server.get("error") or "error"
+
+    def done(self, keys: list[str]) -> bool:
+        failed = [k for k in keys if k in self.errors and k not in self.connected]
+        if failed:
+            raise RuntimeError(f"MCP server {failed[0]} failed: {self.errors[failed[0]]}")
+        return all(k in self.connected for k in keys)
+
+    async def until_connected(self, keys: list[str], limit: float = 120) -> float:
+        """The time the last of ``keys`` was seen connected (and mcpServers/list agrees)."""
+        await self.client.wait_for(lambda: self.done(keys), limit)
+        listed = {s["id"]: s for s in (await self.client.request("mcpServers/list"))["servers"]}
+        for k in keys:
+            if listed[k]["status"] != "connected":
+                raise RuntimeError(f"notified connected but listed as {listed[k]}")
+        return max(self.connected[k] for k in keys)
+
+
+def tree_rss_bytes(pid: int) -> int | None:
+    """The memory of ``pid`` and every process below it: a sandboxed worker is bwrap, its
+    namespace's init, the Python worker and the next call's child forked from it. Proportional
+    set size (Pss), so pages the child shares with the worker count once, not twice as VmRSS would."""
+    children = process_children()
     total, todo, seen = 0, [pid], False
     while todo:
         rss = _pss_bytes(current := todo.pop())

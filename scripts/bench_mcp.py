@@ -55,7 +55,7 @@ import anyio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from _bench import Rows, misses_line, pct, print_header, print_table, run_in_temp_dir  # noqa: E402  (scripts/ is on sys.path when run as a script)
+from _bench import Rows, StatusWatch, misses_line, pct, print_header, print_table, run_in_temp_dir  # noqa: E402  (scripts/ is on sys.path when run as a script)
 
 from sidecar.client import SidecarClient  # noqa: E402
 
@@ -114,46 +114,6 @@ class Run:
 
 # ---------------------------------------------------------------------------------------------
 # The sidecar side
-
-
-class Watch:
-    """Times of ``mcpServers/status`` notifications, taken as the client's read loop sees them."""
-
-    def __init__(self, client: SidecarClient) -> None:
-        self.client = client
-        self.connected: dict[str, float] = {}
-        self.errors: dict[str, str] = {}
-        client.on_notification = self._on
-
-    def _on(self, message: dict[str, Any]) -> None:
-        if message.get("method") != "mcpServers/status":
-            return
-        server = message["params"]["server"]
-        if server["status"] == "connected":
-            self.connected.setdefault(server["id"], time.perf_counter())
-        elif server["status"] == "error":
-            self.errors[server["id"]] = server.get("error") or "error"
-
-    def forget(self, keys: list[str]) -> None:
-        for k in keys:
-            self.connected.pop(k, None)
-            self.errors.pop(k, None)
-
-    async def until_connected(self, keys: list[str], timeout: float = 60) -> float:
-        """The time the last of ``keys`` was seen connected."""
-
-        def done() -> bool:
-            failed = [k for k in keys if k in self.errors]
-            if failed:
-                raise RuntimeError(f"MCP server {failed[0]} failed: {self.errors[failed[0]]}")
-            return all(k in self.connected for k in keys)
-
-        await self.client.wait_for(done, timeout)
-        listed = {s["id"]: s for s in (await self.client.request("mcpServers/list"))["servers"]}
-        for k in keys:
-            if listed[k]["status"] != "connected":
-                raise RuntimeError(f"notified connected but listed as {listed[k]}")
-        return max(self.connected[k] for k in keys)
 
 
 async def add_server(client: SidecarClient, server_id: str) -> str:
@@ -220,7 +180,7 @@ async def bench_calls(args: argparse.Namespace, tmp: Path, run: Run) -> dict:
         async with AsyncExitStack() as stack:
             client = await stack.enter_async_context(
                 SidecarClient.spawn(tmp / "calls" / "data", client_name="bench_mcp"))
-            watch = Watch(client)
+            watch = StatusWatch(client)
 
             # The server the calls go to; its connect is the first one (the sidecar imports the SDK).
             t0 = time.perf_counter()
@@ -317,7 +277,7 @@ async def spawn_once(data_dir: Path, keys: list[str], run: Run, what: str) -> tu
     """spawn -> initialize reply (ms), and spawn -> all ``keys`` connected (ms, None when no keys)."""
     t0 = time.perf_counter()
     async with SidecarClient.spawn(data_dir, initialize=False) as client:
-        watch = Watch(client)
+        watch = StatusWatch(client)
         await client.request("initialize", {"clientInfo": {"name": "bench_mcp", "version": "0"}})
         init_ms = (time.perf_counter() - t0) * 1000
         all_ms = None
@@ -334,7 +294,7 @@ async def bench_startup(n: int, tmp: Path, run: Run) -> dict:
     without = tmp / "startup-0" / "data"
     keys: list[str] = []
     async with SidecarClient.spawn(with_servers, client_name="bench_mcp") as client:
-        watch = Watch(client)
+        watch = StatusWatch(client)
         for i in range(N_CONFIGURED):
             keys.append(await add_server(client, f"s{i}"))
         await watch.until_connected(keys)

@@ -57,7 +57,16 @@ import anyio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from _bench import Rows, misses_line, pct, print_header, print_table, run_in_temp_dir  # noqa: E402  (scripts/ is on sys.path when run as a script)
+from _bench import (  # noqa: E402  (scripts/ is on sys.path when run as a script)
+    Rows,
+    StatusWatch,
+    descendants,
+    misses_line,
+    pct,
+    print_header,
+    print_table,
+    run_in_temp_dir,
+)  # noqa: E402  (scripts/ is on sys.path when run as a script)
 
 from sidecar.client import SidecarClient  # noqa: E402
 
@@ -151,26 +160,6 @@ for p in procs:
 # Processes
 
 
-def descendants(pid: int) -> set[int]:
-    """Every process below ``pid`` now (servers, their children, a sandbox's)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    ppid = int(f.read().rpartition(")")[2].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    found: set[int] = set()
-    todo = list(children.get(pid, []))
-    while todo:
-        p = todo.pop()
-        found.add(p)
-        todo += children.get(p, [])
-    return found
-
-
 def alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -243,44 +232,10 @@ def installing_servers(tmp: Path, seconds: float) -> list[dict[str, Any]]:
 # The sidecar side
 
 
-class Watch:
-    """Times of ``mcpServers/status`` notifications, taken as the client's read loop sees them."""
-
-    def __init__(self, client: SidecarClient) -> None:
-        self.client = client
-        self.connected: dict[str, float] = {}
-        self.errors: dict[str, str] = {}
-        client.on_notification = self._on
-
-    def _on(self, message: dict[str, Any]) -> None:
-        if message.get("method") != "mcpServers/status":
-            return
-        server = message["params"]["server"]
-        if server["status"] == "connected":
-            self.connected.setdefault(server["id"], time.perf_counter())
-        elif server["status"] == "error":
-            self.errors[server["id"]] = server.get("error") or "error"
-
-    def done(self, keys: list[str]) -> bool:
-        failed = [k for k in keys if k in self.errors and k not in self.connected]
-        if failed:
-            raise RuntimeError(f"MCP server {failed[0]} failed: {self.errors[failed[0]]}")
-        return all(k in self.connected for k in keys)
-
-    async def until_connected(self, keys: list[str], timeout: float = 120) -> float:
-        """The time the last of ``keys`` was seen connected."""
-        await self.client.wait_for(lambda: self.done(keys), timeout)
-        listed = {s["id"]: s for s in (await self.client.request("mcpServers/list"))["servers"]}
-        for k in keys:
-            if listed[k]["status"] != "connected":
-                raise RuntimeError(f"notified connected but listed as {listed[k]}")
-        return max(self.connected[k] for k in keys)
-
-
 async def configure(data_dir: Path, servers: list[dict[str, Any]], run: Run, wait: bool) -> list[str]:
     """Add ``servers`` to a new data dir (waiting until they connect when ``wait``); their keys."""
     async with SidecarClient.spawn(data_dir, client_name="bench_mcp_start") as client:
-        watch = Watch(client)
+        watch = StatusWatch(client)
         keys = [(await client.request("mcpServers/add", s))["server"]["id"] for s in servers]
         if wait:
             await watch.until_connected(keys)
@@ -293,7 +248,7 @@ async def spawn_connected(data_dir: Path, keys: list[str], run: Run) -> tuple[fl
     """spawn -> initialize reply, spawn -> every one of ``keys`` connected (ms)."""
     t0 = time.perf_counter()
     async with SidecarClient.spawn(data_dir, initialize=False) as client:
-        watch = Watch(client)
+        watch = StatusWatch(client)
         await client.request("initialize", {"clientInfo": {"name": "bench_mcp_start", "version": "0"}})
         init_ms = (time.perf_counter() - t0) * 1000
         all_ms = (await watch.until_connected(keys) - t0) * 1000
@@ -308,7 +263,7 @@ async def pings_while(data_dir: Path, keys: list[str], window: float | None, run
     it, not one), until ``keys`` are all connected (or for ``window`` seconds when there are none);
     each ping's time to its answer (ms) and how long the window was (s)."""
     async with SidecarClient.spawn(data_dir, initialize=False) as client:
-        watch = Watch(client)
+        watch = StatusWatch(client)
         await client.request("initialize", {"clientInfo": {"name": "bench_mcp_start", "version": "0"}})
         perf = time.perf_counter
         t0 = perf()
