@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -72,6 +72,37 @@ def descendants(pid: int) -> set[int]:
         found.add(p)
         todo += children.get(p, [])
     return found
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie is as good as gone: its parent reaps it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+async def wait_gone(pids: Iterable[int], limit: float = 10.0) -> list[int]:
+    """Wait until every pid is gone; the ones still alive after ``limit`` seconds."""
+    with anyio.move_on_after(limit):
+        while any(alive(p) for p in pids):  # noqa: ASYNC110 - no event says a process is gone: /proc is polled
+            await anyio.sleep(0.02)
+    return sorted(p for p in pids if alive(p))
+
+
+class Run:
+    """What every part of a bench records besides its timings: exit codes and the processes it started."""
+
+    def __init__(self) -> None:
+        self.exits_total = 0
+        self.bad_exits: list[str] = []
+        self.pids: set[int] = set()
+
+    def exit(self, what: str, code: int) -> None:
+        self.exits_total += 1
+        if code != 0:
+            self.bad_exits.append(f"{what}: exit code {code}")
 
 
 class StatusWatch:

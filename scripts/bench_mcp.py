@@ -42,7 +42,6 @@ report; misses are marked ``FAIL``.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
@@ -55,7 +54,7 @@ import anyio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from _bench import Rows, StatusWatch, misses_line, pct, print_header, print_table, run_in_temp_dir  # noqa: E402  (scripts/ is on sys.path when run as a script)
+from _bench import Rows, Run, StatusWatch, misses_line, pct, print_header, print_table, run_in_temp_dir, wait_gone  # noqa: E402  (scripts/ is on sys.path when run as a script)
 
 from sidecar.client import SidecarClient  # noqa: E402
 
@@ -73,47 +72,6 @@ ECHO_TOOL = f"mcp:{CALL_KEY}:echo"
 
 # ---------------------------------------------------------------------------------------------
 # Statistics and small helpers
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie is as good as gone (its parent reaps it).
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return True
-
-
-async def wait_gone(pids: list[int], timeout: float = 10.0) -> list[int]:
-    """Wait until every pid is gone; the ones still alive after ``timeout``."""
-    with anyio.move_on_after(timeout):
-        while any(alive(p) for p in pids):
-            await anyio.sleep(0.01)
-    return [p for p in pids if alive(p)]
-
-
-class Run:
-    """What every part records besides its timings: exit codes and server pids."""
-
-    def __init__(self) -> None:
-        self.exits_total = 0
-        self.bad_exits: list[str] = []
-        self.pids: set[int] = set()
-
-    def exit(self, what: str, code: int) -> None:
-        self.exits_total += 1
-        if code != 0:
-            self.bad_exits.append(f"{what}: exit code {code}")
-
-
-# ---------------------------------------------------------------------------------------------
-# The sidecar side
 
 
 async def add_server(client: SidecarClient, server_id: str) -> str:

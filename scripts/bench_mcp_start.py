@@ -59,6 +59,7 @@ sys.path.insert(0, str(ROOT))
 
 from _bench import (  # noqa: E402  (scripts/ is on sys.path when run as a script)
     Rows,
+    Run,
     StatusWatch,
     descendants,
     misses_line,
@@ -66,6 +67,7 @@ from _bench import (  # noqa: E402  (scripts/ is on sys.path when run as a scrip
     print_header,
     print_table,
     run_in_temp_dir,
+    wait_gone,
 )  # noqa: E402  (scripts/ is on sys.path when run as a script)
 
 from sidecar.client import SidecarClient  # noqa: E402
@@ -158,35 +160,6 @@ for p in procs:
 
 # ---------------------------------------------------------------------------------------------
 # Processes
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie is as good as gone
-    except OSError:
-        return False
-
-
-async def wait_gone(pids: set[int], timeout: float = 10.0) -> list[int]:
-    with anyio.move_on_after(timeout):
-        while any(alive(p) for p in pids):
-            await anyio.sleep(0.02)
-    return sorted(p for p in pids if alive(p))
-
-
-class Run:
-    """What every part records besides its timings: exit codes and the processes it started."""
-
-    def __init__(self) -> None:
-        self.exits_total = 0
-        self.bad_exits: list[str] = []
-        self.pids: set[int] = set()
-
-    def exit(self, what: str, code: int) -> None:
-        self.exits_total += 1
-        if code != 0:
-            self.bad_exits.append(f"{what}: exit code {code}")
 
 
 def load() -> str:
